@@ -1,0 +1,51 @@
+# RAG Orchestrator — the README's commands. Every target sets up what it needs on a fresh machine.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/.venv-sam/bin:$(PATH)
+
+.PHONY: dev test test-fast lint fmt invoke bench build validate lock setup clean
+
+setup:
+	@bash devserver/bootstrap.sh
+
+dev: setup  ## run the whole local stack on http://127.0.0.1:$${PORT:-8000}
+	@$(PY) -m devserver
+
+test:  ## set up and run the whole suite (unit, integration, packaging)
+	@bash devserver/bootstrap.sh sam
+	@$(VENV)/bin/ruff check .
+	@$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: setup  ## unit tests only
+	@$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+lint: setup
+	@$(VENV)/bin/ruff check .
+	@$(VENV)/bin/ruff format --check .
+
+fmt: setup
+	@$(VENV)/bin/ruff check --fix .
+	@$(VENV)/bin/ruff format .
+
+invoke: setup  ## make invoke FN=archive EVENT=events/schedule.json
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<api|chat_stream|archive|ingest> EVENT=<file>"; exit 2; }
+	@$(PY) -m devserver.invoke $(FN) $(EVENT)
+
+bench: setup  ## benchmarks (see bench/README.md)
+	@$(PY) -m bench $(BENCH_ARGS)
+
+validate:
+	@bash devserver/bootstrap.sh sam
+	@sam validate --lint
+
+build: validate
+	@sam build
+
+lock:  ## re-pin requirements/*.lock from requirements/*.in
+	@cd requirements && ../$(VENV)/bin/uv pip compile --quiet --python-version 3.12 --no-header \
+	  --no-emit-package chromadb-client dev.in -o dev.lock
+	@cd requirements && ../$(VENV)/bin/uv pip compile --quiet --python-version 3.12 --no-header sam.in -o sam.lock
+
+clean:
+	rm -rf .aws-sam .local .pytest_cache .ruff_cache

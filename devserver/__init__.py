@@ -1,0 +1,1 @@
+"""Local stack for development and tests: moto server, Chroma server, the app. Never deployed."""

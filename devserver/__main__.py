@@ -1,0 +1,71 @@
+"""`make dev`: moto server + Chroma server + sample knowledge base + every route on PORT."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+from devserver.stack import ROOT, apply_local_defaults, start_chroma, start_moto
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    env = apply_local_defaults()
+    sys.path.insert(0, str(ROOT / "layers" / "core"))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "layers" / "core"), str(ROOT)]))
+    from rag_orchestrator.config import get_settings
+    from rag_orchestrator.errors import ConfigError
+
+    try:
+        settings = get_settings()  # fail fast, naming the bad variable
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    local = ROOT / ".local"
+    services = []
+
+    def stop(*_: object) -> None:
+        for service in reversed(services):
+            service.stop()
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    started = time.perf_counter()
+    try:
+        services.append(start_moto(env["AWS_ENDPOINT_URL"], local / "logs" / "moto.log"))
+        from devserver.resources import create_resources
+
+        create_resources(
+            settings.conversations_table, [settings.transcripts_bucket, settings.documents_bucket]
+        )
+        services.append(start_chroma(settings.chroma_url, local / "chroma", local / "logs" / "chroma.log"))
+        from devserver.sample import ingest_sample_knowledge_base
+
+        ingested = ingest_sample_knowledge_base(settings)
+        print(f"stack ready in {time.perf_counter() - started:.1f}s; sample knowledge base: {ingested}")
+        print(f"  moto (DynamoDB + S3)  {env['AWS_ENDPOINT_URL']}")
+        print(f"  chroma                {settings.chroma_url}")
+        print(
+            f"  api                   http://127.0.0.1:{settings.port}  (docs: /docs, health: /api/v1/agent/health)"
+        )
+        print("Ctrl-C stops everything.", flush=True)
+        import uvicorn
+
+        uvicorn.run("devserver.app:app", host="127.0.0.1", port=settings.port, log_level="info")
+    except KeyboardInterrupt:
+        pass
+    except Exception as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""HTTP surface: create_app(), routers, auth, SSE encoding, error handlers."""

@@ -1,0 +1,74 @@
+"""Every error becomes DESIGN.md's JSON: {"error", "message", "timestamp", "requestId"}. No stack traces."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from rag_orchestrator.errors import RagError
+from rag_orchestrator.observability import logger
+
+_TITLES = {
+    400: "Bad request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Method not allowed",
+    409: "Conflict",
+    413: "Payload too large",
+    415: "Unsupported media type",
+    422: "Validation failed",
+    429: "Too many requests",
+    500: "Internal error",
+    503: "Service unavailable",
+}
+
+
+def error_body(status: int, message: str, request_id: str | None, error: str | None = None) -> dict:
+    return {
+        "error": error or _TITLES.get(status, "Error"),
+        "message": message,
+        "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        "requestId": request_id,
+    }
+
+
+def error_response(request: Request, status: int, message: str, error: str | None = None) -> JSONResponse:
+    request_id = getattr(request.state, "request_id", None)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(error_body(status, message, request_id, error), status_code=status, headers=headers)
+
+
+def describe_validation(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:10]:
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
+        msg = err.get("msg", "invalid").removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts) or "Invalid request"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RagError)
+    async def _rag_error(request: Request, exc: RagError) -> JSONResponse:
+        if exc.status_code >= 500:
+            logger.error("request failed", extra={"error_type": type(exc).__name__, "detail": exc.message})
+        return error_response(request, exc.status_code, exc.message, exc.error)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        malformed = any(err.get("type") == "json_invalid" for err in exc.errors())
+        status = 400 if malformed else 422
+        message = "Malformed JSON body" if malformed else describe_validation(exc)
+        return error_response(request, status, message)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = exc.detail if isinstance(exc.detail, str) else _TITLES.get(exc.status_code, "Error")
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"No route for {request.method} {request.url.path}"
+        return error_response(request, exc.status_code, message)

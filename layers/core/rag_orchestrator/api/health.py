@@ -1,0 +1,106 @@
+"""GET /api/v1/agent/health: each dependency's status; 200 when all are up, 503 naming the failing one."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+import httpx
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+
+from rag_orchestrator.config import Settings, get_settings
+
+router = APIRouter(tags=["agent"])
+CHECK_TIMEOUT_SECONDS = 3.0
+
+
+async def _dynamodb(settings: Settings) -> str:
+    if settings.conversation_storage == "memory":
+        return "in-memory storage"
+    from rag_orchestrator import aws
+
+    table = await asyncio.to_thread(
+        aws.client("dynamodb").describe_table, TableName=settings.conversations_table
+    )
+    return f"table {settings.conversations_table} {table['Table']['TableStatus']}"
+
+
+async def _s3(settings: Settings) -> str:
+    from rag_orchestrator import aws
+
+    buckets = [b for b in (settings.transcripts_bucket, settings.documents_bucket) if b]
+    if not buckets:
+        return "no buckets configured"
+    s3 = aws.client("s3")
+    await asyncio.gather(*(asyncio.to_thread(s3.head_bucket, Bucket=b) for b in buckets))
+    return "buckets " + ", ".join(buckets)
+
+
+async def _chroma(settings: Settings) -> str:
+    # A plain HTTP heartbeat: health must not pay for importing the Chroma client.
+    headers = {"x-chroma-token": settings.chroma_token.get_secret_value()} if settings.chroma_token else {}
+    async with httpx.AsyncClient(timeout=CHECK_TIMEOUT_SECONDS) as client:
+        response = await client.get(f"{settings.chroma_url.rstrip('/')}/api/v2/heartbeat", headers=headers)
+        response.raise_for_status()
+    return f"heartbeat ok at {settings.chroma_url}"
+
+
+async def _provider(settings: Settings) -> str:
+    ok, detail = settings.provider_configured()
+    if not ok:
+        raise RuntimeError(detail)
+    return f"strategy {detail}"
+
+
+CHECKS: dict[str, Callable[[Settings], Awaitable[str]]] = {
+    "dynamodb": _dynamodb,
+    "s3": _s3,
+    "chroma": _chroma,
+    "provider": _provider,
+}
+
+
+async def _run(name: str, check: Callable[[Settings], Awaitable[str]], settings: Settings) -> dict:
+    started = time.perf_counter()
+    try:
+        detail = await asyncio.wait_for(check(settings), CHECK_TIMEOUT_SECONDS)
+        status = "UP"
+    except Exception as exc:  # a failed check is a report, not an error
+        detail = _safe_reason(exc)
+        status = "DOWN"
+    return {
+        "name": name,
+        "status": status,
+        "detail": detail,
+        "latencyMs": round((time.perf_counter() - started) * 1000, 1),
+    }
+
+
+def _safe_reason(exc: Exception) -> str:
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, httpx.HTTPError):
+        return f"unreachable ({type(exc).__name__})"
+    if isinstance(exc, RuntimeError):
+        return str(exc)
+    return type(exc).__name__
+
+
+@router.get("/api/v1/agent/health", summary="Status of every dependency")
+async def health(settings: Settings = Depends(get_settings)) -> JSONResponse:
+    results = await asyncio.gather(*(_run(name, check, settings) for name, check in CHECKS.items()))
+    down = [r["name"] for r in results if r["status"] != "UP"]
+    body = {
+        "status": "DOWN" if down else "UP",
+        "service": "rag-orchestrator",
+        "failing": down,
+        "checks": {r.pop("name"): r for r in results},
+    }
+    return JSONResponse(body, status_code=503 if down else 200)
+
+
+@router.get("/api/v1/agent/ping", summary="Liveness: answers without touching any dependency")
+async def ping() -> dict:
+    return {"status": "UP"}

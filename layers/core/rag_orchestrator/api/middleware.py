@@ -1,0 +1,104 @@
+"""ASGI middleware: request ids for logs and errors, and the request body size limit."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rag_orchestrator.api.errors import error_body
+from rag_orchestrator.observability import logger
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _lambda_request_id(scope: Scope) -> str | None:
+    event = scope.get("aws.event") or {}
+    return (event.get("requestContext") or {}).get("requestId")
+
+
+class RequestContextMiddleware:
+    """Gives every request an id (client's `X-Request-Id`, API Gateway's, or new) and logs with it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        supplied = _header(scope, b"x-request-id")
+        request_id = (supplied if supplied and len(supplied) <= 128 else None) or _lambda_request_id(scope)
+        request_id = request_id or str(uuid.uuid4())
+        scope.setdefault("state", {})["request_id"] = request_id
+        logger.set_correlation_id(request_id)
+
+        started = False
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                message.setdefault("headers", []).append((b"x-request-id", request_id.encode("latin-1")))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception:
+            # Handled here rather than by Starlette's outermost middleware, so the answer keeps its id.
+            logger.exception("unhandled error")
+            if started:
+                raise
+            await send_json(send_with_id, 500, error_body(500, "An unexpected error occurred", request_id))
+
+
+class BodySizeLimitMiddleware:
+    """Answers 413 before the app reads a body over `max_bytes`, declared or streamed."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _header(scope, b"content-length")
+        if declared and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(scope, send)
+            return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    # An HTTPException, so FastAPI's body parsing re-raises it unchanged.
+                    raise HTTPException(413, self._message)
+            return message
+
+        await self.app(scope, limited_receive, send)
+
+    @property
+    def _message(self) -> str:
+        return f"Request body exceeds {self.max_bytes} bytes"
+
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        request_id = (scope.get("state") or {}).get("request_id")
+        await send_json(send, 413, error_body(413, self._message, request_id))
+
+
+async def send_json(send: Send, status: int, payload: dict) -> None:
+    body = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

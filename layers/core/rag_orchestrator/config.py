@@ -1,0 +1,184 @@
+"""Settings: every environment variable of DESIGN.md section 4, validated once at start."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rag_orchestrator.errors import ConfigError
+
+Strategy = Literal[
+    "deepseek_single", "qwen_single_thinking", "qwen_single_instruct", "openai_compatible", "extractive"
+]
+
+# Secrets that may be given as an SSM parameter name (`<NAME>_PARAM`) when running in AWS.
+SECRET_FIELDS = (
+    "deepseek_api_key",
+    "qwen_api_key",
+    "openai_compatible_api_key",
+    "chroma_token",
+    "embedding_api_key",
+)
+
+
+def in_lambda() -> bool:
+    return "AWS_LAMBDA_FUNCTION_NAME" in os.environ
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
+
+    model_strategy: Strategy = "extractive"
+    deepseek_api_key: SecretStr | None = None
+    deepseek_base_url: str = "https://api.deepseek.com"
+    deepseek_model: str = "deepseek-chat"
+    deepseek_thinking: bool = False
+    qwen_api_key: SecretStr | None = None
+    qwen_base_url: str = "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
+    qwen_thinking_model: str = "qwen-plus"
+    qwen_instruct_model: str = "qwen-plus"
+    openai_compatible_base_url: str | None = None
+    openai_compatible_api_key: SecretStr | None = None
+    openai_compatible_model: str | None = None
+    model_timeout_seconds: float = Field(120.0, gt=0)
+    model_idle_timeout_seconds: float = Field(60.0, gt=0)
+    model_max_retries: int = Field(3, ge=0, le=10)
+    model_max_tokens: int = Field(4096, ge=1)
+
+    loop_max_iterations: int = Field(10, ge=1, le=50)
+    loop_initial_rag: bool = True
+    tool_timeout_seconds: float = Field(30.0, gt=0)
+
+    conversation_rolling_window: int = Field(20, ge=1, le=500)
+    conversation_storage: Literal["dynamodb", "memory"] = "dynamodb"
+    conversations_table: str | None = None
+    transcripts_bucket: str | None = None
+    documents_bucket: str | None = None
+    aws_endpoint_url: str | None = None
+    max_request_bytes: int = Field(1_048_576, ge=1024)
+
+    chroma_url: str = "http://127.0.0.1:8001"
+    chroma_token: SecretStr | None = None
+    chroma_tenant: str = "default_tenant"
+    chroma_database: str = "default_database"
+    chroma_collection: str = Field("knowledge-base", min_length=3, max_length=512)
+
+    embedding_provider: Literal["hashing", "openai_compatible", "bedrock"] = "hashing"
+    embedding_base_url: str | None = None
+    embedding_model: str | None = None
+    embedding_api_key: SecretStr | None = None
+    embedding_dimensions: int | None = Field(None, ge=8, le=8192)
+
+    rag_topk_default: int = Field(5, ge=1)
+    rag_topk_max: int = Field(10, ge=1, le=100)
+    rag_similarity_threshold: float = Field(0.6, ge=0.0, le=1.0)
+    rag_prompt_template_path: str | None = None
+    rag_stream_enabled: bool = True
+    chunk_size: int = Field(800, ge=100, le=8000)
+    chunk_overlap: int = Field(120, ge=0, le=2000)
+
+    tool_catalog_path: str | None = None
+    tool_selection_top_k: int = Field(6, ge=1, le=100)
+    tool_selection_min_score: float = Field(0.0, ge=-1.0, le=1.0)
+
+    auth_mode: Literal["jwt", "dev"] = "dev"
+    allow_anonymous: bool = False
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    jwt_jwks_url: str | None = None
+    caller_id_claim: str = "sub"
+    roles_claim: str = "cognito:groups"
+
+    archive_after_days: int = Field(30, ge=0)
+    deleted_retention_days: int = Field(30, ge=0)
+
+    port: int = Field(8000, ge=1, le=65535)
+
+    @model_validator(mode="after")
+    def _check_combinations(self) -> Settings:
+        if self.auth_mode == "dev" and in_lambda():
+            raise ValueError("AUTH_MODE=dev is refused inside Lambda; use AUTH_MODE=jwt")
+        if self.auth_mode == "jwt" and not self.jwt_issuer:
+            raise ValueError("JWT_ISSUER is required when AUTH_MODE=jwt")
+        if self.conversation_storage == "dynamodb":
+            for name in ("conversations_table", "transcripts_bucket"):
+                if not getattr(self, name):
+                    raise ValueError(f"{name.upper()} is required when CONVERSATION_STORAGE=dynamodb")
+        if self.rag_topk_default > self.rag_topk_max:
+            raise ValueError("RAG_TOPK_DEFAULT must not exceed RAG_TOPK_MAX")
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError("CHUNK_OVERLAP must be smaller than CHUNK_SIZE")
+        needs = {
+            "openai_compatible": ("openai_compatible_base_url", "openai_compatible_model"),
+        }.get(self.model_strategy, ())
+        for name in needs:
+            if not getattr(self, name):
+                raise ValueError(f"{name.upper()} is required when MODEL_STRATEGY={self.model_strategy}")
+        if self.embedding_provider == "openai_compatible":
+            for name in ("embedding_base_url", "embedding_model"):
+                if not getattr(self, name):
+                    raise ValueError(f"{name.upper()} is required when EMBEDDING_PROVIDER=openai_compatible")
+        return self
+
+    @property
+    def jwks_url(self) -> str | None:
+        if self.jwt_jwks_url:
+            return self.jwt_jwks_url
+        return f"{self.jwt_issuer.rstrip('/')}/.well-known/jwks.json" if self.jwt_issuer else None
+
+    def secret(self, name: str) -> str | None:
+        """A secret's value: from the environment, else from SSM (`<NAME>_PARAM`) when in AWS."""
+        value = getattr(self, name)
+        if value is not None:
+            return value.get_secret_value()
+        parameter = os.environ.get(f"{name.upper()}_PARAM")
+        if parameter and in_lambda():
+            return _ssm_secret(parameter)
+        return None
+
+    def provider_configured(self) -> tuple[bool, str]:
+        """Whether the chosen model strategy has what it needs; the reason when not."""
+        key = {
+            "deepseek_single": "deepseek_api_key",
+            "qwen_single_thinking": "qwen_api_key",
+            "qwen_single_instruct": "qwen_api_key",
+        }.get(self.model_strategy)
+        if key is None:
+            return True, self.model_strategy
+        if getattr(self, key) is not None or os.environ.get(f"{key.upper()}_PARAM"):
+            return True, self.model_strategy
+        return False, f"{key.upper()} is not set for MODEL_STRATEGY={self.model_strategy}"
+
+
+@lru_cache(maxsize=8)
+def _ssm_secret(parameter: str) -> str:
+    from aws_lambda_powertools.utilities import parameters
+
+    return parameters.get_parameter(parameter, decrypt=True, max_age=300)
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings from the environment; raise ConfigError naming every bad variable."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = "_".join(str(part) for part in err["loc"]).upper()
+            msg = err["msg"].removeprefix("Value error, ")
+            if loc:
+                given = err.get("input")
+                shown = f" (got {given!r})" if isinstance(given, (str, int, float)) else ""
+                problems.append(f"{loc}: {msg}{shown}")
+            else:
+                problems.append(msg)
+        raise ConfigError("Invalid configuration: " + "; ".join(problems)) from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return load_settings()

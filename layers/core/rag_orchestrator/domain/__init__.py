@@ -1,0 +1,1 @@
+"""Typed domain: conversations, messages, tool calls and stream events."""

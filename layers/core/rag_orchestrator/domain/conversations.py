@@ -1,0 +1,168 @@
+"""Conversations and their messages (seed 000), as stored and as shown to clients."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from rag_orchestrator.domain.base import CamelModel, new_id, utcnow
+from rag_orchestrator.domain.messages import Message, Role, ToolCall
+
+MAX_ID_LENGTH = 100
+MAX_MESSAGE_CHARS = 32_000
+MAX_METADATA_ENTRIES = 20
+
+
+class ConversationStatus(StrEnum):
+    ACTIVE = "ACTIVE"
+    ARCHIVED = "ARCHIVED"
+    DELETED = "DELETED"
+
+
+class Conversation(CamelModel):
+    conversation_id: str = Field(default_factory=new_id)
+    caller_id: str
+    user_id: str | None = None
+    account_id: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    last_message_at: datetime | None = None
+    message_count: int = 0
+    tool_calls_count: int = 0
+    total_tokens: int = 0
+    status: ConversationStatus = ConversationStatus.ACTIVE
+    s3_key: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+    archived_at: datetime | None = None
+    deleted_at: datetime | None = None
+
+
+class ConversationMessage(CamelModel):
+    """A stored message. `reasoning` is stored for replay and never leaves the service."""
+
+    message_id: str
+    conversation_id: str
+    role: Role
+    content: str
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    reasoning: str | None = None
+    token_count: int | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    client_message_id: str | None = None
+    interrupted: bool = False
+
+    def to_message(self) -> Message:
+        return Message(
+            role=self.role,
+            content=self.content,
+            tool_call_id=self.tool_call_id,
+            tool_name=self.tool_name,
+            tool_calls=self.tool_calls,
+            reasoning=self.reasoning,
+        )
+
+
+class MessageResponse(CamelModel):
+    """A message as a client sees it: no reasoning field exists here, so none can leak."""
+
+    message_id: str
+    role: Role
+    content: str
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    token_count: int | None = None
+    created_at: datetime
+    client_message_id: str | None = None
+    interrupted: bool = False
+
+    @classmethod
+    def of(cls, message: ConversationMessage) -> MessageResponse:
+        return cls.model_validate(message.model_dump(exclude={"reasoning", "conversation_id"}))
+
+
+class ConversationResponse(CamelModel):
+    conversation_id: str
+    caller_id: str
+    user_id: str | None
+    account_id: str | None
+    status: ConversationStatus
+    message_count: int
+    tool_calls_count: int
+    total_tokens: int
+    created_at: datetime
+    updated_at: datetime
+    last_message_at: datetime | None
+    s3_key: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, conversation: Conversation) -> ConversationResponse:
+        return cls.model_validate(conversation.model_dump())
+
+
+def _strip_optional(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        raise ValueError("must not be blank")
+    return value
+
+
+class CreateConversationRequest(CamelModel):
+    model_config = CamelModel.model_config | {"extra": "forbid"}
+
+    user_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
+    account_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
+    initial_message: str | None = Field(None, max_length=MAX_MESSAGE_CHARS)
+    metadata: dict[str, str] = Field(default_factory=dict, max_length=MAX_METADATA_ENTRIES)
+
+    _strip = field_validator("user_id", "account_id", "initial_message")(_strip_optional)
+
+    @field_validator("metadata")
+    @classmethod
+    def _small_metadata(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, item in value.items():
+            if not key or len(key) > 64 or len(item) > 1024:
+                raise ValueError("metadata keys are 1-64 characters and values at most 1024")
+        return value
+
+
+class ChatRequest(CamelModel):
+    model_config = CamelModel.model_config | {"extra": "forbid"}
+
+    message: str = Field(..., min_length=1, max_length=MAX_MESSAGE_CHARS)
+    context_type: str | None = Field(None, max_length=64)
+    context: dict[str, Any] | None = None
+    metadata: dict[str, str] = Field(default_factory=dict, max_length=MAX_METADATA_ENTRIES)
+    client_message_id: str | None = Field(None, min_length=1, max_length=MAX_ID_LENGTH)
+
+    @field_validator("message")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("Message cannot be blank")
+        return value
+
+
+class ChatResponse(CamelModel):
+    conversation_id: str
+    message: str
+    role: Role = Role.ASSISTANT
+    message_id: str | None = None
+    tool_calls_count: int = 0
+    iterations_used: int = 0
+    tokens_used: int = 0
+    sources: list[dict[str, Any]] = Field(default_factory=list)
+    timestamp: datetime = Field(default_factory=utcnow)
+
+
+class Page[T](CamelModel):
+    items: list[T]
+    next_cursor: str | None = None

@@ -1,0 +1,62 @@
+"""The in-memory message format every provider translates to and from at its edge."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from rag_orchestrator.domain.base import CamelModel
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+    SYSTEM = "system"
+
+
+class FunctionCall(BaseModel):
+    name: str
+    arguments: str = "{}"  # JSON text, as the model produced it
+
+
+class ToolCall(BaseModel):
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """Arguments as an object; raises ValueError when they are not a JSON object."""
+        value = json.loads(self.function.arguments or "{}")
+        if not isinstance(value, dict):
+            raise ValueError("tool arguments must be a JSON object")
+        return value
+
+
+class Message(BaseModel):
+    """One message of the model's context. `reasoning` is kept for replay, never shown to clients."""
+
+    role: Role
+    content: str = ""
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    reasoning: str | None = None
+
+
+class ToolResult(CamelModel):
+    tool_call_id: str
+    tool_name: str
+    result: str
+    success: bool = True
+    error: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def for_model(self) -> str:
+        """What the model reads back as the tool message's content."""
+        if self.success:
+            return self.result
+        return json.dumps({"error": self.error or "tool failed", "success": False})

@@ -1,0 +1,116 @@
+"""The exception tree of the core package.
+
+    RagError                          base; carries a safe, client-facing message
+    ├── ConfigError                   a setting is missing or invalid (start-up)
+    ├── BadRequest                    400: input that validation let through but is still wrong
+    ├── Unauthorized                  401: no caller, or a token that does not verify
+    ├── Forbidden                     403: the caller may not do this
+    ├── NotFound                      404
+    │   └── ConversationNotFound      also for another caller's conversation
+    ├── Conflict                      409: a turn already running, a repeated clientMessageId
+    ├── PayloadTooLarge               413
+    ├── DependencyUnavailable         503: DynamoDB, S3 or Chroma cannot be reached
+    │   ├── StorageUnavailable
+    │   └── VectorStoreUnavailable
+    ├── ProviderError                 the model provider failed (500 to REST callers, an Error event on streams)
+    │   ├── ProviderHTTPError         a non-2xx answer; `retryable` says whether a retry may help
+    │   ├── ProviderTimeout           total or idle timeout
+    │   └── ProviderStreamError       a broken stream or an in-band error object
+    └── ToolError                     a tool failed; goes back to the model as an unsuccessful result
+
+`message` is always safe to show a client: no stack trace, secret, prompt or reasoning.
+"""
+
+from __future__ import annotations
+
+
+class RagError(Exception):
+    status_code = 500
+    error = "Internal error"
+
+    def __init__(self, message: str | None = None) -> None:
+        self.message = message or self.error
+        super().__init__(self.message)
+
+
+class ConfigError(RagError):
+    error = "Configuration error"
+
+
+class BadRequest(RagError):
+    status_code = 400
+    error = "Bad request"
+
+
+class Unauthorized(RagError):
+    status_code = 401
+    error = "Unauthorized"
+
+
+class Forbidden(RagError):
+    status_code = 403
+    error = "Forbidden"
+
+
+class NotFound(RagError):
+    status_code = 404
+    error = "Not found"
+
+
+class ConversationNotFound(NotFound):
+    error = "Conversation not found"
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"Conversation not found: {conversation_id}")
+        self.conversation_id = conversation_id
+
+
+class Conflict(RagError):
+    status_code = 409
+    error = "Conflict"
+
+
+class PayloadTooLarge(RagError):
+    status_code = 413
+    error = "Payload too large"
+
+
+class DependencyUnavailable(RagError):
+    status_code = 503
+    error = "Service unavailable"
+
+
+class StorageUnavailable(DependencyUnavailable):
+    error = "Storage unavailable"
+
+
+class VectorStoreUnavailable(DependencyUnavailable):
+    error = "Knowledge base unavailable"
+
+
+class ProviderError(RagError):
+    status_code = 500
+    error = "Model provider error"
+
+
+class ProviderHTTPError(ProviderError):
+    def __init__(self, status: int, message: str | None = None, *, retry_after: float | None = None) -> None:
+        super().__init__(message or f"Model provider answered HTTP {status}")
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.status in (408, 429, 500, 502, 503, 504)
+
+
+class ProviderTimeout(ProviderError):
+    error = "Model provider timed out"
+
+
+class ProviderStreamError(ProviderError):
+    error = "Model provider stream failed"
+
+
+class ToolError(RagError):
+    error = "Tool execution failed"

@@ -1,0 +1,104 @@
+"""Suite-wide fixtures: the network is blocked beyond loopback; local servers start once per session."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devserver.stack import LOCAL_DEFAULTS, Service, free_port, start_chroma, start_moto
+
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self: socket.socket, address: object) -> None:
+    if isinstance(address, tuple) and self.family in (socket.AF_INET, socket.AF_INET6):
+        host = address[0]
+        try:
+            allowed = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            allowed = host == "localhost"
+        if not allowed:
+            raise ConnectionRefusedError(f"tests may not reach beyond loopback (tried {host})")
+    return _real_connect(self, address)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def block_network() -> Iterator[None]:
+    socket.socket.connect = _loopback_only  # type: ignore[method-assign]
+    yield
+    socket.socket.connect = _real_connect  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def base_environment() -> Iterator[None]:
+    """Local defaults with no credentials or keys from the machine leaking in."""
+    saved = dict(os.environ)
+    for key in list(os.environ):
+        if key.endswith("_API_KEY") or key.startswith(("AWS_", "JWT_", "CHROMA_")):
+            del os.environ[key]
+    os.environ.update(LOCAL_DEFAULTS)
+    os.environ["CONVERSATION_STORAGE"] = "memory"
+    os.environ["AWS_ENDPOINT_URL"] = "http://127.0.0.1:9"  # nothing there unless a test starts moto
+    os.environ["CHROMA_URL"] = "http://127.0.0.1:9"
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+@pytest.fixture(autouse=True)
+def fresh_settings() -> Iterator[None]:
+    """Settings and AWS clients are cached per process; tests that change the environment need them anew."""
+    from rag_orchestrator import aws
+    from rag_orchestrator.config import get_settings
+
+    get_settings.cache_clear()
+    aws.client.cache_clear()
+    yield
+    get_settings.cache_clear()
+    aws.client.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def servers_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("servers")
+
+
+@pytest.fixture(scope="session")
+def moto_server(servers_dir: Path) -> Iterator[Service]:
+    service = start_moto(f"http://127.0.0.1:{free_port()}", servers_dir / "moto.log")
+    yield service
+    service.stop()
+
+
+@pytest.fixture(scope="session")
+def chroma_server(servers_dir: Path) -> Iterator[Service]:
+    service = start_chroma(
+        f"http://127.0.0.1:{free_port()}", servers_dir / "chroma", servers_dir / "chroma.log"
+    )
+    yield service
+    service.stop()
+
+
+@pytest.fixture
+def aws_stack(moto_server: Service, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """DynamoDB and S3 on the moto server, with the table and buckets of template.yaml."""
+    from devserver.resources import create_resources
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server.url)
+    monkeypatch.setenv("CONVERSATION_STORAGE", "dynamodb")
+    names = {
+        key: LOCAL_DEFAULTS[key] for key in ("CONVERSATIONS_TABLE", "TRANSCRIPTS_BUCKET", "DOCUMENTS_BUCKET")
+    }
+    create_resources(names["CONVERSATIONS_TABLE"], [names["TRANSCRIPTS_BUCKET"], names["DOCUMENTS_BUCKET"]])
+    return {"endpoint": moto_server.url, **names}
+
+
+@pytest.fixture
+def chroma_url(chroma_server: Service, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("CHROMA_URL", chroma_server.url)
+    return chroma_server.url

@@ -1,0 +1,101 @@
+"""Every error answers with DESIGN.md's error JSON and never a stack trace."""
+
+import pytest
+from fastapi import APIRouter
+from fastapi.testclient import TestClient
+from pydantic import BaseModel
+
+from rag_orchestrator.api.app import create_app
+from rag_orchestrator.errors import ConversationNotFound
+
+router = APIRouter()
+
+
+class Body(BaseModel):
+    name: str
+
+
+@router.post("/echo")
+def echo(body: Body) -> dict:
+    return {"name": body.name}
+
+
+@router.get("/boom")
+def boom() -> dict:
+    raise RuntimeError("secret internals at /srv/app.py line 42")
+
+
+@router.get("/missing")
+def missing() -> dict:
+    raise ConversationNotFound("abc")
+
+
+@pytest.fixture
+def client(monkeypatch):
+    monkeypatch.setenv("MAX_REQUEST_BYTES", "2048")
+    app = create_app(["health"])
+    app.include_router(router)
+    return TestClient(app, raise_server_exceptions=False)
+
+
+def assert_error_json(response, status):
+    assert response.status_code == status
+    body = response.json()
+    assert set(body) == {"error", "message", "timestamp", "requestId"}
+    assert body["requestId"] == response.headers["x-request-id"]
+    assert "Traceback" not in response.text
+    return body
+
+
+def test_unknown_route_is_404_json(client):
+    body = assert_error_json(client.get("/nowhere"), 404)
+    assert "/nowhere" in body["message"]
+
+
+def test_domain_not_found_is_404_json(client):
+    body = assert_error_json(client.get("/missing"), 404)
+    assert body["error"] == "Conversation not found"
+
+
+def test_validation_error_is_422_json_naming_the_field(client):
+    body = assert_error_json(client.post("/echo", json={"nom": 1}), 422)
+    assert "name" in body["message"]
+
+
+def test_malformed_json_is_400(client):
+    assert_error_json(
+        client.post("/echo", content=b"{not json", headers={"content-type": "application/json"}), 400
+    )
+
+
+def test_unexpected_exception_is_500_without_internals(client):
+    body = assert_error_json(client.get("/boom"), 500)
+    assert "secret" not in client.get("/boom").text
+    assert body["message"] == "An unexpected error occurred"
+
+
+def test_declared_oversized_body_is_413(client):
+    assert_error_json(client.post("/echo", json={"name": "x" * 5000}), 413)
+
+
+def test_streamed_oversized_body_is_413(client):
+    def chunks():
+        for _ in range(10):
+            yield b"x" * 500
+
+    response = client.post("/echo", content=chunks(), headers={"content-type": "application/json"})
+    assert_error_json(response, 413)
+
+
+def test_client_request_id_is_kept(client):
+    response = client.get("/nowhere", headers={"X-Request-Id": "req-123"})
+    assert response.json()["requestId"] == "req-123"
+
+
+def test_openapi_and_docs_are_served(client):
+    assert client.get("/openapi.json").json()["info"]["title"] == "RAG Orchestrator"
+    assert client.get("/docs").status_code == 200
+
+
+def test_method_not_allowed_is_json(client):
+    assert_error_json(client.delete("/echo"), 405)
