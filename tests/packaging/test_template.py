@@ -1,0 +1,610 @@
+"""Static checks of template.yaml: `sam validate --lint`, and the properties the design relies on.
+
+The template is read with devserver.cfn_yaml (the loader the dev server uses to create the
+table from the same definition), so intrinsic functions appear in their long JSON form:
+``!Ref X`` -> ``{"Ref": "X"}``, ``!Sub s`` -> ``{"Fn::Sub": s}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATE = REPO / "template.yaml"
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from devserver.cfn_yaml import load_template, loads_template  # noqa: E402
+
+FUNCTIONS = {
+    "ApiFunction": ("functions/api/", "app.handler"),
+    "ChatStreamFunction": ("functions/chat_stream/", "run.sh"),
+    "ArchiveFunction": ("functions/archive/", "app.handler"),
+    "IngestFunction": ("functions/ingest/", "app.handler"),
+}
+SHARED_ENV = {
+    "CONVERSATIONS_TABLE",
+    "TRANSCRIPTS_BUCKET",
+    "DOCUMENTS_BUCKET",
+    "MODEL_STRATEGY",
+    "AUTH_MODE",
+    "JWT_ISSUER",
+    "JWT_AUDIENCE",
+    "CHROMA_URL",
+    "DEEPSEEK_API_KEY_PARAM",
+    "QWEN_API_KEY_PARAM",
+    "OPENAI_COMPATIBLE_API_KEY_PARAM",
+    "CHROMA_TOKEN_PARAM",
+    "EMBEDDING_API_KEY_PARAM",
+    "POWERTOOLS_SERVICE_NAME",
+    "POWERTOOLS_METRICS_NAMESPACE",
+    "LOG_LEVEL",
+}
+SECRET_PARAMETERS = {
+    "DEEPSEEK_API_KEY_PARAM": "DeepSeekApiKeyParameter",
+    "QWEN_API_KEY_PARAM": "QwenApiKeyParameter",
+    "OPENAI_COMPATIBLE_API_KEY_PARAM": "OpenAICompatibleApiKeyParameter",
+    "CHROMA_TOKEN_PARAM": "ChromaTokenParameter",
+    "EMBEDDING_API_KEY_PARAM": "EmbeddingApiKeyParameter",
+}
+ALLOWED_MANAGED_POLICIES = {
+    "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+    "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess",
+}
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def sam_cli() -> Path:
+    """The SAM CLI: $SAM_CLI, else .venv-sam/bin/sam (relative paths are from the repo root)."""
+    path = Path(os.environ.get("SAM_CLI", ".venv-sam/bin/sam"))
+    return path if path.is_absolute() else REPO / path
+
+
+def sam_env(app_dir: Path) -> dict[str, str]:
+    """Environment for the SAM CLI: no telemetry, no version check against the internet."""
+    app_dir.mkdir(parents=True, exist_ok=True)
+    (app_dir / "metadata.json").write_text(
+        json.dumps({"telemetryEnabled": False, "lastVersionCheck": time.time()})
+    )
+    env = dict(os.environ)
+    env["SAM_CLI_TELEMETRY"] = "0"
+    env["__SAM_CLI_APP_DIR"] = str(app_dir)  # SAM's own config dir, kept out of $HOME
+    env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    return env
+
+
+def require_sam() -> Path:
+    sam = sam_cli()
+    if not sam.exists():
+        pytest.fail(f"SAM CLI not found at {sam}: install requirements/sam.txt into .venv-sam or set SAM_CLI")
+    return sam
+
+
+def walk(node: Any):
+    """Every dict and list inside node, depth first."""
+    yield node
+    if isinstance(node, dict):
+        for value in node.values():
+            yield from walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from walk(value)
+
+
+def as_list(value: Any) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def policy_statements(node: Any):
+    """Every statement of every policy document inside node."""
+    for item in walk(node):
+        if isinstance(item, dict) and isinstance(item.get("Statement"), list | dict):
+            yield from as_list(item["Statement"])
+
+
+def wildcard_actions(statement: dict) -> list[str]:
+    actions = as_list(statement.get("Action", [])) + as_list(statement.get("NotAction", []))
+    return [a for a in actions if not isinstance(a, str) or "*" in a]
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return load_template(TEMPLATE)
+
+
+@pytest.fixture(scope="module")
+def resources(template) -> dict[str, Any]:
+    return template["Resources"]
+
+
+def effective_function(template: dict, logical_id: str) -> dict[str, Any]:
+    """A function's properties with the template's Globals merged in, as SAM merges them:
+    lists (Layers) are appended to the global ones, maps (Environment) are merged,
+    scalars are overridden."""
+    glob = dict(template.get("Globals", {}).get("Function", {}))
+    own = template["Resources"][logical_id]["Properties"]
+    merged: dict[str, Any] = dict(glob)
+    for key, value in own.items():
+        if key == "Layers":
+            merged[key] = list(glob.get("Layers", [])) + list(value)
+        elif key == "Environment":
+            merged[key] = {
+                "Variables": {
+                    **glob.get("Environment", {}).get("Variables", {}),
+                    **value.get("Variables", {}),
+                }
+            }
+        else:
+            merged[key] = value
+    return merged
+
+
+def env_of(template: dict, logical_id: str) -> dict[str, Any]:
+    return effective_function(template, logical_id).get("Environment", {}).get("Variables", {})
+
+
+# ---------------------------------------------------------------- sam validate --lint
+
+
+def test_sam_validate_lint(tmp_path):
+    sam = require_sam()
+    proc = subprocess.run(
+        [str(sam), "validate", "--lint", "--template-file", str(TEMPLATE), "--region", "us-east-1"],
+        cwd=REPO,
+        env=sam_env(tmp_path / "sam-app-dir"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    print(proc.stdout, proc.stderr)
+    assert proc.returncode == 0, f"sam validate --lint failed:\n{proc.stdout}\n{proc.stderr}"
+
+
+# ---------------------------------------------------------------- the loader
+
+
+def test_loader_turns_short_form_tags_into_long_form():
+    data = loads_template(
+        "AWSTemplateFormatVersion: 2010-09-09\n"
+        "a: !Ref Foo\n"
+        "b: !GetAtt Foo.Arn\n"
+        "c: !GetAtt [Foo, Arn]\n"
+        'd: !Sub "x-${AWS::Region}"\n'
+        "e: !If [IsProd, !Ref A, !Ref AWS::NoValue]\n"
+        "f: !Join ['', [a, !Ref B]]\n"
+        "g: !Condition IsProd\n"
+        "h: !Select [0, !GetAZs '']\n"
+    )
+    assert data == {
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "a": {"Ref": "Foo"},
+        "b": {"Fn::GetAtt": ["Foo", "Arn"]},
+        "c": {"Fn::GetAtt": ["Foo", "Arn"]},
+        "d": {"Fn::Sub": "x-${AWS::Region}"},
+        "e": {"Fn::If": ["IsProd", {"Ref": "A"}, {"Ref": "AWS::NoValue"}]},
+        "f": {"Fn::Join": ["", ["a", {"Ref": "B"}]]},
+        "g": {"Condition": "IsProd"},
+        "h": {"Fn::Select": [0, {"Fn::GetAZs": ""}]},
+    }
+
+
+# ---------------------------------------------------------------- functions and layer
+
+
+def test_the_four_functions_exist_with_their_code_and_handlers(template, resources):
+    functions = {k for k, v in resources.items() if v["Type"] == "AWS::Serverless::Function"}
+    assert functions == set(FUNCTIONS)
+    for logical_id, (code_uri, handler) in FUNCTIONS.items():
+        props = effective_function(template, logical_id)
+        assert props["CodeUri"] == code_uri, logical_id
+        assert props["Handler"] == handler, logical_id
+
+
+def test_every_function_is_python312_arm64_with_the_core_layer(template):
+    for logical_id in FUNCTIONS:
+        props = effective_function(template, logical_id)
+        assert props["Runtime"] == "python3.12", logical_id
+        assert props["Architectures"] == ["arm64"], logical_id
+        assert {"Ref": "CoreLayer"} in props["Layers"], logical_id
+        assert props["Layers"].count({"Ref": "CoreLayer"}) == 1, logical_id
+
+
+def test_core_layer(resources):
+    layer = resources["CoreLayer"]
+    assert layer["Type"] == "AWS::Serverless::LayerVersion"
+    props = layer["Properties"]
+    assert props["ContentUri"] == "layers/core/"
+    assert props["CompatibleRuntimes"] == ["python3.12"]
+    assert props["CompatibleArchitectures"] == ["arm64"]
+    assert layer["Metadata"] == {"BuildMethod": "python3.12", "BuildArchitecture": "arm64"}
+
+
+def test_every_function_gets_the_shared_configuration(template):
+    for logical_id in FUNCTIONS:
+        env = env_of(template, logical_id)
+        missing = SHARED_ENV - set(env)
+        assert not missing, f"{logical_id} lacks {sorted(missing)}"
+        assert env["AUTH_MODE"] == "jwt"
+        assert env["JWT_ISSUER"] == {"Ref": "JwtIssuer"}
+        assert env["JWT_AUDIENCE"] == {"Ref": "JwtAudience"}
+        assert env["CHROMA_URL"] == {"Ref": "ChromaUrl"}
+        assert env["MODEL_STRATEGY"] == {"Ref": "ModelStrategy"}
+        assert env["CONVERSATIONS_TABLE"] == {"Ref": "ConversationsTable"}
+        assert env["POWERTOOLS_SERVICE_NAME"] == "rag-orchestrator"
+        assert env["POWERTOOLS_METRICS_NAMESPACE"] == "RagOrchestrator"
+        for var, parameter in SECRET_PARAMETERS.items():
+            assert env[var] == {"Ref": parameter}, var
+        # No secret values in the template, only parameter names.
+        assert not {"DEEPSEEK_API_KEY", "QWEN_API_KEY", "OPENAI_COMPATIBLE_API_KEY", "CHROMA_TOKEN"} & set(
+            env
+        )
+
+
+def test_parameters(template):
+    params = template["Parameters"]
+    for name in ("Stage", "JwtIssuer", "JwtAudience", "ChromaUrl", "ModelStrategy", "LogRetentionDays"):
+        assert name in params, name
+    assert params["Stage"]["AllowedValues"] == ["dev", "prod"]
+    assert params["ModelStrategy"]["Default"] == "deepseek_single"
+    for parameter in SECRET_PARAMETERS.values():
+        assert params[parameter]["Default"].startswith("/rag-orchestrator/"), parameter
+
+
+def test_chat_stream_runs_behind_the_lambda_web_adapter_with_a_streaming_url(template):
+    props = effective_function(template, "ChatStreamFunction")
+    env = env_of(template, "ChatStreamFunction")
+    assert props["Handler"] == "run.sh"
+    assert env["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
+    assert env["AWS_LWA_INVOKE_MODE"] == "response_stream"
+    assert str(env["PORT"]) == "8000"
+    # Readiness must not depend on DynamoDB/S3/Chroma being up (health answers 503 then).
+    assert env["AWS_LWA_READINESS_CHECK_PATH"] == "/api/v1/agent/ping"
+    adapter = [
+        layer
+        for layer in props["Layers"]
+        if isinstance(layer, dict) and "LambdaAdapterLayerArm64" in str(layer.get("Fn::Sub", ""))
+    ]
+    assert len(adapter) == 1, props["Layers"]
+    url = props["FunctionUrlConfig"]
+    assert url["InvokeMode"] == "RESPONSE_STREAM"
+    assert url["AuthType"] == "NONE"  # the app verifies the JWT itself (AUTH_MODE=jwt)
+    assert props["Timeout"] == 300
+    assert props["MemorySize"] == 1024
+
+
+def test_only_chat_stream_uses_the_adapter(template):
+    for logical_id in set(FUNCTIONS) - {"ChatStreamFunction"}:
+        env = env_of(template, logical_id)
+        assert "AWS_LAMBDA_EXEC_WRAPPER" not in env, logical_id
+        assert "LambdaAdapterLayer" not in json.dumps(effective_function(template, logical_id)["Layers"])
+
+
+# ---------------------------------------------------------------- HTTP API
+
+
+def test_http_api_has_a_default_jwt_authorizer(resources):
+    api = resources["HttpApi"]
+    assert api["Type"] == "AWS::Serverless::HttpApi"
+    auth = api["Properties"]["Auth"]
+    name = auth["DefaultAuthorizer"]
+    authorizer = auth["Authorizers"][name]
+    assert authorizer["IdentitySource"] == "$request.header.Authorization"
+    assert authorizer["JwtConfiguration"]["issuer"] == {"Ref": "JwtIssuer"}
+    assert {"Ref": "JwtAudience"} in authorizer["JwtConfiguration"]["audience"]
+    assert "CorsConfiguration" in api["Properties"]
+
+
+def test_api_routes_public_ones_without_auth_everything_else_with_jwt(resources):
+    events = resources["ApiFunction"]["Properties"]["Events"]
+    routes = {}
+    for event in events.values():
+        assert event["Type"] == "HttpApi"
+        props = event["Properties"]
+        assert props["ApiId"] == {"Ref": "HttpApi"}
+        routes[(props["Method"].upper(), props["Path"])] = props.get("Auth", {}).get("Authorizer")
+    public = {
+        ("GET", "/api/v1/agent/health"),
+        ("GET", "/api/v1/agent/ping"),
+        ("GET", "/docs"),
+        ("GET", "/openapi.json"),
+    }
+    for route in public:
+        assert routes.get(route) == "NONE", route
+    assert ("ANY", "/{proxy+}") in routes
+    assert routes[("ANY", "/{proxy+}")] is None  # the default: the JWT authorizer
+    assert {r for r, a in routes.items() if a == "NONE"} == public
+
+
+# ---------------------------------------------------------------- storage
+
+
+def test_conversations_table(resources):
+    table = resources["ConversationsTable"]
+    assert table["Type"] == "AWS::DynamoDB::Table"
+    props = table["Properties"]
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert props["SSESpecification"]["SSEEnabled"] is True
+    assert props["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
+    assert props["KeySchema"] == [
+        {"AttributeName": "PK", "KeyType": "HASH"},
+        {"AttributeName": "SK", "KeyType": "RANGE"},
+    ]
+    attributes = {a["AttributeName"]: a["AttributeType"] for a in props["AttributeDefinitions"]}
+    assert attributes == {
+        "PK": "S",
+        "SK": "S",
+        "GSI1PK": "S",
+        "GSI1SK": "S",
+        "GSI2PK": "S",
+        "GSI2SK": "S",
+        "GSI3PK": "S",
+        "GSI3SK": "S",
+    }
+    indexes = {i["IndexName"]: i for i in props["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {"ByCaller", "ByUser", "ByArchive"}
+    for name, (hash_key, range_key) in {
+        "ByCaller": ("GSI1PK", "GSI1SK"),
+        "ByUser": ("GSI2PK", "GSI2SK"),
+        "ByArchive": ("GSI3PK", "GSI3SK"),
+    }.items():
+        assert indexes[name]["KeySchema"] == [
+            {"AttributeName": hash_key, "KeyType": "HASH"},
+            {"AttributeName": range_key, "KeyType": "RANGE"},
+        ], name
+    assert indexes["ByCaller"]["Projection"] == {"ProjectionType": "ALL"}
+    assert indexes["ByUser"]["Projection"] == {"ProjectionType": "ALL"}
+    archive = indexes["ByArchive"]["Projection"]
+    assert archive["ProjectionType"] == "INCLUDE"
+    assert set(archive["NonKeyAttributes"]) == {"callerId", "lastMessageAt", "updatedAt", "status"}
+
+
+def test_table_definition_is_plain_for_the_dev_server(resources):
+    """The dev server creates the table in moto from this definition: no intrinsics in it."""
+    props = resources["ConversationsTable"]["Properties"]
+    for key in ("KeySchema", "AttributeDefinitions", "GlobalSecondaryIndexes", "BillingMode"):
+        dumped = json.dumps(props[key])
+        assert '"Fn::' not in dumped and '"Ref"' not in dumped, key
+
+
+@pytest.mark.parametrize("bucket", ["TranscriptsBucket", "DocumentsBucket"])
+def test_buckets_are_encrypted_private_and_tls_only(resources, bucket):
+    props = resources[bucket]["Properties"]
+    sse = props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
+    assert sse["SSEAlgorithm"] in {"AES256", "aws:kms", "aws:kms:dsse"}
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    policies = [
+        r
+        for r in resources.values()
+        if r["Type"] == "AWS::S3::BucketPolicy" and r["Properties"]["Bucket"] == {"Ref": bucket}
+    ]
+    assert len(policies) == 1, bucket
+    denies = [
+        s
+        for s in as_list(policies[0]["Properties"]["PolicyDocument"]["Statement"])
+        if s["Effect"] == "Deny"
+        and s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") in ("false", False)
+    ]
+    assert denies, f"{bucket} has no TLS-only deny statement"
+    resources_denied = json.dumps(denies[0]["Resource"])
+    assert bucket in resources_denied and "/*" in resources_denied
+
+
+def test_documents_versioned_and_transcripts_lifecycle(resources):
+    assert resources["DocumentsBucket"]["Properties"]["VersioningConfiguration"]["Status"] == "Enabled"
+    rules = resources["TranscriptsBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
+    transitions = [t for r in rules if r["Status"] == "Enabled" for t in r.get("Transitions", [])]
+    assert {t["StorageClass"] for t in transitions} >= {"STANDARD_IA"}
+
+
+def test_documents_bucket_name_matches_what_the_functions_are_given(template, resources):
+    """DOCUMENTS_BUCKET is built from parameters (a !Ref would be a circular dependency via
+    the S3 notification); it must be the name the bucket really gets."""
+    name = resources["DocumentsBucket"]["Properties"]["BucketName"]
+    for logical_id in FUNCTIONS:
+        assert env_of(template, logical_id)["DOCUMENTS_BUCKET"] == name, logical_id
+
+
+# ---------------------------------------------------------------- events, async failures, logs
+
+
+def test_archive_runs_hourly(template, resources):
+    props = resources["ArchiveFunction"]["Properties"]
+    schedules = [e for e in props["Events"].values() if e["Type"] in ("Schedule", "ScheduleV2")]
+    assert len(schedules) == 1
+    assert schedules[0]["Properties"]["Schedule"] in ("rate(1 hour)", "rate(60 minutes)")
+    assert effective_function(template, "ArchiveFunction")["Timeout"] == 900
+
+
+def test_ingest_is_notified_of_new_documents(template, resources):
+    props = resources["IngestFunction"]["Properties"]
+    (event,) = props["Events"].values()
+    assert event["Type"] == "S3"
+    assert event["Properties"]["Bucket"] == {"Ref": "DocumentsBucket"}
+    assert event["Properties"]["Events"] in ("s3:ObjectCreated:*", ["s3:ObjectCreated:*"])
+    rules = event["Properties"]["Filter"]["S3Key"]["Rules"]
+    assert {"Name": "prefix", "Value": "documents/"} in rules
+    assert effective_function(template, "IngestFunction")["Timeout"] == 300
+
+
+@pytest.mark.parametrize("logical_id", ["ArchiveFunction", "IngestFunction"])
+def test_async_functions_send_failures_to_an_encrypted_queue(resources, logical_id):
+    config = resources[logical_id]["Properties"]["EventInvokeConfig"]
+    assert config["MaximumRetryAttempts"] == 2
+    on_failure = config["DestinationConfig"]["OnFailure"]
+    assert on_failure["Type"] == "SQS"
+    queue_id, attribute = on_failure["Destination"]["Fn::GetAtt"]
+    assert attribute == "Arn"
+    queue = resources[queue_id]
+    assert queue["Type"] == "AWS::SQS::Queue"
+    assert queue["Properties"].get("SqsManagedSseEnabled") is True or "KmsMasterKeyId" in queue["Properties"]
+
+
+def test_each_function_has_a_log_group_with_retention(resources):
+    groups = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Logs::LogGroup"]
+    names = {json.dumps(g["LogGroupName"]): g for g in groups}
+    for logical_id in FUNCTIONS:
+        key = json.dumps({"Fn::Sub": f"/aws/lambda/${{{logical_id}}}"})
+        assert key in names, f"no log group for {logical_id}"
+        assert names[key]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+def test_outputs(template):
+    outputs = template["Outputs"]
+    for name in (
+        "ApiUrl",
+        "StreamUrl",
+        "ConversationsTableName",
+        "TranscriptsBucketName",
+        "DocumentsBucketName",
+    ):
+        assert name in outputs, name
+    assert outputs["StreamUrl"]["Value"] == {"Fn::GetAtt": ["ChatStreamFunctionUrl", "FunctionUrl"]}
+
+
+# ---------------------------------------------------------------- least privilege
+
+
+def test_no_wildcard_actions_in_the_template(template):
+    """No statement that grants anything uses a wildcard action (or NotAction). A Deny with
+    s3:* (the TLS-only guard of the bucket policies) grants nothing and is allowed."""
+    offenders = []
+    for statement in policy_statements(template):
+        if statement.get("Effect") == "Deny":
+            continue
+        if wildcard_actions(statement) or "NotAction" in statement:
+            offenders.append(statement)
+    assert not offenders, json.dumps(offenders, indent=1)
+
+
+def test_function_policies_are_inline_statements(resources):
+    """No managed-policy names or SAM policy templates: every grant is spelled out here."""
+    for logical_id in FUNCTIONS:
+        for policy in resources[logical_id]["Properties"].get("Policies", []):
+            assert isinstance(policy, dict) and set(policy) == {"Statement"}, (logical_id, policy)
+
+
+def test_secrets_access_is_scoped_to_the_named_parameters(resources):
+    for logical_id in FUNCTIONS:
+        statements = list(policy_statements(resources[logical_id]["Properties"].get("Policies", [])))
+        for statement in statements:
+            actions = as_list(statement["Action"])
+            if any(a.startswith("ssm:") for a in actions):
+                assert set(actions) <= {"ssm:GetParameter", "ssm:GetParameters"}, logical_id
+                for arn in as_list(statement["Resource"]):
+                    sub = arn["Fn::Sub"]
+                    assert sub.startswith(
+                        "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${"
+                    )
+                    assert sub.split("parameter${", 1)[1].rstrip("}") in SECRET_PARAMETERS.values(), sub
+            if "kms:Decrypt" in actions:
+                assert actions == ["kms:Decrypt"]
+                via = statement["Condition"]["StringEquals"]["kms:ViaService"]
+                assert via == {"Fn::Sub": "ssm.${AWS::Region}.amazonaws.com"}, logical_id
+
+
+TRANSFORM_SCRIPT = r"""
+import json, sys
+from samtranslator.translator.transform import transform
+from samtranslator.yaml_helper import yaml_parse
+
+template = yaml_parse(open(sys.argv[1]).read())
+for resource in template["Resources"].values():
+    for key in ("CodeUri", "ContentUri"):
+        if isinstance(resource.get("Properties", {}).get(key), str):
+            resource["Properties"][key] = "s3://bucket/key"
+
+class NoManagedPolicies:
+    def load(self):
+        return {}
+
+print(json.dumps(transform(template, {}, NoManagedPolicies())))
+"""
+
+
+def test_no_wildcard_actions_after_the_sam_transform(tmp_path):
+    """The roles SAM generates (event-invoke destinations, URL permissions...) stay least-privilege."""
+    sam_python = require_sam().parent / "python"
+    if not sam_python.exists():
+        pytest.skip(f"no python beside {sam_cli()} to run the SAM translator")
+    proc = subprocess.run(
+        [str(sam_python), "-c", TRANSFORM_SCRIPT, str(TEMPLATE)],
+        env=sam_env(tmp_path / "sam-app-dir"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    transformed = json.loads(proc.stdout)
+    roles = {k: v for k, v in transformed["Resources"].items() if v["Type"] == "AWS::IAM::Role"}
+    assert {f"{f}Role" for f in FUNCTIONS} <= set(roles)
+    for logical_id, role in roles.items():
+        for policy in role["Properties"].get("Policies", []):
+            for statement in as_list(policy["PolicyDocument"]["Statement"]):
+                assert statement["Effect"] != "Allow" or not wildcard_actions(statement), (
+                    logical_id,
+                    statement,
+                )
+                assert "NotAction" not in statement, (logical_id, statement)
+        managed = {
+            json.dumps(a) if not isinstance(a, str) else a
+            for a in role["Properties"].get("ManagedPolicyArns", [])
+        }
+        assert managed <= ALLOWED_MANAGED_POLICIES, (logical_id, managed)
+    for resource in transformed["Resources"].values():
+        if resource["Type"] == "AWS::IAM::Policy":
+            for statement in policy_statements(resource["Properties"]["PolicyDocument"]):
+                assert statement["Effect"] != "Allow" or not wildcard_actions(statement), statement
+
+
+# ---------------------------------------------------------------- sample events
+
+
+def test_sample_events_are_realistic():
+    events = REPO / "events"
+    health = json.loads((events / "api_health.json").read_text())
+    assert health["version"] == "2.0"
+    assert health["requestContext"]["http"] == health["requestContext"]["http"] | {
+        "method": "GET",
+        "path": "/api/v1/agent/health",
+    }
+
+    create = json.loads((events / "api_create_conversation.json").read_text())
+    assert create["version"] == "2.0"
+    assert create["requestContext"]["http"]["method"] == "POST"
+    assert create["rawPath"] == "/api/v1/chat/conversations"
+    claims = create["requestContext"]["authorizer"]["jwt"]["claims"]
+    assert claims["sub"] and "cognito:groups" in claims
+    assert isinstance(json.loads(create["body"]), dict)
+
+    stream = json.loads((events / "stream_turn.json").read_text())
+    assert stream["version"] == "2.0" and stream["routeKey"] == "$default"
+    assert ".lambda-url." in stream["requestContext"]["domainName"]
+    assert stream["requestContext"]["http"]["method"] == "POST"
+    assert stream["rawPath"].startswith("/api/v1/chat/conversations/")
+    assert stream["rawPath"].endswith("/messages/stream")
+    assert json.loads(stream["body"])["message"]
+
+    schedule = json.loads((events / "schedule.json").read_text())
+    assert schedule["detail-type"] == "Scheduled Event" and schedule["source"] == "aws.events"
+
+    put = json.loads((events / "s3_put.json").read_text())
+    (record,) = put["Records"]
+    assert record["eventSource"] == "aws:s3" and record["eventName"] == "ObjectCreated:Put"
+    assert record["s3"]["bucket"]["name"] == "rag-orchestrator-documents-local"
+    assert record["s3"]["object"]["key"] == "documents/guide.md"
