@@ -35,7 +35,7 @@ class Settings(BaseSettings):
     model_strategy: Strategy = "extractive"
     deepseek_api_key: SecretStr | None = None
     deepseek_base_url: str = "https://api.deepseek.com"
-    deepseek_model: str = "deepseek-chat"
+    deepseek_model: str = "deepseek-flash"  # api-docs.deepseek.com pricing: deepseek-chat retired 2026-07-24
     deepseek_thinking: bool = False
     qwen_api_key: SecretStr | None = None
     qwen_base_url: str = "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
@@ -51,6 +51,7 @@ class Settings(BaseSettings):
 
     loop_max_iterations: int = Field(10, ge=1, le=50)
     loop_initial_rag: bool = True
+    loop_finalizer: Literal["direct", "structured"] = "direct"
     tool_timeout_seconds: float = Field(30.0, gt=0)
 
     conversation_rolling_window: int = Field(20, ge=1, le=500)
@@ -60,6 +61,7 @@ class Settings(BaseSettings):
     documents_bucket: str | None = None
     aws_endpoint_url: str | None = None
     max_request_bytes: int = Field(1_048_576, ge=1024)
+    cursor_secret: SecretStr | None = None  # signs page cursors; derived from the table name when unset
 
     chroma_url: str = "http://127.0.0.1:8001"
     chroma_token: SecretStr | None = None
@@ -72,6 +74,9 @@ class Settings(BaseSettings):
     embedding_model: str | None = None
     embedding_api_key: SecretStr | None = None
     embedding_dimensions: int | None = Field(None, ge=8, le=8192)
+    embedding_batch_size: int = Field(32, ge=1, le=2048)
+    embedding_timeout_seconds: float = Field(30.0, gt=0)
+    embedding_max_retries: int = Field(3, ge=0, le=10)
 
     rag_topk_default: int = Field(5, ge=1)
     rag_topk_max: int = Field(10, ge=1, le=100)
