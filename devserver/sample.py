@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from devserver.stack import ROOT
 from rag_orchestrator.config import Settings
+from rag_orchestrator.retrieval.ingestion import ingest_documents
 
 
 def sample_documents() -> list[dict]:
@@ -22,10 +23,6 @@ def sample_documents() -> list[dict]:
 
 
 def ingest_sample_knowledge_base(settings: Settings) -> str:
-    try:
-        from rag_orchestrator.retrieval.ingestion import ingest_documents
-    except ImportError:
-        return "skipped (retrieval not built yet)"
     documents = sample_documents()
     result = ingest_documents(documents, settings)
     return f"{len(documents)} documents, {sum(r['chunks'] for r in result)} chunks"

@@ -35,11 +35,18 @@ LOCAL_DEFAULTS = {
 }
 
 
+# The hashing embedder scores a right passage around 0.05-0.45 (docs/retrieval.md), so DESIGN's 0.6
+# would hide everything from a local /query; this applies only when RAG_SIMILARITY_THRESHOLD is unset.
+HASHING_SIMILARITY_THRESHOLD = "0.1"
+
+
 def apply_local_defaults(environ: dict[str, str] | None = None) -> dict[str, str]:
     """Fill in the local defaults; variables already set win, so a second stack can run beside."""
     environ = os.environ if environ is None else environ
     for key, value in LOCAL_DEFAULTS.items():
         environ.setdefault(key, value)
+    if environ.get("EMBEDDING_PROVIDER") == "hashing":
+        environ.setdefault("RAG_SIMILARITY_THRESHOLD", HASHING_SIMILARITY_THRESHOLD)
     return environ
 
 

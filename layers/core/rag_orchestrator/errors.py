@@ -8,10 +8,12 @@
     ├── NotFound                      404
     │   └── ConversationNotFound      also for another caller's conversation
     ├── Conflict                      409: a turn already running, a repeated clientMessageId
+    │   └── DuplicateClientMessage    a clientMessageId this conversation has already received
     ├── PayloadTooLarge               413
     ├── DependencyUnavailable         503: DynamoDB, S3 or Chroma cannot be reached
     │   ├── StorageUnavailable
-    │   └── VectorStoreUnavailable
+    │   ├── VectorStoreUnavailable
+    │   └── EmbedderUnavailable       the embedding service failed or refused (never names the key)
     ├── ProviderError                 the model provider failed (500 to REST callers, an Error event on streams)
     │   ├── ProviderHTTPError         a non-2xx answer; `retryable` says whether a retry may help
     │   ├── ProviderTimeout           total or idle timeout
@@ -70,6 +72,18 @@ class Conflict(RagError):
     error = "Conflict"
 
 
+class DuplicateClientMessage(Conflict):
+    """The clientMessageId was seen before in this conversation: no second turn starts."""
+
+    error = "Duplicate message"
+
+    def __init__(self, client_message_id: str, message_id: str | None = None, created_at: str | None = None):
+        super().__init__("This message was already received")
+        self.client_message_id = client_message_id
+        self.message_id = message_id  # the stored user message the earlier request created
+        self.created_at = created_at
+
+
 class PayloadTooLarge(RagError):
     status_code = 413
     error = "Payload too large"
@@ -86,6 +100,10 @@ class StorageUnavailable(DependencyUnavailable):
 
 class VectorStoreUnavailable(DependencyUnavailable):
     error = "Knowledge base unavailable"
+
+
+class EmbedderUnavailable(DependencyUnavailable):
+    error = "Embedding service unavailable"
 
 
 class ProviderError(RagError):

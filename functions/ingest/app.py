@@ -1,0 +1,20 @@
+"""IngestFunction: S3 ObjectCreated under documents/ -> chunks in Chroma. A failed object fails the
+invocation (after the others are done), so Lambda retries it and then sends the event to the DLQ."""
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from rag_orchestrator.config import get_settings
+from rag_orchestrator.observability import logger, metrics
+from rag_orchestrator.retrieval.s3_ingest import ingest_s3_event
+
+settings = get_settings()  # a bad setting fails the cold start, naming the variable
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def handler(event: dict, context: LambdaContext) -> dict:
+    result = ingest_s3_event(event, settings)
+    logger.info(
+        "ingestion done", extra={"documents": len(result["ingested"]), "skipped": len(result["skipped"])}
+    )
+    return result

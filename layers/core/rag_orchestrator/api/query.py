@@ -1,0 +1,110 @@
+"""POST /api/v1/query: ranked passages for a question (seed 003's retrieval; every input error is a 400)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from pydantic import ConfigDict, Field
+
+from rag_orchestrator.api.auth import Caller, get_caller
+from rag_orchestrator.api.errors import describe_validation
+from rag_orchestrator.config import Settings, get_settings
+from rag_orchestrator.domain.base import CamelModel
+from rag_orchestrator.errors import BadRequest
+from rag_orchestrator.retrieval.models import Passage
+from rag_orchestrator.retrieval.sanitize import MAX_SOURCE, MAX_TAG, MAX_TAGS
+from rag_orchestrator.retrieval.search import MAX_QUERY_CHARS, search
+
+
+class BadRequestRoute(APIRoute):
+    """Seed 003 RF-07: invalid input answers 400, not FastAPI's 422."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                raise BadRequest(describe_validation(exc)) from None
+
+        return route
+
+
+router = APIRouter(tags=["knowledge base"], route_class=BadRequestRoute)
+
+
+class QueryRequest(CamelModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    top_k: int | None = Field(None, ge=1, description="1..RAG_TOPK_MAX; default RAG_TOPK_DEFAULT")
+    similarity_threshold: float | None = Field(
+        None, ge=0.0, le=1.0, description="default RAG_SIMILARITY_THRESHOLD"
+    )
+    source: str | None = Field(None, max_length=MAX_SOURCE)
+    tags: list[str] | None = Field(None, max_length=MAX_TAGS)
+
+
+class QueryResult(CamelModel):
+    document_id: str
+    title: str
+    chunk_index: int
+    score: float
+    source: str | None
+    tags: list[str]
+    snippet: str
+
+    @classmethod
+    def from_passage(cls, passage: Passage) -> QueryResult:
+        return cls(
+            document_id=passage.document_id,
+            title=passage.title,
+            chunk_index=passage.chunk_index,
+            score=round(passage.score, 4),
+            source=passage.source,
+            tags=passage.tags,
+            snippet=passage.snippet,
+        )
+
+
+class QueryResponse(CamelModel):
+    query: str
+    results: list[QueryResult]
+    latency_ms: int
+
+
+def retrieval_limits(body: QueryRequest, settings: Settings) -> tuple[int, float]:
+    """topK and threshold with their defaults applied; 400 for what the model cannot check alone."""
+    top_k = body.top_k or settings.rag_topk_default
+    if top_k > settings.rag_topk_max:
+        raise BadRequest(f"topK must be between 1 and {settings.rag_topk_max}")
+    if body.tags and any(len(tag) > MAX_TAG for tag in body.tags):
+        raise BadRequest(f"each tag must have at most {MAX_TAG} characters")
+    threshold = (
+        settings.rag_similarity_threshold if body.similarity_threshold is None else body.similarity_threshold
+    )
+    return top_k, threshold
+
+
+@router.post(
+    "/api/v1/query", response_model=QueryResponse, summary="Passages of the knowledge base, best first"
+)
+async def query(
+    body: QueryRequest, caller: Caller = Depends(get_caller), settings: Settings = Depends(get_settings)
+) -> QueryResponse:
+    started = time.perf_counter()
+    top_k, threshold = retrieval_limits(body, settings)
+    passages = await search(
+        body.query, top_k=top_k, threshold=threshold, source=body.source, tags=body.tags, settings=settings
+    )
+    return QueryResponse(
+        query=body.query,
+        results=[QueryResult.from_passage(p) for p in passages],
+        latency_ms=round((time.perf_counter() - started) * 1000),
+    )

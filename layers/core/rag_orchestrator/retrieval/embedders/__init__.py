@@ -1,0 +1,47 @@
+"""Embedders (seed 004's Embedder): text in, vectors out. `get_embedder` picks one by EMBEDDING_PROVIDER.
+
+Every embedder is synchronous; async code calls it through `asyncio.to_thread`, together with the
+vector store, so a request makes one thread hop for its whole retrieval.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Protocol, runtime_checkable
+
+from rag_orchestrator.config import Settings
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    """Identifies the vector space (provider, model, dimensions): vectors of different names never mix."""
+
+    @property
+    def dimensions(self) -> int: ...
+
+    def embed(self, text: str) -> list[float]: ...
+
+    def embed_batch(self, texts: list[str]) -> list[list[float]]: ...
+
+
+@lru_cache(maxsize=4)
+def get_embedder(settings: Settings) -> Embedder:
+    """The embedder EMBEDDING_PROVIDER names, created once per configuration; imports only its module."""
+    provider = settings.embedding_provider
+    if provider == "hashing":
+        from rag_orchestrator.retrieval.embedders.hashing import HashingEmbedder
+
+        return HashingEmbedder(settings.embedding_dimensions)
+    if provider == "openai_compatible":
+        from rag_orchestrator.retrieval.embedders.openai_compatible import OpenAICompatibleEmbedder
+
+        return OpenAICompatibleEmbedder.from_settings(settings)
+    if provider == "bedrock":
+        from rag_orchestrator.retrieval.embedders.bedrock import BedrockEmbedder
+
+        return BedrockEmbedder.from_settings(settings)
+    raise ValueError(f"unknown EMBEDDING_PROVIDER {provider!r}")
+
+
+__all__ = ["Embedder", "get_embedder"]

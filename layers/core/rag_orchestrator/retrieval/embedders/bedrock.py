@@ -1,0 +1,63 @@
+"""Embeddings from Amazon Titan Text Embeddings v2 on Bedrock (`invoke_model`, one text per call)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rag_orchestrator.config import Settings
+from rag_orchestrator.errors import ConfigError, EmbedderUnavailable
+from rag_orchestrator.observability import logger
+
+DEFAULT_MODEL = "amazon.titan-embed-text-v2:0"
+TITAN_DIMENSIONS = (256, 512, 1024)
+MAX_INPUT_CHARS = 50_000  # Titan v2's documented input limit (8,192 tokens)
+
+
+class BedrockEmbedder:
+    """Normalized Titan v2 vectors of 256, 512 or 1024 dimensions; boto3 retries throttling itself."""
+
+    def __init__(self, client: Any, *, model: str = DEFAULT_MODEL, dimensions: int = 1024) -> None:
+        if dimensions not in TITAN_DIMENSIONS:
+            raise ConfigError(
+                f"EMBEDDING_DIMENSIONS must be one of {TITAN_DIMENSIONS} for bedrock (got {dimensions})"
+            )
+        self._client = client
+        self.model = model
+        self.dimensions = dimensions
+        self.name = f"bedrock/{model}/{dimensions}"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> BedrockEmbedder:
+        from rag_orchestrator import aws
+
+        return cls(
+            aws.client("bedrock-runtime"),
+            model=settings.embedding_model or DEFAULT_MODEL,
+            dimensions=settings.embedding_dimensions or 1024,
+        )
+
+    def embed(self, text: str) -> list[float]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        body = {"inputText": text[:MAX_INPUT_CHARS], "dimensions": self.dimensions, "normalize": True}
+        try:
+            response = self._client.invoke_model(
+                modelId=self.model,
+                body=json.dumps(body),
+                contentType="application/json",
+                accept="application/json",
+            )
+            return [float(v) for v in json.loads(response["body"].read())["embedding"]]
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "ClientError")
+            logger.warning("bedrock embedding failed", extra={"code": code, "model": self.model})
+            raise EmbedderUnavailable(f"Bedrock refused the embedding request ({code})") from None
+        except BotoCoreError as exc:
+            raise EmbedderUnavailable(f"Bedrock unreachable ({type(exc).__name__})") from None
+        except (KeyError, ValueError, TypeError):
+            raise EmbedderUnavailable("Bedrock sent an unreadable embedding") from None
+
+    def embed_batch(self, texts: list[str]) -> list[list[float]]:
+        # Titan v2 takes one text per request; sequential keeps the order and boto3's retry budget simple.
+        return [self.embed(text) for text in texts]

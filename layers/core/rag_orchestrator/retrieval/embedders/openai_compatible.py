@@ -1,0 +1,129 @@
+"""Embeddings from any OpenAI-compatible `/embeddings` endpoint: Ollama, vLLM, TEI, DashScope, OpenAI."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+
+import httpx
+
+from rag_orchestrator.config import Settings
+from rag_orchestrator.errors import EmbedderUnavailable
+from rag_orchestrator.observability import logger
+
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+MAX_BACKOFF_SECONDS = 20.0
+
+
+class OpenAICompatibleEmbedder:
+    """POSTs batches of at most `batch_size` texts; retries 429, 5xx and connection errors, never other 4xx."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        dimensions: int | None = None,
+        batch_size: int = 32,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        backoff_seconds: float = 0.5,
+        client: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.url = base_url.rstrip("/") + "/embeddings"
+        self.model = model
+        self.name = f"openai_compatible/{model}" + (f"/{dimensions}" if dimensions else "")
+        self._requested_dimensions = dimensions
+        self._dimensions = dimensions
+        self.batch_size = batch_size
+        self.max_retries = max_retries
+        self.backoff_seconds = backoff_seconds
+        self._api_key = api_key
+        self._sleep = sleep
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = client or httpx.Client(timeout=httpx.Timeout(timeout, connect=5.0))
+        self._headers = headers
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OpenAICompatibleEmbedder:
+        return cls(
+            settings.embedding_base_url or "",
+            settings.embedding_model or "",
+            api_key=settings.secret("embedding_api_key"),
+            dimensions=settings.embedding_dimensions,
+            batch_size=settings.embedding_batch_size,
+            timeout=settings.embedding_timeout_seconds,
+            max_retries=settings.embedding_max_retries,
+        )
+
+    @property
+    def dimensions(self) -> int:
+        """EMBEDDING_DIMENSIONS when set, else learned from the server (one probe if nothing was embedded yet)."""
+        if self._dimensions is None:
+            self.embed("dimensions")
+        return self._dimensions  # type: ignore[return-value]
+
+    def embed(self, text: str) -> list[float]:
+        return self.embed_batch([text])[0]
+
+    def embed_batch(self, texts: list[str]) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            vectors.extend(self._request(texts[start : start + self.batch_size]))
+        return vectors
+
+    def _request(self, batch: list[str]) -> list[list[float]]:
+        body: dict = {"model": self.model, "input": batch, "encoding_format": "float"}
+        if self._requested_dimensions:
+            body["dimensions"] = self._requested_dimensions
+        for attempt in range(self.max_retries + 1):
+            last = attempt == self.max_retries
+            try:
+                response = self._client.post(self.url, json=body, headers=self._headers)
+            except httpx.TransportError as exc:
+                if last:
+                    raise EmbedderUnavailable(
+                        f"Embedding service unreachable ({type(exc).__name__})"
+                    ) from None
+                self._sleep(self._backoff(attempt, None))
+                continue
+            if response.status_code == 200:
+                return self._parse(response, len(batch))
+            self._log_refusal(response)
+            if response.status_code not in RETRYABLE_STATUS or last:
+                raise EmbedderUnavailable(f"Embedding service answered HTTP {response.status_code}")
+            self._sleep(self._backoff(attempt, response.headers.get("retry-after")))
+        raise AssertionError("unreachable")
+
+    def _parse(self, response: httpx.Response, expected: int) -> list[list[float]]:
+        try:
+            data = sorted(response.json()["data"], key=lambda item: item["index"])
+            vectors = [[float(v) for v in item["embedding"]] for item in data]
+        except (ValueError, KeyError, TypeError):
+            raise EmbedderUnavailable("Embedding service sent an unreadable answer") from None
+        if len(vectors) != expected:
+            raise EmbedderUnavailable(
+                f"Embedding service returned {len(vectors)} vectors for {expected} texts"
+            )
+        self._dimensions = self._dimensions or len(vectors[0])
+        return vectors
+
+    def _backoff(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after:
+            try:
+                return min(float(retry_after), MAX_BACKOFF_SECONDS)
+            except ValueError:
+                pass  # an HTTP date: fall back to exponential backoff
+        return min(self.backoff_seconds * 2**attempt, MAX_BACKOFF_SECONDS) * random.uniform(0.8, 1.2)
+
+    def _log_refusal(self, response: httpx.Response) -> None:
+        detail = response.text[:300]
+        if self._api_key:
+            detail = detail.replace(self._api_key, "***")
+        logger.warning(
+            "embedding request refused",
+            extra={"status": response.status_code, "url": self.url, "detail": detail},
+        )

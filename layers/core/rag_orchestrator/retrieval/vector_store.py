@@ -1,0 +1,211 @@
+"""The Chroma vector store over HTTP (chromadb-client). The only module that imports chromadb, lazily.
+
+chromadb costs about a second to import, so nothing imports it at start-up: the first call does.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlparse
+
+import httpx
+
+from rag_orchestrator.config import Settings
+from rag_orchestrator.errors import ConfigError, VectorStoreUnavailable
+from rag_orchestrator.observability import logger
+from rag_orchestrator.retrieval.chunking import Chunk
+from rag_orchestrator.retrieval.models import Passage
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+
+T = TypeVar("T")
+UPSERT_BATCH = 256
+REQUEST_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
+
+
+def build_where(
+    *, source: str | None = None, tags: Sequence[str] | None = None, modality: str | None = None
+) -> dict[str, Any] | None:
+    """Chroma `where` filter: the source and modality must match; any one of the tags is enough."""
+    clauses: list[dict[str, Any]] = []
+    if source:
+        clauses.append({"source": source})
+    if modality:
+        clauses.append({"modality": modality})
+    wanted = list(dict.fromkeys(t for t in tags or () if t))
+    if len(wanted) == 1:
+        clauses.append({"tags": {"$contains": wanted[0]}})
+    elif wanted:
+        clauses.append({"$or": [{"tags": {"$contains": tag}} for tag in wanted]})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+class VectorStore:
+    """One Chroma collection (cosine space), created on first use, holding vectors of one embedder only."""
+
+    def __init__(self, settings: Settings, embedder_name: str, client: ClientAPI | None = None) -> None:
+        self.settings = settings
+        self.embedder_name = embedder_name
+        self._client = client
+        self._collection: Collection | None = None
+        self._lock = threading.Lock()
+
+    def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]]) -> None:
+        if len(chunks) != len(embeddings):
+            raise ValueError("one embedding per chunk")
+        for start in range(0, len(chunks), UPSERT_BATCH):
+            part = chunks[start : start + UPSERT_BATCH]
+            self._call(
+                lambda c, part=part, start=start: c.upsert(
+                    ids=[chunk.id for chunk in part],
+                    embeddings=[list(e) for e in embeddings[start : start + len(part)]],
+                    documents=[chunk.text for chunk in part],
+                    metadatas=[chunk.metadata for chunk in part],
+                )
+            )
+
+    def delete_document(self, document_id: str, *, keep_first: int = 0) -> None:
+        """Delete the document's chunks, or only those from chunkIndex `keep_first` on (a re-ingested tail)."""
+        where: dict[str, Any] = {"documentId": document_id}
+        if keep_first:
+            where = {"$and": [where, {"chunkIndex": {"$gte": keep_first}}]}
+        self._call(lambda c: c.delete(where=where))
+
+    def query(
+        self,
+        embedding: Sequence[float],
+        top_k: int,
+        *,
+        source: str | None = None,
+        tags: Sequence[str] | None = None,
+        modality: str | None = None,
+    ) -> list[Passage]:
+        """The `top_k` nearest chunks, best first, with score = 1 - cosine distance."""
+        where = build_where(source=source, tags=tags, modality=modality)
+        result = self._call(
+            lambda c: c.query(
+                query_embeddings=[list(embedding)],
+                n_results=top_k,
+                where=where,
+                include=["documents", "metadatas", "distances"],
+            )
+        )
+        rows = zip(
+            result["ids"][0],
+            result["documents"][0],
+            result["metadatas"][0],
+            result["distances"][0],
+            strict=True,
+        )
+        return [_passage(chunk_id, text, meta or {}, distance) for chunk_id, text, meta, distance in rows]
+
+    def count(self, document_id: str | None = None) -> int:
+        """Chunks in the collection, or of one document."""
+        if document_id is None:
+            return self._call(lambda c: c.count())
+        return len(self._call(lambda c: c.get(where={"documentId": document_id}, include=[]))["ids"])
+
+    # ----------------------------------------------------------------- connection
+    def _call(self, operation: Callable[[Collection], T]) -> T:
+        import chromadb.errors
+
+        try:
+            try:
+                return operation(self._open())
+            except chromadb.errors.NotFoundError:
+                # The collection was deleted behind our back: create it again, once.
+                self._collection = None
+                return operation(self._open())
+        except (httpx.TransportError, ConnectionError) as exc:
+            self._collection = None
+            raise VectorStoreUnavailable(f"Chroma unreachable ({type(exc).__name__})") from None
+        except chromadb.errors.ChromaError as exc:
+            logger.error(
+                "chroma refused a request", extra={"error_type": type(exc).__name__, "detail": str(exc)}
+            )
+            raise VectorStoreUnavailable(f"Chroma refused the request ({type(exc).__name__})") from None
+
+    def _open(self) -> Collection:
+        with self._lock:
+            if self._collection is None:
+                self._collection = self._get_or_create()
+            return self._collection
+
+    def _get_or_create(self) -> Collection:
+        if self._client is None:
+            self._client = connect(self.settings)
+        collection = self._client.get_or_create_collection(
+            self.settings.chroma_collection,
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={"embedder": self.embedder_name},
+            embedding_function=None,
+        )
+        stored = (collection.metadata or {}).get("embedder")
+        if stored and stored != self.embedder_name:
+            raise ConfigError(
+                f"CHROMA_COLLECTION {self.settings.chroma_collection!r} holds vectors of {stored}, "
+                f"but the embedder is {self.embedder_name}: use another collection or re-ingest"
+            )
+        return collection
+
+
+def connect(settings: Settings) -> ClientAPI:
+    """An HttpClient for CHROMA_URL, with the token header, tenant and database; no telemetry."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    url = urlparse(settings.chroma_url)
+    ssl = url.scheme == "https"
+    token = settings.secret("chroma_token")
+    headers = {"x-chroma-token": token} if token else None
+    try:
+        client = chromadb.HttpClient(
+            host=url.hostname or "127.0.0.1",
+            port=url.port or (443 if ssl else 80),
+            ssl=ssl,
+            headers=headers,
+            tenant=settings.chroma_tenant,
+            database=settings.chroma_database,
+            settings=ChromaSettings(anonymized_telemetry=False),
+        )
+    except ValueError as exc:  # chromadb's "Could not connect to a Chroma server"
+        raise VectorStoreUnavailable(f"Chroma unreachable at {url.hostname}:{url.port}") from exc
+    except (httpx.TransportError, ConnectionError) as exc:
+        raise VectorStoreUnavailable(f"Chroma unreachable ({type(exc).__name__})") from None
+    _set_timeout(client)
+    return client
+
+
+def _set_timeout(client: ClientAPI) -> None:
+    # chromadb's HTTP session has no timeout at all; a hung server would hold a Lambda until it dies.
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = REQUEST_TIMEOUT
+
+
+def _passage(chunk_id: str, text: str | None, meta: dict[str, Any], distance: float) -> Passage:
+    tags = meta.get("tags")
+    return Passage(
+        document_id=str(meta.get("documentId") or chunk_id.rpartition("#")[0]),
+        title=str(meta.get("title") or ""),
+        chunk_index=int(meta.get("chunkIndex") or 0),
+        score=1.0 - float(distance),
+        source=meta.get("source") or None,
+        tags=[str(t) for t in tags] if isinstance(tags, list) else [],
+        text=text or "",
+    )
+
+
+@lru_cache(maxsize=4)
+def get_vector_store(settings: Settings) -> VectorStore:
+    """The vector store for these settings, paired with their embedder; one per configuration."""
+    from rag_orchestrator.retrieval.embedders import get_embedder
+
+    return VectorStore(settings, get_embedder(settings).name)

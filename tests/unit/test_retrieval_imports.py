@@ -1,0 +1,27 @@
+"""chromadb (about a second to import) stays off the start-up path: only the first vector-store call loads it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+CHECK = """
+import sys
+from rag_orchestrator.api.app import API_ROUTERS, STREAM_ROUTERS, create_app
+create_app(API_ROUTERS)
+create_app(STREAM_ROUTERS)
+import rag_orchestrator.retrieval.ingestion, rag_orchestrator.retrieval.s3_ingest, rag_orchestrator.retrieval.search
+from rag_orchestrator.config import get_settings
+from rag_orchestrator.retrieval.vector_store import get_vector_store
+get_vector_store(get_settings())
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("chromadb", "numpy", "onnxruntime")))
+"""
+
+
+def test_start_up_does_not_import_chromadb():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    result = subprocess.run(
+        [sys.executable, "-c", CHECK], capture_output=True, text=True, env=env, check=True
+    )
+    assert result.stdout.strip() == "[]"
