@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from rag_orchestrator.domain.base import CamelModel, new_id, utcnow
+from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
 
 MAX_ID_LENGTH = 100
@@ -43,7 +44,7 @@ class Conversation(CamelModel):
 class ConversationMessage(CamelModel):
     """A stored message. `reasoning` is stored for replay and never leaves the service."""
 
-    message_id: str
+    message_id: str = Field(default_factory=sortable_id)
     conversation_id: str
     role: Role
     content: str

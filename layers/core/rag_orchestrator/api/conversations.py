@@ -1,0 +1,121 @@
+"""Conversation endpoints (DESIGN.md section 5): create, list, get, read messages, soft delete.
+
+Every route acts for the authenticated caller only: another caller's conversation answers 404,
+exactly like a missing one. DELETE answers 204 with no body; a second DELETE answers 404.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+from fastapi import APIRouter, Depends, Path, Query, Response
+
+from rag_orchestrator.api.auth import Caller, get_caller
+from rag_orchestrator.config import Settings, get_settings
+from rag_orchestrator.conversations.context import ContextManager, get_context_manager
+from rag_orchestrator.conversations.cursors import MAX_CURSOR_CHARS
+from rag_orchestrator.conversations.store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from rag_orchestrator.domain.conversations import (
+    ConversationResponse,
+    ConversationStatus,
+    CreateConversationRequest,
+    MessageResponse,
+    Page,
+)
+from rag_orchestrator.errors import ConversationNotFound, Unauthorized
+
+router = APIRouter(prefix="/api/v1/chat/conversations", tags=["conversations"])
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+class ListedStatus(StrEnum):
+    """Statuses a listing can filter on; DELETED conversations are never listed."""
+
+    ACTIVE = "ACTIVE"
+    ARCHIVED = "ARCHIVED"
+
+
+def get_contexts(settings: Settings = Depends(get_settings)) -> ContextManager:
+    return get_context_manager(settings)
+
+
+def get_owner(caller: Caller = Depends(get_caller)) -> Caller:
+    """Conversations belong to someone: an anonymous caller has none."""
+    if caller.anonymous:
+        raise Unauthorized("Sign in to keep conversations")
+    return caller
+
+
+def conversation_id(conversation_id: str = Path(..., max_length=100)) -> str:
+    """A well-formed id, else the same 404 as for an unknown one."""
+    value = conversation_id.lower()
+    if not _UUID.fullmatch(value):
+        raise ConversationNotFound(conversation_id)
+    return value
+
+
+LIMIT = Query(DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE, description="Page size")
+CURSOR = Query(None, min_length=1, max_length=MAX_CURSOR_CHARS, description="nextCursor of the previous page")
+
+
+@router.post("", status_code=201, response_model=ConversationResponse, summary="Start a conversation")
+async def create_conversation(
+    body: CreateConversationRequest,
+    caller: Caller = Depends(get_owner),
+    contexts: ContextManager = Depends(get_contexts),
+) -> ConversationResponse:
+    return ConversationResponse.of(await contexts.create(body, caller.caller_id))
+
+
+@router.get("", response_model=Page[ConversationResponse], summary="The caller's conversations, newest first")
+async def list_conversations(
+    limit: int = LIMIT,
+    status: ListedStatus | None = Query(None),
+    cursor: str | None = CURSOR,
+    caller: Caller = Depends(get_owner),
+    contexts: ContextManager = Depends(get_contexts),
+) -> Page[ConversationResponse]:
+    page = await contexts.list_conversations(
+        caller.caller_id,
+        status=ConversationStatus(status) if status else None,
+        limit=limit,
+        cursor=cursor,
+    )
+    return Page(items=[ConversationResponse.of(c) for c in page.items], next_cursor=page.next_cursor)
+
+
+@router.get("/{conversation_id}", response_model=ConversationResponse, summary="One conversation")
+async def get_conversation(
+    conversation_id: str = Depends(conversation_id),
+    caller: Caller = Depends(get_owner),
+    contexts: ContextManager = Depends(get_contexts),
+) -> ConversationResponse:
+    return ConversationResponse.of(await contexts.get(conversation_id, caller.caller_id))
+
+
+@router.get(
+    "/{conversation_id}/messages",
+    response_model=Page[MessageResponse],
+    summary="The transcript, oldest first (also for archived conversations)",
+)
+async def list_messages(
+    conversation_id: str = Depends(conversation_id),
+    limit: int = LIMIT,
+    cursor: str | None = CURSOR,
+    caller: Caller = Depends(get_owner),
+    contexts: ContextManager = Depends(get_contexts),
+) -> Page[MessageResponse]:
+    page = await contexts.messages(conversation_id, caller.caller_id, limit=limit, cursor=cursor)
+    return Page(items=[MessageResponse.of(m) for m in page.items], next_cursor=page.next_cursor)
+
+
+@router.delete("/{conversation_id}", status_code=204, response_class=Response, summary="Soft delete")
+async def delete_conversation(
+    conversation_id: str = Depends(conversation_id),
+    caller: Caller = Depends(get_owner),
+    contexts: ContextManager = Depends(get_contexts),
+) -> Response:
+    await contexts.delete(conversation_id, caller.caller_id)
+    return Response(status_code=204)

@@ -1,0 +1,305 @@
+"""ConversationStore on one DynamoDB table (key design in items.py) with large texts in S3.
+
+Request counts: start_turn, finish_turn, append, create and soft_delete are one write each
+(finish_turn adds BatchWriteItem calls only past 99 messages or ~3.5 MB); window and load are one
+Query; get is one GetItem; messages is a GetItem (ownership) and one Query per page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from rag_orchestrator.config import Settings
+from rag_orchestrator.conversations import items as it
+from rag_orchestrator.conversations.contents import ContentOffloader
+from rag_orchestrator.conversations.cursors import CursorCodec, cursor_key
+from rag_orchestrator.conversations.dynamo_listing import list_page, start_key
+from rag_orchestrator.conversations.dynamo_writes import MessageWrites, meta_key
+from rag_orchestrator.conversations.store import (
+    DEFAULT_PAGE_SIZE,
+    check_limit,
+    iso,
+    messages_scope,
+    offset_page,
+    token_total,
+)
+from rag_orchestrator.conversations.table import ConditionFailed, Table
+from rag_orchestrator.conversations.transcripts import S3Transcripts, merge
+from rag_orchestrator.domain.base import utcnow
+from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
+from rag_orchestrator.errors import BadRequest, Conflict, ConversationNotFound
+
+DELETED = ConversationStatus.DELETED.value
+
+
+class DynamoConversationStore:
+    def __init__(
+        self,
+        table: str,
+        bucket: str,
+        *,
+        dynamodb: Any,
+        s3: Any,
+        cursor_secret: bytes,
+        deleted_retention_days: int = 30,
+    ) -> None:
+        self._table = Table(dynamodb, table)
+        self._contents = ContentOffloader(s3, bucket)
+        self._transcripts = S3Transcripts(s3, bucket)
+        self._cursors = CursorCodec(cursor_secret)
+        self._writes = MessageWrites(self._table, self._contents)
+        self._retention = timedelta(days=deleted_retention_days)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> DynamoConversationStore:
+        from rag_orchestrator import aws
+
+        return cls(
+            settings.conversations_table or "",
+            settings.transcripts_bucket or "",
+            dynamodb=aws.client("dynamodb"),
+            s3=aws.client("s3"),
+            cursor_secret=cursor_key(settings),
+            deleted_retention_days=settings.deleted_retention_days,
+        )
+
+    # ------------------------------------------------------------------ conversations
+
+    def create(
+        self, conversation: Conversation, messages: Sequence[ConversationMessage] = ()
+    ) -> Conversation:
+        if messages:
+            conversation = conversation.model_copy(
+                update={
+                    "message_count": len(messages),
+                    "total_tokens": token_total(messages),
+                    "last_message_at": conversation.updated_at,
+                }
+            )
+        put = {
+            "Item": it.to_attributes(it.conversation_item(conversation)),
+            "ConditionExpression": "attribute_not_exists(PK)",
+        }
+        try:
+            if messages:
+                self._table.transact([{"Put": put}, *self._writes.message_puts(messages)])
+            else:
+                self._table.call("put_item", **put)
+        except ConditionFailed:
+            raise Conflict("A conversation with this id already exists") from None
+        return conversation
+
+    def get(self, conversation_id: str, caller_id: str) -> Conversation:
+        response = self._table.call("get_item", Key=meta_key(conversation_id), ConsistentRead=True)
+        return self._owned(it.from_attributes(response.get("Item") or {}), conversation_id, caller_id)
+
+    def list_by_caller(
+        self,
+        caller_id: str,
+        *,
+        status: ConversationStatus | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        cursor: str | None = None,
+    ) -> Page[Conversation]:
+        return list_page(
+            self._table,
+            self._cursors,
+            "ByCaller",
+            f"CALLER#{caller_id}",
+            caller_id=None,
+            status=status,
+            limit=limit,
+            cursor=cursor,
+        )
+
+    def list_by_user(
+        self,
+        user_id: str,
+        *,
+        caller_id: str | None = None,
+        status: ConversationStatus | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        cursor: str | None = None,
+    ) -> Page[Conversation]:
+        return list_page(
+            self._table,
+            self._cursors,
+            "ByUser",
+            f"USER#{user_id}",
+            caller_id=caller_id,
+            status=status,
+            limit=limit,
+            cursor=cursor,
+        )
+
+    def soft_delete(self, conversation_id: str, caller_id: str) -> None:
+        now = utcnow()
+        try:
+            self._table.call(
+                "update_item",
+                Key=meta_key(conversation_id),
+                UpdateExpression="SET #status = :deleted, deletedAt = :now, updatedAt = :now, expiresAt = :ttl "
+                "REMOVE GSI1PK, GSI1SK, GSI2PK, GSI2SK, GSI3PK, GSI3SK",
+                ConditionExpression="callerId = :caller AND #status <> :deleted",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=it.to_attributes(
+                    {
+                        ":deleted": DELETED,
+                        ":now": iso(now),
+                        ":ttl": int((now + self._retention).timestamp()),
+                        ":caller": caller_id,
+                    }
+                ),
+            )
+        except ConditionFailed:
+            raise ConversationNotFound(conversation_id) from None
+
+    def mark_archived(self, conversation_id: str, s3_key: str) -> None:
+        try:
+            self._table.call(
+                "update_item",
+                Key=meta_key(conversation_id),
+                UpdateExpression="SET #status = :archived, s3Key = :key, archivedAt = :now REMOVE GSI3PK, GSI3SK",
+                ConditionExpression="#status = :active",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=it.to_attributes(
+                    {
+                        ":archived": ConversationStatus.ARCHIVED.value,
+                        ":active": ConversationStatus.ACTIVE.value,
+                        ":key": s3_key,
+                        ":now": iso(utcnow()),
+                    }
+                ),
+            )
+        except ConditionFailed:
+            raise ConversationNotFound(conversation_id) from None
+
+    # ------------------------------------------------------------------ messages
+
+    def messages(
+        self,
+        conversation_id: str,
+        caller_id: str,
+        *,
+        limit: int = DEFAULT_PAGE_SIZE,
+        cursor: str | None = None,
+    ) -> Page[ConversationMessage]:
+        check_limit(limit)
+        conversation = self.get(conversation_id, caller_id)
+        scope = messages_scope(conversation_id, caller_id)
+        if conversation.status is ConversationStatus.ARCHIVED and conversation.s3_key:
+            stored = self._transcripts.read(conversation.s3_key)
+            return offset_page(
+                merge(stored, self._all_messages(conversation_id)), limit, cursor, self._cursors, scope
+            )
+        partition = it.pk(conversation_id)
+        start = start_key(self._cursors, cursor, scope, {"PK": partition}, ("PK", "SK"))
+        if start and not start["SK"].startswith(it.MSG_PREFIX):
+            raise BadRequest("Invalid cursor")
+        found, position = self._table.query_page(self._messages_query(partition), limit, start, ("PK", "SK"))
+        following = self._cursors.encode(position, scope) if position else None
+        return Page(items=[self._message(v) for v in found], next_cursor=following)
+
+    def window(self, conversation_id: str, size: int) -> list[ConversationMessage]:
+        meta, recent = self._read_context(conversation_id, size)
+        return self._with_transcript(meta, recent, size)
+
+    def load(
+        self, conversation_id: str, caller_id: str, size: int
+    ) -> tuple[Conversation, list[ConversationMessage]]:
+        meta, recent = self._read_context(conversation_id, size)
+        conversation = self._owned(meta, conversation_id, caller_id)
+        return conversation, self._with_transcript(meta, recent, size)
+
+    def append(
+        self,
+        conversation_id: str,
+        caller_id: str,
+        messages: Sequence[ConversationMessage],
+        *,
+        tool_calls: int = 0,
+    ) -> None:
+        self._writes.append(conversation_id, caller_id, messages, tool_calls)
+
+    # ------------------------------------------------------------------ turns
+
+    def start_turn(
+        self,
+        conversation_id: str,
+        caller_id: str,
+        user_message: ConversationMessage,
+        client_message_id: str | None,
+        lease_seconds: int,
+    ) -> None:
+        self._writes.start_turn(conversation_id, caller_id, user_message, client_message_id, lease_seconds)
+
+    def finish_turn(
+        self,
+        conversation_id: str,
+        messages: Sequence[ConversationMessage],
+        *,
+        tool_calls: int,
+        tokens: int,
+        interrupted: bool = False,
+    ) -> None:
+        self._writes.finish_turn(conversation_id, messages, tool_calls, tokens, interrupted)
+
+    def abort_turn(self, conversation_id: str) -> None:
+        self._writes.abort_turn(conversation_id)
+
+    # ------------------------------------------------------------------ helpers
+
+    @staticmethod
+    def _owned(values: dict[str, Any] | None, conversation_id: str, caller_id: str) -> Conversation:
+        if not values or values.get("callerId") != caller_id or values.get("status") == DELETED:
+            raise ConversationNotFound(conversation_id)
+        return it.conversation_from_item(values)
+
+    def _message(self, values: dict[str, Any]) -> ConversationMessage:
+        return ConversationMessage.model_validate(self._contents.restore(values))
+
+    def _messages_query(self, partition: str) -> dict[str, Any]:
+        # Message keys are inverted: descending order is oldest first.
+        return {
+            "KeyConditionExpression": "PK = :pk AND begins_with(SK, :msg)",
+            "ExpressionAttributeValues": it.to_attributes({":pk": partition, ":msg": it.MSG_PREFIX}),
+            "ScanIndexForward": False,
+            "ConsistentRead": True,
+        }
+
+    def _all_messages(self, conversation_id: str) -> list[ConversationMessage]:
+        params, found, start = self._messages_query(it.pk(conversation_id)), [], None
+        while True:
+            page, start = self._table.query_page(dict(params), 1000, start, ("PK", "SK"))
+            found += [self._message(v) for v in page]
+            if start is None:
+                return found
+
+    def _read_context(
+        self, conversation_id: str, size: int
+    ) -> tuple[dict[str, Any] | None, list[ConversationMessage]]:
+        """One Query, ascending from META: the conversation, then the newest messages."""
+        response = self._table.call(
+            "query",
+            KeyConditionExpression="PK = :pk AND SK BETWEEN :meta AND :end",
+            ExpressionAttributeValues=it.to_attributes(
+                {":pk": it.pk(conversation_id), ":meta": it.META, ":end": it.MSG_END}
+            ),
+            ScanIndexForward=True,
+            ConsistentRead=True,
+            Limit=size + 1,
+        )
+        found = [it.from_attributes(item) for item in response.get("Items", ())]
+        meta = found.pop(0) if found and found[0]["SK"] == it.META else None
+        return meta, [self._message(v) for v in reversed(found[:size])]
+
+    def _with_transcript(
+        self, meta: dict[str, Any] | None, recent: list[ConversationMessage], size: int
+    ) -> list[ConversationMessage]:
+        """An archived conversation's window reaches back into its transcript when the table runs short."""
+        archived = meta and meta.get("status") == ConversationStatus.ARCHIVED.value and meta.get("s3Key")
+        if not archived or len(recent) >= size:
+            return recent
+        return merge(self._transcripts.read(meta["s3Key"]), recent)[-size:]

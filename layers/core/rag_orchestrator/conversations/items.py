@@ -1,0 +1,106 @@
+"""How conversations and messages map to DynamoDB items (DESIGN.md section 8).
+
+    PK=CONV#<id>  SK=META            the conversation, with the keys of the ByCaller, ByUser and
+                                     (ACTIVE only) ByArchive indexes
+    PK=CONV#<id>  SK=CMID#<client>   a clientMessageId already received
+    PK=CONV#<id>  SK=MSG#<key>       a message
+
+A message key is an inverted ULID: ascending order is newest first. One Query from `META` up to
+`MSG$` therefore returns the conversation followed by its newest messages: a turn's context costs
+one request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from rag_orchestrator.conversations.store import activity_key, iso
+from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus
+from rag_orchestrator.domain.ids import sortable_id
+
+META = "META"
+MSG_PREFIX = "MSG#"
+MSG_END = "MSG$"  # '$' sorts right after '#': above every message key
+CMID_PREFIX = "CMID#"
+ARCHIVE_SHARDS = 16
+
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_INVERT = str.maketrans(_ALPHABET, _ALPHABET[::-1])
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+def pk(conversation_id: str) -> str:
+    return f"CONV#{conversation_id}"
+
+
+def archive_shard(conversation_id: str) -> str:
+    digest = hashlib.sha256(conversation_id.encode()).digest()
+    return f"ARCHIVE#{int.from_bytes(digest[:4]) % ARCHIVE_SHARDS}"
+
+
+def new_message_key() -> str:
+    """A fresh message sort key; later calls sort before earlier ones."""
+    return MSG_PREFIX + sortable_id().translate(_INVERT)
+
+
+def to_attributes(values: dict[str, Any]) -> dict[str, Any]:
+    return {name: _serializer.serialize(value) for name, value in values.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, set)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def from_attributes(item: dict[str, Any]) -> dict[str, Any]:
+    return {name: _plain(_deserializer.deserialize(value)) for name, value in item.items()}
+
+
+def index_attributes(conversation: Conversation) -> dict[str, str]:
+    """The index keys a conversation carries in its state: DELETED ones are in no index."""
+    if conversation.status is ConversationStatus.DELETED:
+        return {}
+    activity = activity_key(conversation.updated_at, conversation.conversation_id)
+    keys = {"GSI1PK": f"CALLER#{conversation.caller_id}", "GSI1SK": activity}
+    if conversation.user_id:
+        keys |= {"GSI2PK": f"USER#{conversation.user_id}", "GSI2SK": activity}
+    if conversation.status is ConversationStatus.ACTIVE:
+        last = conversation.last_message_at or conversation.created_at
+        keys |= {"GSI3PK": archive_shard(conversation.conversation_id), "GSI3SK": iso(last)}
+    return keys
+
+
+def conversation_item(conversation: Conversation) -> dict[str, Any]:
+    values = conversation.model_dump(mode="json", by_alias=True, exclude_none=True)
+    values |= {"PK": pk(conversation.conversation_id), "SK": META, "entity": "conversation"}
+    return values | index_attributes(conversation)
+
+
+def conversation_from_item(values: dict[str, Any]) -> Conversation:
+    return Conversation.model_validate(values)
+
+
+def message_item(message: ConversationMessage, sort_key: str) -> dict[str, Any]:
+    values = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return values | {"PK": pk(message.conversation_id), "SK": sort_key, "entity": "message"}
+
+
+def marker_item(conversation_id: str, client_message_id: str, message: ConversationMessage) -> dict[str, Any]:
+    return {
+        "PK": pk(conversation_id),
+        "SK": CMID_PREFIX + client_message_id,
+        "entity": "clientMessage",
+        "clientMessageId": client_message_id,
+        "messageId": message.message_id,
+        "createdAt": iso(message.created_at),
+    }

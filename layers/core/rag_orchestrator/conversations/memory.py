@@ -1,0 +1,283 @@
+"""ConversationStore in process memory (CONVERSATION_STORAGE=memory): the DynamoDB store's
+behaviour — ownership, turn lock, clientMessageId markers, counters, cursors — without AWS."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from rag_orchestrator.conversations.cursors import CursorCodec
+from rag_orchestrator.conversations.store import (
+    DEFAULT_PAGE_SIZE,
+    LOCK_HELD,
+    activity_key,
+    check_limit,
+    iso,
+    list_scope,
+    messages_scope,
+    offset_page,
+    token_total,
+    turn_messages,
+)
+from rag_orchestrator.conversations.transcripts import MemoryTranscripts, Transcripts, merge
+from rag_orchestrator.domain.base import utcnow
+from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
+from rag_orchestrator.errors import BadRequest, Conflict, ConversationNotFound, DuplicateClientMessage
+
+ACTIVE, ARCHIVED, DELETED = ConversationStatus.ACTIVE, ConversationStatus.ARCHIVED, ConversationStatus.DELETED
+
+
+@dataclass
+class _Record:
+    conversation: Conversation
+    messages: list[ConversationMessage] = field(default_factory=list)
+    markers: dict[str, ConversationMessage] = field(default_factory=dict)
+    lock_until: float = 0.0
+
+
+class MemoryConversationStore:
+    def __init__(
+        self,
+        *,
+        transcripts: Transcripts | None = None,
+        cursor_secret: bytes | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.transcripts = transcripts or MemoryTranscripts()
+        self._cursors = CursorCodec(cursor_secret or os.urandom(32))
+        self._clock = clock
+        self._records: dict[str, _Record] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ conversations
+
+    def create(
+        self, conversation: Conversation, messages: Sequence[ConversationMessage] = ()
+    ) -> Conversation:
+        if messages:
+            conversation = conversation.model_copy(
+                update={
+                    "message_count": len(messages),
+                    "total_tokens": token_total(messages),
+                    "last_message_at": conversation.updated_at,
+                }
+            )
+        with self._lock:
+            if conversation.conversation_id in self._records:
+                raise Conflict("A conversation with this id already exists")
+            self._records[conversation.conversation_id] = _Record(
+                conversation.model_copy(deep=True), list(messages)
+            )
+        return conversation
+
+    def get(self, conversation_id: str, caller_id: str) -> Conversation:
+        with self._lock:
+            return self._owned(conversation_id, caller_id).conversation.model_copy(deep=True)
+
+    def list_by_caller(
+        self,
+        caller_id: str,
+        *,
+        status: ConversationStatus | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        cursor: str | None = None,
+    ) -> Page[Conversation]:
+        scope = list_scope("ByCaller", f"CALLER#{caller_id}", status, None)
+        return self._list(lambda c: c.caller_id == caller_id, scope, status, limit, cursor)
+
+    def list_by_user(
+        self,
+        user_id: str,
+        *,
+        caller_id: str | None = None,
+        status: ConversationStatus | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        cursor: str | None = None,
+    ) -> Page[Conversation]:
+        scope = list_scope("ByUser", f"USER#{user_id}", status, caller_id)
+
+        def matches(c: Conversation) -> bool:
+            return c.user_id == user_id and (caller_id is None or c.caller_id == caller_id)
+
+        return self._list(matches, scope, status, limit, cursor)
+
+    def soft_delete(self, conversation_id: str, caller_id: str) -> None:
+        with self._lock:
+            record = self._owned(conversation_id, caller_id)
+            now = utcnow()
+            record.conversation = record.conversation.model_copy(
+                update={"status": DELETED, "deleted_at": now, "updated_at": now}
+            )
+
+    def mark_archived(self, conversation_id: str, s3_key: str) -> None:
+        with self._lock:
+            record = self._records.get(conversation_id)
+            if record is None or record.conversation.status is not ACTIVE:
+                raise ConversationNotFound(conversation_id)
+            record.conversation = record.conversation.model_copy(
+                update={"status": ARCHIVED, "s3_key": s3_key, "archived_at": utcnow()}
+            )
+
+    # ------------------------------------------------------------------ messages
+
+    def messages(
+        self,
+        conversation_id: str,
+        caller_id: str,
+        *,
+        limit: int = DEFAULT_PAGE_SIZE,
+        cursor: str | None = None,
+    ) -> Page[ConversationMessage]:
+        check_limit(limit)
+        with self._lock:
+            record = self._owned(conversation_id, caller_id)
+            conversation, stored = record.conversation, list(record.messages)
+        if conversation.status is ARCHIVED and conversation.s3_key:
+            stored = merge(self.transcripts.read(conversation.s3_key), stored)
+        scope = messages_scope(conversation_id, caller_id)
+        page = offset_page(stored, limit, cursor, self._cursors, scope)
+        return Page(items=[m.model_copy(deep=True) for m in page.items], next_cursor=page.next_cursor)
+
+    def window(self, conversation_id: str, size: int) -> list[ConversationMessage]:
+        with self._lock:
+            record = self._records.get(conversation_id)
+            if record is None:
+                return []
+            conversation, recent = record.conversation, record.messages[-size:]
+        return self._with_transcript(conversation, recent, size)
+
+    def load(
+        self, conversation_id: str, caller_id: str, size: int
+    ) -> tuple[Conversation, list[ConversationMessage]]:
+        with self._lock:
+            record = self._owned(conversation_id, caller_id)
+            conversation, recent = record.conversation.model_copy(deep=True), record.messages[-size:]
+        return conversation, self._with_transcript(conversation, recent, size)
+
+    def append(
+        self,
+        conversation_id: str,
+        caller_id: str,
+        messages: Sequence[ConversationMessage],
+        *,
+        tool_calls: int = 0,
+    ) -> None:
+        with self._lock:
+            record = self._owned(conversation_id, caller_id)
+            self._add(record, list(messages), tokens=token_total(messages), tool_calls=tool_calls)
+
+    # ------------------------------------------------------------------ turns
+
+    def start_turn(
+        self,
+        conversation_id: str,
+        caller_id: str,
+        user_message: ConversationMessage,
+        client_message_id: str | None,
+        lease_seconds: int,
+    ) -> None:
+        now = self._clock()
+        with self._lock:
+            record = self._owned(conversation_id, caller_id)
+            if client_message_id and client_message_id in record.markers:
+                earlier = record.markers[client_message_id]
+                raise DuplicateClientMessage(client_message_id, earlier.message_id, iso(earlier.created_at))
+            if record.lock_until > now:
+                raise Conflict(LOCK_HELD)
+            record.lock_until = now + lease_seconds
+            if client_message_id:
+                record.markers[client_message_id] = user_message
+            self._add(record, [user_message], tokens=user_message.token_count or 0, tool_calls=0)
+
+    def finish_turn(
+        self,
+        conversation_id: str,
+        messages: Sequence[ConversationMessage],
+        *,
+        tool_calls: int,
+        tokens: int,
+        interrupted: bool = False,
+    ) -> None:
+        with self._lock:
+            record = self._records.get(conversation_id)
+            if record is None:
+                raise ConversationNotFound(conversation_id)
+            record.lock_until = 0.0
+            self._add(record, turn_messages(messages, interrupted), tokens=tokens, tool_calls=tool_calls)
+
+    def abort_turn(self, conversation_id: str) -> None:
+        with self._lock:
+            record = self._records.get(conversation_id)
+            if record is not None:
+                record.lock_until = 0.0
+
+    # ------------------------------------------------------------------ helpers
+
+    def _owned(self, conversation_id: str, caller_id: str) -> _Record:
+        record = self._records.get(conversation_id)
+        if (
+            record is None
+            or record.conversation.caller_id != caller_id
+            or record.conversation.status is DELETED
+        ):
+            raise ConversationNotFound(conversation_id)
+        return record
+
+    @staticmethod
+    def _add(record: _Record, messages: list[ConversationMessage], *, tokens: int, tool_calls: int) -> None:
+        now = utcnow()
+        current = record.conversation
+        record.messages.extend(m.model_copy(deep=True) for m in messages)
+        record.conversation = current.model_copy(
+            update={
+                "updated_at": now,
+                "last_message_at": now if messages else current.last_message_at,
+                "message_count": current.message_count + len(messages),
+                "total_tokens": current.total_tokens + tokens,
+                "tool_calls_count": current.tool_calls_count + tool_calls,
+            }
+        )
+
+    def _with_transcript(
+        self, conversation: Conversation, recent: list[ConversationMessage], size: int
+    ) -> list[ConversationMessage]:
+        if conversation.status is ARCHIVED and conversation.s3_key and len(recent) < size:
+            recent = merge(self.transcripts.read(conversation.s3_key), recent)[-size:]
+        return [m.model_copy(deep=True) for m in recent]
+
+    def _list(
+        self,
+        matches: Callable[[Conversation], bool],
+        scope: str,
+        status: ConversationStatus | None,
+        limit: int,
+        cursor: str | None,
+    ) -> Page[Conversation]:
+        check_limit(limit)
+        after = None
+        if cursor:
+            after = self._cursors.decode(cursor, scope).get("after")
+            if not isinstance(after, str):
+                raise BadRequest("Invalid cursor")
+        with self._lock:
+            chosen = [
+                r.conversation.model_copy(deep=True)
+                for r in self._records.values()
+                if matches(r.conversation)
+                and r.conversation.status is not DELETED
+                and (status is None or r.conversation.status is status)
+            ]
+        ordered = sorted(chosen, key=lambda c: activity_key(c.updated_at, c.conversation_id), reverse=True)
+        if after is not None:
+            ordered = [c for c in ordered if activity_key(c.updated_at, c.conversation_id) < after]
+        page = ordered[:limit]
+        following = None
+        if len(ordered) > limit:
+            last = page[-1]
+            following = self._cursors.encode(
+                {"after": activity_key(last.updated_at, last.conversation_id)}, scope
+            )
+        return Page(items=page, next_cursor=following)

@@ -1,0 +1,125 @@
+"""The DynamoDB calls the store makes, with botocore's errors turned into the package's."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from rag_orchestrator.conversations.items import from_attributes, to_attributes
+from rag_orchestrator.errors import StorageUnavailable
+from rag_orchestrator.observability import logger
+
+TRANSACT_MAX_ITEMS = 100
+TRANSACT_MAX_BYTES = 3_500_000  # under the 4 MB a transaction may carry, leaving room for overhead
+BATCH_SIZE = 25
+ATTEMPTS = 5
+MAX_QUERY_ROUNDS = 5  # filtered listings read at most this many stretches for one page
+
+
+class ConditionFailed(Exception):
+    """A condition refused the write; `reasons` are a transaction's, one per item."""
+
+    def __init__(self, reasons: Sequence[dict[str, Any]] = (), item: dict[str, Any] | None = None) -> None:
+        super().__init__("condition failed")
+        self.reasons = [dict(r) for r in reasons]
+        self.item = item
+
+    def code(self, index: int) -> str | None:
+        return self.reasons[index].get("Code") if index < len(self.reasons) else None
+
+    def old(self, index: int) -> dict[str, Any]:
+        """The item as it was when item `index` failed its condition (ReturnValuesOnConditionCheckFailure)."""
+        item = self.reasons[index].get("Item") if index < len(self.reasons) else self.item
+        return from_attributes(item or {})
+
+    @property
+    def only_conflicts(self) -> bool:
+        codes = {r.get("Code") for r in self.reasons} - {"None", None}
+        return codes == {"TransactionConflict"}
+
+
+def _pause(attempt: int) -> None:
+    time.sleep(random.uniform(0, 0.05 * 2**attempt))
+
+
+class Table:
+    def __init__(self, client: Any, name: str) -> None:
+        self.client = client
+        self.name = name
+
+    def call(self, operation: str, **params: Any) -> dict[str, Any]:
+        """One request on this table; a refused condition raises ConditionFailed."""
+        return self._invoke(operation, TableName=self.name, **params)
+
+    def transact(self, actions: list[dict[str, Any]]) -> None:
+        """One TransactWriteItems; retried only when cancelled by concurrent transactions alone."""
+        for action in actions:
+            next(iter(action.values()))["TableName"] = self.name
+        for attempt in range(ATTEMPTS):
+            try:
+                self._invoke("transact_write_items", TransactItems=actions)
+                return
+            except ConditionFailed as failed:
+                if not failed.only_conflicts or attempt == ATTEMPTS - 1:
+                    raise
+                _pause(attempt)
+
+    def _invoke(self, operation: str, **params: Any) -> dict[str, Any]:
+        try:
+            return getattr(self.client, operation)(**params)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code")
+            if code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
+                reasons = exc.response.get("CancellationReasons") or ()
+                raise ConditionFailed(reasons, exc.response.get("Item")) from None
+            logger.error(
+                "dynamodb call failed", extra={"operation": operation, "code": code, "detail": str(exc)}
+            )
+            raise StorageUnavailable() from exc
+        except BotoCoreError as exc:
+            logger.error(
+                "dynamodb unreachable", extra={"operation": operation, "error_type": type(exc).__name__}
+            )
+            raise StorageUnavailable() from exc
+
+    def batch_put(self, items: Sequence[dict[str, Any]]) -> None:
+        """BatchWriteItem in chunks of 25, retrying what DynamoDB leaves unprocessed."""
+        for start in range(0, len(items), BATCH_SIZE):
+            pending = {self.name: [{"PutRequest": {"Item": i}} for i in items[start : start + BATCH_SIZE]]}
+            for attempt in range(ATTEMPTS):
+                try:
+                    response = self.client.batch_write_item(RequestItems=pending)
+                except (ClientError, BotoCoreError) as exc:
+                    raise StorageUnavailable() from exc
+                pending = response.get("UnprocessedItems") or {}
+                if not pending:
+                    break
+                _pause(attempt)
+            else:
+                raise StorageUnavailable("Could not store every message")
+
+    def query_page(
+        self, params: dict[str, Any], limit: int, start: dict[str, Any] | None, key_names: Sequence[str]
+    ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """Up to `limit` items and the position after them (None at the end).
+
+        Reads one item more than asked, so the last page never hands out a cursor to nothing.
+        """
+        found: list[dict[str, Any]] = []
+        for _ in range(MAX_QUERY_ROUNDS):
+            if start:
+                params["ExclusiveStartKey"] = to_attributes(start)
+            response = self.call("query", **params, Limit=limit + 1 - len(found))
+            found += [from_attributes(item) for item in response.get("Items", ())]
+            last = response.get("LastEvaluatedKey")
+            start = from_attributes(last) if last else None
+            if len(found) > limit or start is None:
+                break
+        if len(found) > limit:
+            found = found[:limit]
+            return found, {name: found[-1][name] for name in key_names}
+        return found, start

@@ -1,0 +1,188 @@
+"""AUTH_MODE=jwt: RS256 tokens verified against a JWKS served over real HTTP on loopback."""
+
+import time
+
+import jwt
+import pytest
+from fastapi import APIRouter, Depends
+from fastapi.testclient import TestClient
+
+from rag_orchestrator.api.app import create_app
+from rag_orchestrator.api.auth import Caller, get_caller
+from rag_orchestrator.api.jwt_verifier import JwksCache
+from tests.fakes.jwks_server import JwksServer, SigningKey
+
+pytestmark = pytest.mark.integration
+
+ISSUER = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_TEST"
+AUDIENCE = "app-client-123"
+
+whoami = APIRouter()
+
+
+@whoami.get("/whoami")
+def who(caller: Caller = Depends(get_caller)) -> dict:
+    return {"callerId": caller.caller_id, "roles": list(caller.roles)}
+
+
+@pytest.fixture
+def jwks():
+    with JwksServer() as server:
+        server.keys.append(SigningKey("key-1"))
+        yield server
+
+
+@pytest.fixture
+def client(jwks, monkeypatch):
+    monkeypatch.setenv("AUTH_MODE", "jwt")
+    monkeypatch.setenv("JWT_ISSUER", ISSUER)
+    monkeypatch.setenv("JWT_AUDIENCE", AUDIENCE)
+    monkeypatch.setenv("JWT_JWKS_URL", jwks.url)
+    app = create_app(["health", "conversations"])
+    app.include_router(whoami)
+    return TestClient(app)
+
+
+def claims(**overrides) -> dict:
+    now = int(time.time())
+    base = {
+        "sub": "user-42",
+        "iss": ISSUER,
+        "aud": AUDIENCE,
+        "iat": now,
+        "exp": now + 600,
+        "token_use": "id",
+        "cognito:groups": ["admin", "user"],
+    }
+    return {k: v for k, v in (base | overrides).items() if v is not None}
+
+
+def bearer(token: str) -> dict:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def assert_refused(response, token: str | None = None) -> dict:
+    assert response.status_code == 401, response.text
+    body = response.json()
+    assert set(body) == {"error", "message", "timestamp", "requestId"}
+    assert response.headers["www-authenticate"] == "Bearer"
+    if token:
+        assert token not in response.text
+    return body
+
+
+def test_a_valid_token_names_the_caller_and_roles(client, jwks):
+    token = jwks.keys[0].sign(claims())
+    response = client.get("/whoami", headers=bearer(token))
+    assert response.status_code == 200
+    assert response.json() == {"callerId": "user-42", "roles": ["admin", "user"]}
+    created = client.post("/api/v1/chat/conversations", json={}, headers=bearer(token))
+    assert created.status_code == 201
+    assert created.json()["callerId"] == "user-42"
+
+
+def test_a_cognito_access_token_matches_on_client_id(client, jwks):
+    token = jwks.keys[0].sign(claims(aud=None, client_id=AUDIENCE, token_use="access"))
+    assert client.get("/whoami", headers=bearer(token)).status_code == 200
+
+
+def test_keys_are_fetched_once_per_process(client, jwks):
+    for _ in range(3):
+        assert client.get("/whoami", headers=bearer(jwks.keys[0].sign(claims()))).status_code == 200
+    assert jwks.requests == 1
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"exp": int(time.time()) - 3600}, "expired"),
+        ({"iss": "https://evil.example.com"}, "issuer"),
+        ({"aud": "another-client"}, "audience"),
+        ({"aud": None, "client_id": "another-client"}, "audience"),
+        ({"token_use": "refresh"}, "use"),
+        ({"exp": None}, "Invalid"),
+    ],
+)
+def test_bad_claims_are_refused(client, jwks, overrides, message):
+    token = jwks.keys[0].sign(claims(**overrides))
+    body = assert_refused(client.get("/whoami", headers=bearer(token)), token)
+    assert message in body["message"]
+
+
+def test_a_tampered_signature_is_refused(client, jwks):
+    token = jwks.keys[0].sign(claims())
+    header, payload, signature = token.split(".")
+    forged_payload = jwt.utils.base64url_encode(
+        b'{"sub":"admin","iss":"%s","exp":9999999999}' % ISSUER.encode()
+    )
+    assert_refused(client.get("/whoami", headers=bearer(f"{header}.{forged_payload.decode()}.{signature}")))
+    flipped = signature[:-2] + ("AA" if not signature.endswith("AA") else "BB")
+    assert_refused(client.get("/whoami", headers=bearer(f"{header}.{payload}.{flipped}")))
+
+
+def test_a_token_signed_by_a_key_not_in_the_set_is_refused(client, jwks):
+    stranger = SigningKey("key-1")  # same kid, different key
+    assert_refused(client.get("/whoami", headers=bearer(stranger.sign(claims()))))
+
+
+def test_alg_none_and_hs256_are_refused(client, jwks):
+    unsigned = jwt.encode(claims(), None, algorithm="none", headers={"kid": "key-1"})
+    body = assert_refused(client.get("/whoami", headers=bearer(unsigned)))
+    assert "algorithm" in body["message"]
+    # The classic confusion attack: HMAC keyed with the RSA public key.
+    public_pem = jwks.keys[0].jwk()["n"].encode()
+    hs = jwt.encode(claims(), public_pem, algorithm="HS256", headers={"kid": "key-1"})
+    assert "algorithm" in assert_refused(client.get("/whoami", headers=bearer(hs)))["message"]
+
+
+def test_malformed_and_missing_tokens_are_refused(client):
+    assert_refused(client.get("/whoami", headers=bearer("not.a.token")))
+    assert_refused(client.get("/whoami", headers={"Authorization": "Basic dXNlcjpwYXNz"}))
+    assert_refused(client.get("/api/v1/chat/conversations"))
+    assert_refused(client.get("/api/v1/chat/conversations", headers={"X-Caller-Id": "alice"}))
+
+
+def test_an_unknown_kid_is_refused_after_one_refetch(client, jwks, monkeypatch):
+    monkeypatch.setattr(JwksCache, "refresh_interval_seconds", 0.0)
+    assert client.get("/whoami", headers=bearer(jwks.keys[0].sign(claims()))).status_code == 200
+    assert jwks.requests == 1
+    stranger = SigningKey("key-unknown")
+    body = assert_refused(client.get("/whoami", headers=bearer(stranger.sign(claims()))))
+    assert "unknown key" in body["message"]
+    assert jwks.requests == 2
+
+
+def test_a_rotated_key_is_picked_up_by_the_refetch(client, jwks, monkeypatch):
+    monkeypatch.setattr(JwksCache, "refresh_interval_seconds", 0.0)
+    assert client.get("/whoami", headers=bearer(jwks.keys[0].sign(claims()))).status_code == 200
+    jwks.keys.append(SigningKey("key-2"))
+    assert client.get("/whoami", headers=bearer(jwks.keys[1].sign(claims()))).status_code == 200
+    assert jwks.requests == 2
+
+
+def test_refetches_on_unknown_kids_are_rate_limited(client, jwks):
+    assert client.get("/whoami", headers=bearer(jwks.keys[0].sign(claims()))).status_code == 200
+    for i in range(5):
+        assert_refused(client.get("/whoami", headers=bearer(SigningKey(f"junk-{i}").sign(claims()))))
+    assert jwks.requests == 1
+
+
+def test_api_gateway_authorizer_claims_are_used_without_verifying(jwks, monkeypatch):
+    monkeypatch.setenv("AUTH_MODE", "jwt")
+    monkeypatch.setenv("JWT_ISSUER", ISSUER)
+    monkeypatch.setenv("JWT_JWKS_URL", jwks.url)
+    app = create_app(["health"])
+    app.include_router(whoami)
+    event = {
+        "requestContext": {"authorizer": {"jwt": {"claims": {"sub": "gw-user", "cognito:groups": "[admin]"}}}}
+    }
+
+    async def behind_api_gateway(scope, receive, send):
+        if scope["type"] == "http":
+            scope["aws.event"] = event
+        await app(scope, receive, send)
+
+    response = TestClient(behind_api_gateway).get("/whoami")
+    assert response.status_code == 200
+    assert response.json() == {"callerId": "gw-user", "roles": ["admin"]}
+    assert jwks.requests == 0
