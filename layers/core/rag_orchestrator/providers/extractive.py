@@ -24,6 +24,7 @@ from rag_orchestrator.providers.events import (
     Usage,
 )
 from rag_orchestrator.providers.strategies import StrategyMetadata
+from rag_orchestrator.retrieval.prompt import context_passages
 
 if TYPE_CHECKING:
     from rag_orchestrator.config import Settings
@@ -82,6 +83,11 @@ def parse_results(content: str) -> list[Passage]:
             )
         )
     return passages
+
+
+def parse_knowledge(content: str) -> list[Passage]:
+    """The passage blocks of the answer endpoint's prompt, else `{"results": [...]}` JSON."""
+    return [Passage(*found) for found in context_passages(content)] or parse_results(content)
 
 
 def last_user_index(messages: list[Message]) -> int:
@@ -172,7 +178,7 @@ class ExtractiveStrategy:
             yield IterationComplete(Usage.estimate(prompt_chars, len(arguments)), should_continue=True)
             return
         knowledge = [m for m in messages if m.role is Role.SYSTEM]
-        passages = [p for m in [*results, *knowledge] for p in parse_results(m.content)]
+        passages = [p for m in [*results, *knowledge] for p in parse_knowledge(m.content)]
         answer = compose_answer(question, passages)
         if ctx.progressive:
             for word in re.findall(r"\s*\S+", answer):

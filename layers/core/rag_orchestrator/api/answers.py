@@ -1,0 +1,187 @@
+"""POST /api/v1/query/answer and /api/v1/query/answer/stream: generative answers with citations (seed 003).
+
+Both build on `retrieval.answers.answer_events`, so a streamed and a whole answer cannot disagree: the
+stream's `done` event carries exactly the object the REST route returns.
+
+Where `stream` may go (the REST function runs under Mangum, which cannot stream):
+
+    route                                   function     stream: true                    stream: false / absent
+    POST /api/v1/query/answer               REST (Mangum) 400: use …/answer/stream         whole answer (JSON)
+    POST /api/v1/query/answer/stream        streaming     SSE                             absent: SSE; false: JSON
+    POST /api/v1/query/answer (hidden)      streaming     SSE                             whole answer (JSON)
+
+With RAG_STREAM_ENABLED=false, `stream: true` anywhere and any request to …/answer/stream answer 400
+saying streaming is disabled. Input errors (RF-07, CL-03, CL-05) are 400, never 422, whatever `stream`
+says. Errors before the first event (retrieval, a bad filter) answer with their HTTP status even on the
+stream; once the stream has started, a failure is an `error` event with the error JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from functools import lru_cache
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import Field, StrictBool
+
+from rag_orchestrator.api.auth import Caller, get_caller
+from rag_orchestrator.api.errors import error_body
+from rag_orchestrator.api.query import BadRequestRoute, QueryRequest, retrieval_limits
+from rag_orchestrator.api.sse import SSE_HEADERS, encode
+from rag_orchestrator.config import Settings, get_settings
+from rag_orchestrator.domain.base import new_id
+from rag_orchestrator.errors import BadRequest
+from rag_orchestrator.observability import metrics
+from rag_orchestrator.providers.strategies import ModelStrategy, create_strategy
+from rag_orchestrator.retrieval.answers import (
+    AnswerEvent,
+    AnswerQuery,
+    AnswerResponse,
+    DeltaEvent,
+    DoneEvent,
+    ErrorEvent,
+    SourcesEvent,
+    answer_events,
+    collect_answer,
+)
+from rag_orchestrator.retrieval.prompt import load_template
+
+ANSWER_PATH = "/api/v1/query/answer"
+STREAM_PATH = "/api/v1/query/answer/stream"
+USE_STREAM_PATH = f"This endpoint answers whole and cannot stream; POST the same body to {STREAM_PATH} for a streamed answer"
+STREAMING_DISABLED = (
+    f"Streaming answers are disabled (RAG_STREAM_ENABLED=false); POST to {ANSWER_PATH} without stream"
+)
+
+_ERRORS = {400: {"description": "Invalid request"}, 500: {"description": "Model failure"}}
+router = APIRouter(tags=["knowledge base"], route_class=BadRequestRoute)
+stream_router = APIRouter(tags=["knowledge base"], route_class=BadRequestRoute)
+
+
+class AnswerRequest(QueryRequest):
+    stream: StrictBool | None = Field(
+        None, description="true: server-sent events (only on the streaming routes)"
+    )
+
+
+def check_settings(settings: Settings) -> None:
+    """Called by create_app: an unreadable or malformed prompt template stops start-up."""
+    load_template(settings.rag_prompt_template_path)
+
+
+@lru_cache(maxsize=4)
+def _strategy(settings: Settings) -> ModelStrategy:
+    return create_strategy(settings)
+
+
+def get_answer_strategy(settings: Settings = Depends(get_settings)) -> ModelStrategy:
+    """One strategy per settings object, that is per process outside tests."""
+    return _strategy(settings)
+
+
+def _query(body: AnswerRequest, request: Request, settings: Settings, streaming: bool) -> AnswerQuery:
+    top_k, threshold = retrieval_limits(body, settings)
+    return AnswerQuery(
+        query=body.query,
+        top_k=top_k,
+        threshold=threshold,
+        source=body.source,
+        tags=tuple(body.tags or ()),
+        streaming=streaming,
+        query_id=getattr(request.state, "request_id", None) or new_id(),
+    )
+
+
+def _payload(event: AnswerEvent, request_id: str) -> dict:
+    match event:
+        case SourcesEvent(sources=sources):
+            return {"sources": [s.model_dump(mode="json") for s in sources]}
+        case DeltaEvent(text=text):
+            return {"delta": text}
+        case DoneEvent(answer=answer):
+            return answer.model_dump(mode="json")
+        case ErrorEvent(error=error):
+            return {
+                **error_body(error.status_code, error.message, request_id, error.error),
+                "status": error.status_code,
+            }
+
+
+async def _sse(
+    first: AnswerEvent, events: AsyncIterator[AnswerEvent], request_id: str
+) -> AsyncIterator[bytes]:
+    try:
+        yield encode(first.type, _payload(first, request_id), 1)
+        seq = 1
+        async with aclosing(events) as rest:  # type: ignore[type-var]
+            async for event in rest:
+                seq += 1
+                yield encode(event.type, _payload(event, request_id), seq)
+    finally:
+        # The streaming function has no Powertools handler decorator to flush EMF metrics.
+        metrics.flush_metrics()
+
+
+async def _respond(
+    body: AnswerRequest, request: Request, settings: Settings, strategy: ModelStrategy, streaming: bool
+) -> JSONResponse | StreamingResponse:
+    query = _query(body, request, settings, streaming)
+    events = answer_events(query, settings, strategy)
+    if not streaming:  # a Response: these routes' response_class is StreamingResponse
+        return JSONResponse((await collect_answer(events)).model_dump(mode="json"))
+    first = await anext(events)  # retrieval done: its failures still get their HTTP status
+    if isinstance(first, ErrorEvent):
+        await events.aclose()
+        raise first.error
+    return StreamingResponse(
+        _sse(first, events, query.query_id), media_type="text/event-stream", headers=SSE_HEADERS
+    )
+
+
+@router.post(
+    ANSWER_PATH, response_model=AnswerResponse, responses=_ERRORS, summary="An answer with citations, whole"
+)
+async def answer(
+    body: AnswerRequest,
+    request: Request,
+    caller: Caller = Depends(get_caller),
+    settings: Settings = Depends(get_settings),
+    strategy: ModelStrategy = Depends(get_answer_strategy),
+) -> AnswerResponse:
+    if body.stream:
+        raise BadRequest(USE_STREAM_PATH if settings.rag_stream_enabled else STREAMING_DISABLED)
+    return await collect_answer(answer_events(_query(body, request, settings, False), settings, strategy))
+
+
+@stream_router.post(
+    STREAM_PATH,
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}}, **_ERRORS},
+    summary="An answer with citations as server-sent events: sources, delta…, done (or error)",
+)
+async def answer_stream(
+    body: AnswerRequest,
+    request: Request,
+    caller: Caller = Depends(get_caller),
+    settings: Settings = Depends(get_settings),
+    strategy: ModelStrategy = Depends(get_answer_strategy),
+):
+    if not settings.rag_stream_enabled:
+        raise BadRequest(STREAMING_DISABLED)
+    return await _respond(body, request, settings, strategy, streaming=body.stream is not False)
+
+
+@stream_router.post(ANSWER_PATH, include_in_schema=False)
+async def answer_on_streaming_function(
+    body: AnswerRequest,
+    request: Request,
+    caller: Caller = Depends(get_caller),
+    settings: Settings = Depends(get_settings),
+    strategy: ModelStrategy = Depends(get_answer_strategy),
+):
+    """`stream: true` reaching the streaming function streams; otherwise the whole answer."""
+    if body.stream and not settings.rag_stream_enabled:
+        raise BadRequest(STREAMING_DISABLED)
+    return await _respond(body, request, settings, strategy, streaming=bool(body.stream))

@@ -1,0 +1,266 @@
+"""Generative answers with citations (seed 003): retrieval, one model call, citation check.
+
+`answer_events` is the one code path for both modes (seed 003 R-05). It yields
+
+    sources   the passages retrieved and put in the prompt (first; empty when nothing matched)
+    delta     text increments, already citation-checked
+    done      the whole answer object, last: the same object the REST endpoint returns
+    error     instead of `done` when something failed; nothing follows it
+
+`done.answer` is authoritative. The deltas concatenate to it whenever the model's streamed text equals its
+final text (every strategy here): invented citations are withheld from the deltas too, because text that
+could still grow into a citation is held back until it is complete.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from rag_orchestrator.domain.base import CamelModel, new_id
+from rag_orchestrator.errors import ProviderError, ProviderStreamError, RagError
+from rag_orchestrator.loop.citations import cited_keys
+from rag_orchestrator.observability import logger, metrics
+from rag_orchestrator.providers.events import (
+    ContentChunk,
+    FinalResponse,
+    IterationComplete,
+    IterationContext,
+    StreamingMode,
+    ToolCallsComplete,
+    Usage,
+)
+from rag_orchestrator.retrieval.citation_check import CitationFilter, strip_unknown
+from rag_orchestrator.retrieval.models import Passage
+from rag_orchestrator.retrieval.prompt import build_prompt
+from rag_orchestrator.retrieval.search import search
+
+if TYPE_CHECKING:
+    from rag_orchestrator.config import Settings
+    from rag_orchestrator.providers.strategies import ModelStrategy
+
+NO_CONTEXT_ANSWER = "I could not find anything about that in the knowledge base."
+MODEL_FAILURE = "The language model could not answer right now. Please try again later."
+UNEXPECTED = "An unexpected error occurred"
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerQuery:
+    """A validated request, defaults applied (the API layer checks ranges against the settings)."""
+
+    query: str
+    top_k: int
+    threshold: float
+    source: str | None = None
+    tags: tuple[str, ...] = ()
+    streaming: bool = False  # how the caller receives it; the model call is the same either way
+    query_id: str = field(default_factory=new_id)
+
+
+class Source(CamelModel):
+    document_id: str
+    title: str
+    chunk_index: int
+    score: float
+    source: str | None = None
+    tags: list[str]
+
+    @classmethod
+    def of(cls, passage: Passage) -> Source:
+        return cls(
+            document_id=passage.document_id,
+            title=passage.title,
+            chunk_index=passage.chunk_index,
+            score=round(passage.score, 4),
+            source=passage.source,
+            tags=passage.tags,
+        )
+
+
+class ContextSnippet(CamelModel):
+    document_id: str
+    chunk_index: int
+    snippet: str
+
+
+class AnswerResponse(CamelModel):
+    answer: str
+    sources: list[Source]
+    context_used: list[ContextSnippet]
+    latency_ms: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class SourcesEvent:
+    sources: list[Source]
+    type: Literal["sources"] = "sources"
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaEvent:
+    text: str
+    type: Literal["delta"] = "delta"
+
+
+@dataclass(frozen=True, slots=True)
+class DoneEvent:
+    answer: AnswerResponse
+    type: Literal["done"] = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    error: RagError  # its message is safe for a client
+    type: Literal["error"] = "error"
+
+
+AnswerEvent = SourcesEvent | DeltaEvent | DoneEvent | ErrorEvent
+
+
+async def answer_events(
+    request: AnswerQuery, settings: Settings, strategy: ModelStrategy
+) -> AsyncIterator[AnswerEvent]:
+    started = time.perf_counter()
+    keys = {"query_id": request.query_id, "top_k": request.top_k, "streaming": request.streaming}
+    logger.info("answer started", extra={**keys, "threshold": request.threshold})
+    try:
+        async for event in _answer(request, settings, strategy, started, keys):
+            yield event
+    except Exception as exc:
+        yield ErrorEvent(_failed(exc, keys, started))
+
+
+async def collect_answer(events: AsyncIterator[AnswerEvent]) -> AnswerResponse:
+    """The `done` answer of an event stream; raises the `error` event's error."""
+    async with aclosing(events) as stream:  # type: ignore[type-var]
+        async for event in stream:
+            if isinstance(event, ErrorEvent):
+                raise event.error
+            if isinstance(event, DoneEvent):
+                return event.answer
+    raise RagError(UNEXPECTED)
+
+
+async def _answer(
+    request: AnswerQuery, settings: Settings, strategy: ModelStrategy, started: float, keys: dict
+) -> AsyncIterator[AnswerEvent]:
+    found = await search(
+        request.query,
+        top_k=request.top_k,
+        threshold=request.threshold,
+        source=request.source,
+        tags=request.tags,
+        settings=settings,
+    )
+    passages = found[: settings.rag_topk_max]
+    yield SourcesEvent([Source.of(p) for p in passages])
+    if not passages:  # CL-01: no model call
+        yield DeltaEvent(NO_CONTEXT_ANSWER)
+        yield DoneEvent(_finish(NO_CONTEXT_ANSWER, [], [], Usage(), started, keys))
+        return
+
+    prompt = build_prompt(request.query, passages, settings)
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "answer prompt",
+            extra={**keys, "document_ids": [p.document_id for p in passages], "prompt": prompt.system},
+        )
+    allowed = {(p.document_id, p.chunk_index) for p in passages}
+    check = CitationFilter(allowed)
+    ctx = IterationContext(
+        conversation_id=request.query_id,
+        iteration=1,
+        max_iterations=1,
+        streaming_mode=StreamingMode.PROGRESSIVE,  # both modes: the non-streamed caller drops the deltas
+        allow_tools=False,
+    )
+    final: str | None = None
+    usage = Usage()
+    chunked = False
+    async with aclosing(strategy.run_iteration(prompt.messages, [], ctx)) as events:  # type: ignore[type-var]
+        async for event in events:
+            if isinstance(event, ContentChunk):
+                chunked = True
+                if text := check.feed(event.content):
+                    yield DeltaEvent(text)
+            elif isinstance(event, FinalResponse):
+                final = event.content
+            elif isinstance(event, ToolCallsComplete):  # offered no tools, it asked anyway: keep its text
+                logger.warning("the model asked for tools in an answer without tools", extra=keys)
+                final = event.assistant_content
+            elif isinstance(event, IterationComplete):
+                usage = event.usage
+    if final is None:
+        raise ProviderStreamError("the model's response ended without an answer")
+    answer, removed = strip_unknown(final, allowed)
+    tail = check.flush() if chunked else answer
+    if tail:
+        yield DeltaEvent(tail)
+    if removed:
+        logger.warning(
+            "removed citations to passages not in the context",
+            extra={**keys, "citations": [f"{doc}#{index}" for doc, index in removed]},
+        )
+    cited = cited_keys(answer)
+    sources = [p for p in passages if (p.document_id, p.chunk_index) in cited] or passages
+    yield DoneEvent(_finish(answer, sources, passages, usage, started, keys))
+
+
+def _finish(
+    answer: str,
+    sources: list[Passage],
+    used: list[Passage],
+    usage: Usage,
+    started: float,
+    keys: dict,
+) -> AnswerResponse:
+    latency_ms = round((time.perf_counter() - started) * 1000)
+    logger.info(
+        "answer finished",
+        extra={
+            **keys,
+            "contexts_used": len(used),
+            "sources": len(sources),
+            "latency_ms": latency_ms,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+        },
+    )
+    metrics.add_metric(name="AnswerLatency", unit="Milliseconds", value=latency_ms)
+    if used:
+        metrics.add_metric(name="PromptTokens", unit="Count", value=usage.prompt_tokens)
+        metrics.add_metric(name="CompletionTokens", unit="Count", value=usage.completion_tokens)
+    return AnswerResponse(
+        answer=answer,
+        sources=[Source.of(p) for p in sources],
+        context_used=[
+            ContextSnippet(document_id=p.document_id, chunk_index=p.chunk_index, snippet=p.snippet)
+            for p in used
+        ],
+        latency_ms=latency_ms,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+    )
+
+
+def _failed(exc: Exception, keys: dict, started: float) -> RagError:
+    """Log the failure with its detail (ERROR for 5xx) and return what the client may see."""
+    latency_ms = round((time.perf_counter() - started) * 1000)
+    detail = {**keys, "error_type": type(exc).__name__, "latency_ms": latency_ms}
+    if not isinstance(exc, RagError):
+        logger.exception("answer failed", extra=detail)
+        metrics.add_metric(name="AnswerFailures", unit="Count", value=1)
+        return RagError(UNEXPECTED)
+    if exc.status_code < 500:
+        logger.warning("answer refused", extra={**detail, "detail": exc.message})
+        return exc
+    logger.error("answer failed", extra={**detail, "detail": exc.message})
+    metrics.add_metric(name="AnswerFailures", unit="Count", value=1)
+    # CL-02: a generic message; the provider's own text stays in the log.
+    return ProviderError(MODEL_FAILURE) if isinstance(exc, ProviderError) else exc

@@ -1,0 +1,124 @@
+"""The answer prompt (seed 003 RF-03): a `string.Template` filled with numbered, sanitised passages.
+
+The template comes from `RAG_PROMPT_TEMPLATE_PATH`, else the packaged `prompts/rag_answer.txt`; it is read
+once per process and checked at start-up (`load_template`). It becomes the system message; the question
+is the user message. Placeholders:
+
+    $context          the passages (required), one block each:
+                      <passage number="1" citation="[source:doc-7#2]" title="…" source="…" tags="a, b">
+                      text
+                      </passage>
+    $citation_format  [source:documentId#chunkIndex]
+    $passage_count    how many passages there are
+
+Title, source and tags are sanitised (CL-04) and escaped as attribute values; the text is sanitised,
+truncated to `RAG_CONTEXT_MAX_CHARS`, and cannot close its block. `context_passages` reads the blocks
+back: the offline extractive strategy answers from them.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from string import Template
+from typing import TYPE_CHECKING
+
+from rag_orchestrator.domain.messages import Message, Role
+from rag_orchestrator.errors import ConfigError
+from rag_orchestrator.loop.citations import CITATION
+from rag_orchestrator.retrieval.citation_check import CITATION_FORMAT, citation_key
+from rag_orchestrator.retrieval.sanitize import (
+    FILTERED,
+    MAX_SOURCE,
+    MAX_TITLE,
+    sanitize_for_prompt,
+    sanitize_metadata,
+    sanitize_tags,
+)
+
+if TYPE_CHECKING:
+    from rag_orchestrator.config import Settings
+    from rag_orchestrator.retrieval.models import Passage
+
+DEFAULT_TEMPLATE = Path(__file__).with_name("prompts") / "rag_answer.txt"
+FIELDS = ("context", "citation_format", "passage_count")
+MAX_TEMPLATE_CHARS = 50_000
+VARIABLE = "RAG_PROMPT_TEMPLATE_PATH"
+
+_PASSAGE_TAG = re.compile(r"<\s*/?\s*passage\b", re.IGNORECASE)
+_BLOCK = re.compile(r'<passage\b[^>]*?\bcitation="([^"]*)"[^>]*>\n?(.*?)\n?</passage>', re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerPrompt:
+    messages: list[Message]  # system (the filled template), then user (the question)
+    system: str
+
+
+@lru_cache(maxsize=4)
+def load_template(path: str | None = None) -> Template:
+    """The template at `path` (None: the packaged default), checked; a ConfigError naming the variable."""
+    origin = path or f"the packaged default ({DEFAULT_TEMPLATE.name})"
+    try:
+        text = Path(path).read_text(encoding="utf-8") if path else DEFAULT_TEMPLATE.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ConfigError(f"{VARIABLE}: cannot read {origin}: {reason}") from None
+    return parse_template(text, origin)
+
+
+def parse_template(text: str, origin: str = "the template") -> Template:
+    if len(text) > MAX_TEMPLATE_CHARS:
+        raise ConfigError(f"{VARIABLE}: {origin} is longer than {MAX_TEMPLATE_CHARS} characters")
+    template = Template(text)
+    if not template.is_valid():
+        raise ConfigError(f"{VARIABLE}: {origin} has a malformed placeholder (write $$ for a literal $)")
+    used = set(template.get_identifiers())
+    unknown = sorted(used - set(FIELDS))
+    if unknown:
+        raise ConfigError(
+            f"{VARIABLE}: {origin} uses unknown placeholders {', '.join(unknown)}; known: {', '.join(FIELDS)}"
+        )
+    if "context" not in used:
+        raise ConfigError(f"{VARIABLE}: {origin} must contain $context, where the passages go")
+    return template
+
+
+def render_passage(number: int, passage: Passage, max_chars: int) -> str:
+    attributes = {
+        "number": str(number),
+        "citation": citation_key(passage.document_id, passage.chunk_index),
+        "title": sanitize_metadata(passage.title, MAX_TITLE),
+        "source": sanitize_metadata(passage.source, MAX_SOURCE) if passage.source else "",
+        "tags": ", ".join(sanitize_tags(passage.tags)),
+    }
+    head = " ".join(f'{name}="{html.escape(value)}"' for name, value in attributes.items() if value)
+    text = _PASSAGE_TAG.sub(FILTERED, sanitize_for_prompt(passage.text.strip(), max_chars))
+    return f"<passage {head}>\n{text}\n</passage>"
+
+
+def render_context(passages: list[Passage], max_chars: int) -> str:
+    return "\n\n".join(render_passage(n, p, max_chars) for n, p in enumerate(passages, start=1))
+
+
+def build_prompt(question: str, passages: list[Passage], settings: Settings) -> AnswerPrompt:
+    system = load_template(settings.rag_prompt_template_path).substitute(
+        context=render_context(passages, settings.rag_context_max_chars),
+        citation_format=CITATION_FORMAT,
+        passage_count=len(passages),
+    )
+    messages = [Message(role=Role.SYSTEM, content=system), Message(role=Role.USER, content=question)]
+    return AnswerPrompt(messages=messages, system=system)
+
+
+def context_passages(prompt: str) -> list[tuple[str, int, str]]:
+    """(documentId, chunkIndex, text) of each passage block in a prompt built here."""
+    found = []
+    for block in _BLOCK.finditer(prompt):
+        key = CITATION.fullmatch(html.unescape(block.group(1)))
+        if key:
+            found.append((key.group(1), int(key.group(2)), block.group(2)))
+    return found
