@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 from devserver.stack import ROOT, apply_local_defaults, start_chroma, start_moto
 
@@ -27,7 +28,7 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    local = ROOT / ".local"
+    local = Path(os.environ.get("DEVSERVER_LOCAL_DIR", ROOT / ".local"))
     services = []
 
     def stop(*_: object) -> None:

@@ -12,6 +12,8 @@ import pytest
 
 from devserver.stack import LOCAL_DEFAULTS, Service, free_port, start_chroma, start_moto
 
+pytest_plugins = ["tests.fakes.fake_llm"]  # the `fake_llm` fixture, for every test module
+
 _real_connect = socket.socket.connect
 
 

@@ -83,12 +83,15 @@ class Settings(BaseSettings):
     rag_similarity_threshold: float = Field(0.6, ge=0.0, le=1.0)
     rag_prompt_template_path: str | None = None
     rag_stream_enabled: bool = True
+    rag_context_max_chars: int = Field(2000, ge=200, le=20000)  # each passage's text in the answer prompt
     chunk_size: int = Field(800, ge=100, le=8000)
     chunk_overlap: int = Field(120, ge=0, le=2000)
 
     tool_catalog_path: str | None = None
     tool_selection_top_k: int = Field(6, ge=1, le=100)
     tool_selection_min_score: float = Field(0.0, ge=-1.0, le=1.0)
+    tool_response_max_bytes: int = Field(65_536, ge=1024, le=10_485_760)  # larger HTTP tool answers fail
+    tool_index_cache: bool = False  # keep the tool index in TRANSCRIPTS_BUCKET under cache/tool-index/
 
     auth_mode: Literal["jwt", "dev"] = "dev"
     allow_anonymous: bool = False

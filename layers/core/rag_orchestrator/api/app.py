@@ -16,10 +16,19 @@ from rag_orchestrator.config import get_settings
 # pays at cold start only for the routers it mounts.
 ROUTERS: dict[str, str] = {
     "health": "rag_orchestrator.api.health:router",
+    "conversations": "rag_orchestrator.api.conversations:router",
+    "ingest": "rag_orchestrator.api.ingest:router",
+    "query": "rag_orchestrator.api.query:router",
+    "chat": "rag_orchestrator.api.chat:router",
+    "chat_stream": "rag_orchestrator.api.chat:stream_router",
+    # "answer" before "answer_stream": where both are mounted, the REST route owns /query/answer.
+    "answer": "rag_orchestrator.api.answers:router",
+    "answer_stream": "rag_orchestrator.api.answers:stream_router",
+    "tools": "rag_orchestrator.api.tools:router",
 }
 
-API_ROUTERS = ("health",)
-STREAM_ROUTERS = ("health",)
+API_ROUTERS = ("health", "conversations", "ingest", "query", "chat", "answer", "tools")
+STREAM_ROUTERS = ("health", "chat_stream", "answer_stream")
 ALL_ROUTERS = tuple(ROUTERS)
 
 
@@ -33,7 +42,10 @@ def create_app(routers: Iterable[str] = ALL_ROUTERS) -> FastAPI:
     )
     for name in routers:
         module_name, _, attribute = ROUTERS[name].partition(":")
-        app.include_router(getattr(importlib.import_module(module_name), attribute))
+        module = importlib.import_module(module_name)
+        if hasattr(module, "check_settings"):  # a router's own start-up checks (e.g. a template file)
+            module.check_settings(settings)
+        app.include_router(getattr(module, attribute))
     install_error_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
     app.add_middleware(RequestContextMiddleware)

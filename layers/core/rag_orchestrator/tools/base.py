@@ -1,0 +1,40 @@
+"""A tool is data: a name, a description, a JSON schema and an async execute."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from rag_orchestrator.domain.messages import ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool may know about the turn it runs in."""
+
+    conversation_id: str
+    caller_id: str
+    roles: tuple[str, ...] = ()
+    context_type: str | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Tool(Protocol):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    async def execute(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
+
+
+def definition(tool: Tool) -> dict[str, Any]:
+    """The OpenAI-style function definition a provider sends to the model."""
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+    }
+
+
+def failure(tool_name: str, message: str, tool_call_id: str = "") -> ToolResult:
+    return ToolResult(tool_call_id=tool_call_id, tool_name=tool_name, result="", success=False, error=message)

@@ -1,0 +1,243 @@
+"""The tool catalogue (DESIGN.md section 7): HTTP tools declared in YAML or JSON, validated at start.
+
+Every problem is a ConfigError that names the tool and the field. With no TOOL_CATALOG_PATH the
+catalogue is empty: only `rag_search` is offered. `catalog.example.yaml` beside this module documents
+every field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from rag_orchestrator.api.auth import ANONYMOUS
+from rag_orchestrator.config import Settings, _ssm_secret, in_lambda
+from rag_orchestrator.errors import ConfigError
+from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
+
+EXAMPLE_PATH = Path(__file__).with_name("catalog.example.yaml")
+PreviewType = Literal["workflow_preview", "table_config_preview"]
+Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+PATH_PARAM = re.compile(r"(?<!\$)\{([^{}]*)\}")
+SECRET_REF = re.compile(r"\$\{([^{}]*)\}")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+Lookup = Callable[[str], str | None]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, frozen=True)
+
+
+def _labels(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    if values is None:
+        return None
+    if not values:
+        raise ValueError("must not be empty: omit the field instead")
+    if any(not v.strip() for v in values):
+        raise ValueError("entries must be non-empty strings")
+    return tuple(dict.fromkeys(values))
+
+
+class HttpSpec(_Strict):
+    method: Method
+    url: str = Field(min_length=1)
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_seconds: float | None = Field(None, gt=0, le=60)
+    context_params: tuple[str, ...] = ()
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+
+class RagSearchSpec(_Strict):
+    roles: tuple[str, ...] | None = None
+
+    @field_validator("roles")
+    @classmethod
+    def _check_roles(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return _labels(value)
+
+
+class ToolSpec(_Strict):
+    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
+    description: str = Field(min_length=1, max_length=2000)
+    example_queries: tuple[str, ...] = ()
+    contexts: tuple[str, ...] | None = None
+    core: bool = False
+    roles: tuple[str, ...] | None = None
+    input_schema: dict[str, Any]
+    http: HttpSpec
+    preview: PreviewType | None = None
+
+    @field_validator("contexts", "roles")
+    @classmethod
+    def _check_labels(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return _labels(value)
+
+    @property
+    def path_params(self) -> list[str]:
+        return PATH_PARAM.findall(self.http.url)
+
+    def embed_text(self) -> str:
+        """Seed 004's embed text: `{name} — {description} | {example} | …`."""
+        return " | ".join([f"{self.name} — {self.description}", *self.example_queries])
+
+
+class Catalog(_Strict):
+    rag_search: RagSearchSpec = Field(default_factory=RagSearchSpec)
+    tools: tuple[ToolSpec, ...] = ()
+
+
+def environment_secret(name: str) -> str | None:
+    """`${NAME}`: the environment variable NAME, else in Lambda the SSM parameter `NAME_PARAM` names."""
+    value = os.environ.get(name)
+    if value is not None:
+        return value
+    parameter = os.environ.get(f"{name}_PARAM")
+    if parameter and in_lambda():
+        return _ssm_secret(parameter)
+    return None
+
+
+def resolve(text: str, lookup: Lookup = environment_secret) -> str:
+    """`text` with every `${NAME}` replaced; raises ValueError naming what cannot be resolved."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if not _ENV_NAME.match(name):
+            raise ValueError(f"${{{name}}} is not a valid variable name")
+        found = lookup(name)
+        if found is None:
+            raise ValueError(f"${{{name}}} is not set (set {name}, or {name}_PARAM in Lambda)")
+        return found
+
+    return SECRET_REF.sub(value, text)
+
+
+def _schema_problems(schema: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    from jsonschema import Draft202012Validator, SchemaError
+
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        where = ".".join(str(p) for p in exc.path)
+        yield f"inputSchema{'.' + where if where else ''}", exc.message
+        return
+    if schema.get("type") != "object":
+        yield "inputSchema.type", "must be 'object'"
+
+
+def _problems(spec: ToolSpec, lookup: Lookup) -> Iterator[tuple[str, str]]:
+    """Cross-field rules pydantic cannot express, as (field, problem)."""
+    if spec.name == RAG_SEARCH:
+        yield "name", f"{RAG_SEARCH} is built in; configure it under ragSearch"
+    if spec.roles and ANONYMOUS in spec.roles:
+        yield "roles", "anonymous callers get no tools (seed 002)"
+    yield from _schema_problems(spec.input_schema)
+    properties = spec.input_schema.get("properties") or {}
+    required = set(spec.input_schema.get("required") or ())
+    try:
+        url = resolve(spec.http.url, lookup)
+    except ValueError as exc:
+        yield "http.url", str(exc)
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        yield "http.url", "must be an absolute http or https URL"
+    elif "{" in parts.netloc or "}" in parts.netloc:
+        yield "http.url", "parameters may only appear in the path, never in the host"
+    elif parts.username or parts.password:
+        yield "http.url", "must not carry credentials; use headers"
+    for param in spec.path_params:
+        if param not in properties:
+            yield "http.url", f"{{{param}}} is not a property of inputSchema"
+        elif param not in required and param not in spec.http.context_params:
+            yield "http.url", f"{{{param}}} must be required in inputSchema or listed in contextParams"
+    for param in spec.http.context_params:
+        if param not in properties:
+            yield "http.contextParams", f"{param} is not a property of inputSchema"
+    for header, value in spec.http.headers.items():
+        try:
+            resolve(value, lookup)
+        except ValueError as exc:
+            yield f"http.headers.{header}", str(exc)
+
+
+def _describe(exc: ValidationError, prefix: str = "") -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "(entry)"
+    message = error["msg"].removeprefix("Value error, ")
+    return f"{prefix}{where}: {message}"
+
+
+def parse_catalog(document: Any, source: str = "catalogue", lookup: Lookup = environment_secret) -> Catalog:
+    """Validate a parsed catalogue document; raise ConfigError naming the tool and field at fault."""
+    if document is None:
+        return Catalog()
+    if not isinstance(document, dict):
+        raise ConfigError(f"{source}: must be a mapping with a `tools` list")
+    unknown = sorted(set(document) - {"tools", "ragSearch"})
+    if unknown:
+        raise ConfigError(f"{source}: unknown field(s) {', '.join(unknown)}")
+    try:
+        rag = RagSearchSpec.model_validate(document.get("ragSearch") or {})
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {_describe(exc, 'ragSearch.')}") from None
+    if rag.roles and ANONYMOUS in rag.roles:
+        raise ConfigError(f"{source}: ragSearch.roles: anonymous callers get no tools (seed 002)")
+    raw_tools = document.get("tools") or []
+    if not isinstance(raw_tools, list):
+        raise ConfigError(f"{source}: tools: must be a list")
+    tools: dict[str, ToolSpec] = {}
+    for index, raw in enumerate(raw_tools):
+        label = repr(raw["name"]) if isinstance(raw, dict) and "name" in raw else f"#{index + 1}"
+        try:
+            spec = ToolSpec.model_validate(raw)
+        except ValidationError as exc:
+            raise ConfigError(f"{source}: tool {label}: {_describe(exc)}") from None
+        for field, problem in _problems(spec, lookup):
+            raise ConfigError(f"{source}: tool {label}: {field}: {problem}")
+        if spec.name in tools:
+            raise ConfigError(f"{source}: tool {label}: name: duplicate tool name")
+        tools[spec.name] = spec
+    return Catalog.model_construct(rag_search=rag, tools=tuple(tools.values()))
+
+
+def read_document(path: Path) -> Any:
+    """A catalogue file's content, parsed as YAML or JSON by its extension."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"TOOL_CATALOG_PATH: cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            return yaml.safe_load(text)
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+    except (ValueError, ImportError) as exc:
+        raise ConfigError(f"TOOL_CATALOG_PATH: {path} is not valid: {exc}") from None
+    except Exception as exc:  # yaml.YAMLError, without importing yaml for JSON catalogues
+        raise ConfigError(f"TOOL_CATALOG_PATH: {path} is not valid YAML: {exc}") from None
+    raise ConfigError(f"TOOL_CATALOG_PATH: {path} must end in .yaml, .yml or .json")
+
+
+def load_catalog(settings: Settings, lookup: Lookup = environment_secret) -> Catalog:
+    """The catalogue TOOL_CATALOG_PATH names, validated; empty (rag_search only) when it is unset."""
+    if not settings.tool_catalog_path:
+        return Catalog()
+    path = Path(settings.tool_catalog_path)
+    return parse_catalog(read_document(path), str(path), lookup)

@@ -1,0 +1,246 @@
+"""HttpTool: one catalogue entry executed over HTTP (seed 004 steps 11-16).
+
+The request goes to the catalogue URL's scheme, host and port and nowhere else: path parameters are
+refused when they could climb out of their segment, and the built URL is checked against the
+catalogue's origin before anything is sent. Redirects are not followed and the environment's proxy
+and .netrc settings are ignored. Responses are read up to a byte limit; anything larger, any
+non-2xx answer, a timeout or a connection error becomes an unsuccessful result with a short message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import weakref
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from rag_orchestrator.domain.messages import ToolResult
+from rag_orchestrator.observability import logger
+from rag_orchestrator.retrieval.sanitize import strip_control, truncate
+from rag_orchestrator.tools.base import ToolContext, failure
+from rag_orchestrator.tools.catalog import (
+    PATH_PARAM,
+    SECRET_REF,
+    Lookup,
+    ToolSpec,
+    environment_secret,
+    resolve,
+)
+from rag_orchestrator.tools.registry import schema_errors
+
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024
+PREVIEW_SENT = "preview_sent"
+USER_AGENT = "rag-orchestrator-tools/1"
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_UNSAFE_IN_SEGMENT = ("/", "\\", "..", "@", "://", "?", "#")
+_ERROR_EXCERPT = 200
+
+
+class ResponseTooLarge(Exception):
+    pass
+
+
+class ClientPool:
+    """One AsyncClient per event loop, shared by every HttpTool of the process.
+
+    A client's connections belong to the loop that opened them, so a loop that is replaced (a test,
+    a Lambda runtime that starts a new loop) gets its own client; the old one goes with its loop.
+    """
+
+    def __init__(self, transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self._transport = transport
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = httpx.AsyncClient(
+                transport=self._transport,
+                follow_redirects=False,
+                trust_env=False,
+                limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+            )
+            self._clients[loop] = client
+        return client
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
+
+
+def path_segment(name: str, value: Any) -> str:
+    """A path parameter as one URL-encoded segment; raises ValueError for values that could leave it."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"path parameter {name} must be a string or a number")
+    text = str(value)
+    if (
+        not text.strip()
+        or text == "."
+        or any(mark in text for mark in _UNSAFE_IN_SEGMENT)
+        or any(ord(ch) < 32 or ord(ch) == 127 for ch in text)
+    ):
+        raise ValueError(f"path parameter {name} has a value that is not allowed")
+    return quote(text, safe="")
+
+
+def _query_value(value: Any) -> Any:
+    """Scalars and lists of scalars as httpx encodes them; anything nested as compact JSON."""
+    scalar = (str, int, float, bool)
+    if isinstance(value, scalar) or (isinstance(value, list) and all(isinstance(v, scalar) for v in value)):
+        return value
+    return json.dumps(value, separators=(",", ":"))
+
+
+def model_parameters(spec: ToolSpec) -> dict[str, Any]:
+    """The schema the model sees: context parameters are optional, since they are filled in for it."""
+    schema = copy.deepcopy(spec.input_schema)
+    context_params = set(spec.http.context_params)
+    if context_params and "required" in schema:
+        schema["required"] = [name for name in schema["required"] if name not in context_params]
+        if not schema["required"]:
+            del schema["required"]
+    return schema
+
+
+class HttpTool:
+    def __init__(
+        self,
+        spec: ToolSpec,
+        *,
+        pool: ClientPool | None = None,
+        lookup: Lookup = environment_secret,
+        default_timeout: float = 30.0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.description = spec.description
+        self.parameters = model_parameters(spec)
+        self.preview = spec.preview
+        self.timeout_seconds = spec.http.timeout_seconds or default_timeout
+        self.max_response_bytes = max_response_bytes
+        self._pool = pool or ClientPool()
+        self._url = resolve(spec.http.url, lookup)
+        self._origin = _origin(httpx.URL(self._url))
+        declared = {header: resolve(value, lookup) for header, value in spec.http.headers.items()}
+        self._headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **declared}
+        refs = {
+            name for text in (spec.http.url, *spec.http.headers.values()) for name in SECRET_REF.findall(text)
+        }
+        values = (lookup(name) for name in refs)
+        self._secrets = sorted((v for v in values if v and len(v) >= 4), key=len, reverse=True)
+
+    def _arguments(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        """Seed 004 step 12: context parameters the model left out come from the request's context."""
+        filled = dict(arguments)
+        for name in self.spec.http.context_params:
+            value = ctx.context.get(name)
+            if filled.get(name) in (None, "") and isinstance(value, (str, int, float, bool)):
+                filled[name] = value
+        return filled
+
+    def build_url(self, arguments: dict[str, Any]) -> tuple[httpx.URL, dict[str, Any]]:
+        """The request URL and the arguments left for the query string or body."""
+        rest = dict(arguments)
+        path = PATH_PARAM.sub(lambda m: path_segment(m.group(1), rest.pop(m.group(1), None)), self._url)
+        url = httpx.URL(path)
+        if _origin(url) != self._origin:
+            raise ValueError("arguments may not change where the request goes")
+        return url, rest
+
+    async def execute(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        filled = self._arguments(arguments, ctx)
+        problems = schema_errors(self.spec.input_schema, filled)
+        if problems:
+            return failure(self.name, "Invalid arguments: " + "; ".join(problems))
+        try:
+            url, rest = self.build_url(filled)
+        except ValueError as exc:
+            return failure(self.name, f"Invalid arguments: {exc}")
+        method = self.spec.http.method
+        body = None
+        if method in _BODY_METHODS:
+            body = rest
+        else:
+            url = url.copy_merge_params(
+                {key: _query_value(value) for key, value in rest.items() if value is not None}
+            )
+        try:
+            async with asyncio.timeout(self.timeout_seconds):
+                response, content = await self._send(method, url, body)
+        except TimeoutError:
+            return failure(self.name, f"The service did not answer within {self.timeout_seconds:g}s")
+        except ResponseTooLarge:
+            return failure(self.name, f"The response was larger than {self.max_response_bytes} bytes")
+        except httpx.HTTPError as exc:
+            logger.warning("http tool failed", extra={"tool": self.name, "error_type": type(exc).__name__})
+            return failure(self.name, f"Could not reach the service ({type(exc).__name__})")
+        logger.info("http tool called", extra={"tool": self.name, "status": response.status_code})
+        text = self._redact(content.decode(response.encoding or "utf-8", errors="replace"))
+        if not response.is_success:
+            return failure(self.name, self._status_message(response, text))
+        return self._result(response, text)
+
+    async def _send(self, method: str, url: httpx.URL, body: Any) -> tuple[httpx.Response, bytes]:
+        client = self._pool.client()
+        request = client.build_request(
+            method, url, json=body, headers=self._headers, timeout=httpx.Timeout(self.timeout_seconds)
+        )
+        response = await client.send(request, stream=True)
+        try:
+            limit = self.max_response_bytes if response.is_success else _ERROR_EXCERPT * 4
+            declared = response.headers.get("content-length", "")
+            if response.is_success and declared.isdigit() and int(declared) > limit:
+                raise ResponseTooLarge
+            content = bytearray()
+            async for chunk in response.aiter_bytes():
+                content += chunk
+                if len(content) > limit:
+                    if response.is_success:
+                        raise ResponseTooLarge
+                    break
+            return response, bytes(content[:limit])
+        finally:
+            await response.aclose()
+
+    def _result(self, response: httpx.Response, text: str) -> ToolResult:
+        payload: Any = text
+        if text.strip():
+            try:
+                payload = json.loads(text)
+                text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+            except ValueError:
+                pass
+        else:
+            text = json.dumps({"status": response.status_code})
+            payload = None
+        if self.preview:
+            return ToolResult(
+                tool_call_id="",
+                tool_name=self.name,
+                result=PREVIEW_SENT,
+                metadata={"preview": {"type": self.preview, "payload": payload}},
+            )
+        return ToolResult(tool_call_id="", tool_name=self.name, result=text)
+
+    def _status_message(self, response: httpx.Response, text: str) -> str:
+        message = f"The service answered HTTP {response.status_code} {response.reason_phrase}".rstrip()
+        if response.is_redirect:
+            return message + " (redirects are not followed)"
+        if response.is_client_error and text.strip():
+            # A 4xx body usually says which argument was wrong, which helps the model retry.
+            excerpt = truncate(" ".join(strip_control(text).split()), _ERROR_EXCERPT)
+            return f"{message}: {excerpt}"
+        return message
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "[redacted]")
+        return text

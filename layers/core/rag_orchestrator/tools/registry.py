@@ -1,0 +1,86 @@
+"""ToolRegistry: definitions for the model, and execution that never raises into the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from rag_orchestrator.domain.messages import ToolCall, ToolResult
+from rag_orchestrator.observability import logger
+from rag_orchestrator.tools.base import Tool, ToolContext, definition, failure
+
+MAX_RESULT_CHARS = 20_000
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(json.loads(schema_json))
+
+
+def schema_errors(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
+    """Why `arguments` do not fit `schema` (empty when they do)."""
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    return [
+        f"{'.'.join(str(p) for p in error.absolute_path) or 'arguments'}: {error.message}"
+        for error in validator.iter_errors(arguments)
+    ][:5]
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool], *, timeout_seconds: float = 30.0) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in self._tools:
+                raise ValueError(f"duplicate tool name: {tool.name}")
+            self._tools[tool.name] = tool
+        self.timeout_seconds = timeout_seconds
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def all(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    def definitions(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        chosen = (
+            self._tools.values() if names is None else (self._tools[n] for n in names if n in self._tools)
+        )
+        return [definition(tool) for tool in chosen]
+
+    async def execute(
+        self, call: ToolCall, ctx: ToolContext, allowed: Iterable[str] | None = None
+    ) -> ToolResult:
+        """Run one call; unknown tools, bad arguments, errors and timeouts become unsuccessful results."""
+        name = call.function.name
+        tool = self._tools.get(name)
+        if tool is None or (allowed is not None and name not in set(allowed)):
+            return failure(name, f"Unknown tool: {name}", call.id)
+        try:
+            arguments = call.parsed_arguments()
+        except ValueError:
+            return failure(name, "Arguments are not a valid JSON object", call.id)
+        problems = schema_errors(tool.parameters, arguments)
+        if problems:
+            return failure(name, "Invalid arguments: " + "; ".join(problems), call.id)
+        try:
+            result = await asyncio.wait_for(tool.execute(arguments, ctx), self.timeout_seconds)
+        except TimeoutError:
+            return failure(name, f"Tool timed out after {self.timeout_seconds:g}s", call.id)
+        except Exception as exc:
+            logger.warning("tool failed", extra={"tool": name, "error_type": type(exc).__name__})
+            return failure(name, f"Tool execution failed: {type(exc).__name__}", call.id)
+        if len(result.result) > MAX_RESULT_CHARS:
+            result = result.model_copy(update={"result": result.result[:MAX_RESULT_CHARS] + "…[truncated]"})
+        return result.model_copy(update={"tool_call_id": call.id, "tool_name": name})
+
+    async def execute_all(
+        self, calls: Sequence[ToolCall], ctx: ToolContext, allowed: Iterable[str] | None = None
+    ) -> list[ToolResult]:
+        """Run the calls of one model response concurrently; results come back in call order."""
+        allowed_set = None if allowed is None else frozenset(allowed)
+        return list(await asyncio.gather(*(self.execute(call, ctx, allowed_set) for call in calls)))

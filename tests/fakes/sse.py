@@ -1,0 +1,34 @@
+"""Parse a text/event-stream body the way a browser's EventSource does."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class SSEMessage:
+    event: str
+    id: str | None
+    data: Any
+
+
+def parse_sse(body: str) -> list[SSEMessage]:
+    messages = []
+    for block in body.replace("\r\n", "\n").split("\n\n"):
+        event, event_id, data = "message", None, []
+        for line in block.split("\n"):
+            if not line or line.startswith(":"):
+                continue
+            field, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if field == "event":
+                event = value
+            elif field == "id":
+                event_id = value
+            elif field == "data":
+                data.append(value)
+        if data:
+            messages.append(SSEMessage(event, event_id, json.loads("\n".join(data))))
+    return messages

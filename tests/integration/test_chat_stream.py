@@ -1,0 +1,189 @@
+"""Streamed and whole turns through the app, on DynamoDB (moto server) and a real Chroma server."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from rag_orchestrator.api.app import ALL_ROUTERS, create_app
+from rag_orchestrator.config import get_settings
+from rag_orchestrator.retrieval.ingestion import ingest_documents
+from tests.fakes.llm_script import error_reply, text_reply, tool_calls_reply
+from tests.fakes.sse import parse_sse
+
+pytestmark = pytest.mark.integration
+
+API_KEY = "sk-test-SECRET-KEY-4242"
+REASONING = "REASONING-MARKER"
+ALICE = {"X-Caller-Id": "alice"}
+GUIDE = (
+    "The suite runs with make test on a fresh machine. It starts a moto server and a Chroma server.\n\n"
+    "The dev server starts with make dev and listens on port 8000 by default."
+)
+
+
+def no_leak(text: str) -> None:
+    """Nothing a client reads may hold a reasoning trace, a key or a stack trace."""
+    for marker in (REASONING, API_KEY, "Traceback", 'File "/'):
+        assert marker not in text, marker
+
+
+@pytest.fixture
+def stack(aws_stack, chroma_url, monkeypatch):
+    monkeypatch.setenv("CHROMA_COLLECTION", f"chat-{id(monkeypatch)}")
+    monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
+    from rag_orchestrator.loop.service import get_orchestrator
+
+    get_orchestrator.cache_clear()
+    ingest_documents(
+        [{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs", "tags": ["dev"]}], get_settings()
+    )
+    yield
+    get_orchestrator.cache_clear()
+
+
+def client() -> TestClient:
+    """An app built from the environment as the test has set it."""
+    from rag_orchestrator.loop.service import get_orchestrator
+
+    get_settings.cache_clear()
+    get_orchestrator.cache_clear()
+    return TestClient(create_app(ALL_ROUTERS))
+
+
+def new_conversation(c: TestClient, headers=ALICE) -> str:
+    response = c.post("/api/v1/chat/conversations", json={}, headers=headers)
+    assert response.status_code == 201, response.text
+    return response.json()["conversationId"]
+
+
+def stream_turn(c: TestClient, conversation_id: str, message: str, headers=ALICE, **extra):
+    with c.stream(
+        "POST",
+        f"/api/v1/chat/conversations/{conversation_id}/messages/stream",
+        json={"message": message, **extra},
+        headers=headers,
+    ) as response:
+        body = "".join(response.iter_text())
+    no_leak(body)
+    return response, parse_sse(body)
+
+
+def assert_well_formed(messages, conversation_id):
+    assert [int(m.id) for m in messages] == list(range(1, len(messages) + 1))
+    for m in messages:
+        assert m.data["type"] == m.event and m.data["conversationId"] == conversation_id
+    assert [m.event for m in messages].count("Completed") + [m.event for m in messages].count("Error") == 1
+    assert messages[-1].event in ("Completed", "Error")
+
+
+def test_extractive_turn_streams_search_answer_sources_and_completion(stack):
+    c = client()
+    cid = new_conversation(c)
+    response, messages = stream_turn(c, cid, "How do I run the test suite?")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert_well_formed(messages, cid)
+    events = [m.event for m in messages]
+    assert events[:3] == ["StatusUpdate", "ToolCallStart", "ToolCallResult"]
+    assert set(events[3:-2]) == {"ResponseChunk"} and events[-2:] == ["Sources", "Completed"]
+    answer = "".join(m.data["content"] for m in messages if m.event == "ResponseChunk")
+    assert "make test" in answer and "[source:guide#0]" in answer
+    assert messages[-2].data["sources"][0]["documentId"] == "guide"
+
+    stored = c.get(f"/api/v1/chat/conversations/{cid}/messages", headers=ALICE).json()["items"]
+    assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant"]
+    assert stored[-1]["messageId"] == messages[-1].data["messageId"]
+    conversation = c.get(f"/api/v1/chat/conversations/{cid}", headers=ALICE).json()
+    assert (conversation["messageCount"], conversation["toolCallsCount"]) == (4, 1)
+
+
+def test_model_turn_with_qwen_style_tool_calls_reasoning_and_usage(stack, fake_llm, monkeypatch):
+    for key, value in fake_llm.settings_for("qwen_single_thinking", api_key=API_KEY).items():
+        monkeypatch.setenv(key.upper(), str(value))
+    fake_llm.script(
+        tool_calls_reply([("rag_search", {"query": "dev server port"}, "call_a")], reasoning=REASONING + " think"),
+        text_reply("It listens on port 8000 [source:guide#0].", chunks=4, reasoning=REASONING + " again", keepalive=True),
+    )
+    c = client()
+    cid = new_conversation(c)
+    _, messages = stream_turn(c, cid, "Which port does the dev server use?")
+    assert_well_formed(messages, cid)
+    assert [m.event for m in messages if m.event.startswith("ToolCall")] == ["ToolCallStart", "ToolCallResult"]
+    assert messages[-1].event == "Completed"
+    assert messages[-1].data["tokensUsed"] == (20 + 9) + (11 + 7)
+    answer = "".join(m.data["content"] for m in messages if m.event == "ResponseChunk")
+    assert answer == "It listens on port 8000 [source:guide#0]."
+    # the model was sent the tool result, and the conversation's messages never show reasoning
+    second = fake_llm.requests[1]["messages"]
+    assert any(m["role"] == "tool" and "guide" in m["content"] for m in second)
+    listed = c.get(f"/api/v1/chat/conversations/{cid}/messages", headers=ALICE)
+    no_leak(listed.text)
+    assert "reasoning" not in listed.text
+
+
+def test_whole_turn_answers_a_chat_response(stack, fake_llm, monkeypatch):
+    for key, value in fake_llm.settings_for("openai_compatible", api_key=API_KEY).items():
+        monkeypatch.setenv(key.upper(), str(value))
+    fake_llm.script(text_reply("Use make dev [source:guide#0].", reasoning=REASONING))
+    c = client()
+    cid = new_conversation(c)
+    response = c.post(f"/api/v1/chat/conversations/{cid}/messages", json={"message": "How to start?"}, headers=ALICE)
+    no_leak(response.text)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["message"] == "Use make dev [source:guide#0]."
+    assert body["iterationsUsed"] == 1 and body["tokensUsed"] == 18 and body["role"] == "assistant"
+    assert body["sources"] and body["sources"][0]["chunkIndex"] == 0
+
+
+def test_provider_failure_is_one_safe_error_event_and_the_next_turn_works(stack, fake_llm, monkeypatch):
+    for key, value in fake_llm.settings_for("openai_compatible", api_key=API_KEY, model_max_retries=0).items():
+        monkeypatch.setenv(key.upper(), str(value))
+    fake_llm.script(error_reply(401, f"invalid key {API_KEY}"), text_reply("Fine now."))
+    c = client()
+    cid = new_conversation(c)
+    _, messages = stream_turn(c, cid, "hello")
+    assert_well_formed(messages, cid)
+    assert messages[-1].event == "Error"
+    _, messages = stream_turn(c, cid, "hello again")
+    assert messages[-1].event == "Completed"
+    roles = [m["role"] for m in c.get(f"/api/v1/chat/conversations/{cid}/messages", headers=ALICE).json()["items"]]
+    assert roles == ["user", "user", "assistant"]
+
+
+def test_turn_on_another_callers_conversation_is_404_and_repeated_client_message_id_is_409(stack):
+    c = client()
+    cid = new_conversation(c)
+    response, _ = stream_turn(c, cid, "hi", headers={"X-Caller-Id": "mallory"})
+    assert response.status_code == 404
+    first, messages = stream_turn(c, cid, "hi", clientMessageId="m-1")
+    assert first.status_code == 200 and messages[-1].event == "Completed"
+    again, _ = stream_turn(c, cid, "hi", clientMessageId="m-1")
+    assert again.status_code == 409
+    assert again.headers["content-type"].startswith("application/json")
+    users = [m for m in c.get(f"/api/v1/chat/conversations/{cid}/messages", headers=ALICE).json()["items"] if m["role"] == "user"]
+    assert len(users) == 1
+
+
+def test_bad_turn_bodies_are_refused_before_anything_is_stored(stack):
+    c = client()
+    cid = new_conversation(c)
+    for body in ({"message": "   "}, {"message": ""}, {}, {"message": "x", "callerId": "bob"}):
+        response = c.post(f"/api/v1/chat/conversations/{cid}/messages/stream", json=body, headers=ALICE)
+        assert response.status_code in (400, 422), body
+        assert set(response.json()) == {"error", "message", "timestamp", "requestId"}
+    assert c.get(f"/api/v1/chat/conversations/{cid}", headers=ALICE).json()["messageCount"] == 0
+
+
+def test_stream_route_answers_with_ids_and_no_stack_traces_on_unknown_conversation(stack):
+    c = client()
+    response = c.post(
+        "/api/v1/chat/conversations/00000000-0000-4000-8000-000000000000/messages/stream",
+        json={"message": "hi"},
+        headers=ALICE,
+    )
+    assert response.status_code == 404
+    assert re.fullmatch(r"[0-9a-f-]{36}", response.json()["requestId"])

@@ -1,0 +1,80 @@
+"""`make dev`'s stack as a newcomer starts it: health answers 200 with every part up; SIGTERM stops all."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from urllib.request import Request, urlopen
+
+import pytest
+
+from devserver.stack import ROOT, free_port, wait_http
+
+pytestmark = pytest.mark.integration
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    state = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout
+    return bool(state.strip()) and not state.startswith("Z")
+
+
+def _post(url: str, body: dict, caller: str = "newcomer") -> dict:
+    request = Request(url, json.dumps(body).encode(), {"Content-Type": "application/json", "X-Caller-Id": caller})
+    with urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_make_dev_stack_serves_health_and_stops_every_child(tmp_path):
+    port = free_port()
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("AWS_", "CHROMA_", "CONVERSATION", "TRANSCRIPTS", "DOCUMENTS", "MODEL_"))
+    }
+    env.update(
+        PORT=str(port),
+        CHROMA_URL=f"http://127.0.0.1:{free_port()}",
+        AWS_ENDPOINT_URL=f"http://127.0.0.1:{free_port()}",
+        DEVSERVER_LOCAL_DIR=str(tmp_path / "local"),
+    )
+    log = (tmp_path / "dev.log").open("w")
+    process = subprocess.Popen([sys.executable, "-m", "devserver"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(f"{base}/api/v1/agent/ping", timeout=120, process=process)
+        with urlopen(f"{base}/api/v1/agent/health", timeout=10) as response:
+            health = json.loads(response.read())
+            assert response.status == 200, health
+        assert {name: check["status"] for name, check in health["checks"].items()} == {
+            "dynamodb": "UP",
+            "s3": "UP",
+            "chroma": "UP",
+            "provider": "UP",
+        }
+        with urlopen(f"{base}/openapi.json", timeout=10) as response:
+            assert json.loads(response.read())["info"]["title"] == "RAG Orchestrator"
+        found = _post(f"{base}/api/v1/query", {"query": "How do I run the tests with make test?", "topK": 3})
+        assert found["results"], "the sample knowledge base was not ingested"
+        children = _children(process.pid)
+        assert len(children) >= 2  # moto and chroma
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+        log.close()
+    deadline = time.monotonic() + 15
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in children if _alive(pid)], (tmp_path / "dev.log").read_text()[-2000:]
