@@ -381,6 +381,15 @@ def test_answer_prefers_more_shared_words_and_dedupes():
     assert compose_answer("unrelated words", passages) == NOTHING_FOUND
 
 
+def test_overlapping_chunks_do_not_quote_the_same_sentence_twice():
+    passages = [
+        Passage("readme", 0, "Run make test to run the whole suite ```"),
+        Passage("readme", 1, "Run make test to run the whole suite. Make dev starts the stack."),
+    ]
+    answer = compose_answer("How do I run the test suite?", passages)
+    assert answer.count("whole suite") == 1
+
+
 # --- reasoning sanitizing ---------------------------------------------------------------------
 
 

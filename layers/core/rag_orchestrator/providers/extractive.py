@@ -144,11 +144,13 @@ def compose_answer(question: str, passages: Iterable[Passage]) -> str:
             if overlap:
                 ranked.append((-overlap, rank, position, sentence, passage))
     ranked.sort(key=lambda item: item[:3])
-    lines, quoted = [], set()
+    lines: list[str] = []
+    quoted: list[set[str]] = []  # overlapping chunks repeat sentences, sometimes with a few words more
     for _, _, _, sentence, passage in ranked:
-        if sentence.lower() in quoted:
+        key = words(sentence)
+        if any(key <= earlier or earlier <= key for earlier in quoted):
             continue
-        quoted.add(sentence.lower())
+        quoted.append(key)
         lines.append(f"- {sentence} {passage.citation}")
         if len(lines) == MAX_SENTENCES:
             break
