@@ -331,7 +331,8 @@ def test_an_archived_conversation_reads_its_transcript(store, transcripts):
 
     store.start_turn(cid, ALICE, message(cid, "new question"), None, LEASE)
     store.finish_turn(cid, [message(cid, "new answer", Role.ASSISTANT)], tool_calls=0, tokens=1)
-    assert store.get(cid, ALICE).status is ConversationStatus.ARCHIVED
+    continued = store.get(cid, ALICE)  # active again; the transcript keeps the older messages
+    assert (continued.status, continued.s3_key) == (ConversationStatus.ACTIVE, archived.s3_key)
     contents = [m.content for m in store.messages(cid, ALICE, limit=10).items]
     assert contents == ["old question", "old answer", "new question", "new answer"]
     assert [m.content for m in store.window(cid, 3)] == ["old answer", "new question", "new answer"]

@@ -11,8 +11,12 @@ OFFLOAD_BYTES = 300 * 1024
 OFFLOADABLE = ("content", "reasoning")
 
 
+def content_prefix(conversation_id: str) -> str:
+    return f"contents/{conversation_id}/"
+
+
 def content_key(conversation_id: str, message_id: str, field: str) -> str:
-    return f"contents/{conversation_id}/{message_id}.{field}.txt"
+    return f"{content_prefix(conversation_id)}{message_id}.{field}.txt"
 
 
 class ContentOffloader:

@@ -32,6 +32,9 @@ from rag_orchestrator.domain.conversations import Conversation, ConversationMess
 from rag_orchestrator.errors import BadRequest, Conflict, ConversationNotFound
 
 DELETED = ConversationStatus.DELETED.value
+# The archival job purges DELETED conversations (all items, S3 objects) after the retention period;
+# the META item's TTL comes later, as a backstop that never runs ahead of the purge.
+TTL_GRACE = timedelta(days=7)
 
 
 class DynamoConversationStore:
@@ -140,15 +143,16 @@ class DynamoConversationStore:
             self._table.call(
                 "update_item",
                 Key=meta_key(conversation_id),
-                UpdateExpression="SET #status = :deleted, deletedAt = :now, updatedAt = :now, expiresAt = :ttl "
-                "REMOVE GSI1PK, GSI1SK, GSI2PK, GSI2SK, GSI3PK, GSI3SK",
+                UpdateExpression="SET #status = :deleted, deletedAt = :now, updatedAt = :now, expiresAt = :ttl, "
+                "GSI3PK = :purge, GSI3SK = :now REMOVE GSI1PK, GSI1SK, GSI2PK, GSI2SK",
                 ConditionExpression="callerId = :caller AND #status <> :deleted",
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues=it.to_attributes(
                     {
                         ":deleted": DELETED,
                         ":now": iso(now),
-                        ":ttl": int((now + self._retention).timestamp()),
+                        ":ttl": int((now + self._retention + TTL_GRACE).timestamp()),
+                        ":purge": it.archive_shard(conversation_id, it.PURGE_PREFIX),
                         ":caller": caller_id,
                     }
                 ),
@@ -189,7 +193,7 @@ class DynamoConversationStore:
         check_limit(limit)
         conversation = self.get(conversation_id, caller_id)
         scope = messages_scope(conversation_id, caller_id)
-        if conversation.status is ConversationStatus.ARCHIVED and conversation.s3_key:
+        if conversation.s3_key:  # archived, or archived once and continued since
             stored = self._transcripts.read(conversation.s3_key)
             return offset_page(
                 merge(stored, self._all_messages(conversation_id)), limit, cursor, self._cursors, scope
@@ -298,8 +302,8 @@ class DynamoConversationStore:
     def _with_transcript(
         self, meta: dict[str, Any] | None, recent: list[ConversationMessage], size: int
     ) -> list[ConversationMessage]:
-        """An archived conversation's window reaches back into its transcript when the table runs short."""
-        archived = meta and meta.get("status") == ConversationStatus.ARCHIVED.value and meta.get("s3Key")
+        """A conversation with a transcript reaches back into it when the table runs short."""
+        archived = meta and meta.get("s3Key")
         if not archived or len(recent) >= size:
             return recent
         return merge(self._transcripts.read(meta["s3Key"]), recent)[-size:]

@@ -29,7 +29,7 @@ from rag_orchestrator.errors import (
     StorageUnavailable,
 )
 
-DELETED = ConversationStatus.DELETED.value
+ACTIVE, DELETED = ConversationStatus.ACTIVE.value, ConversationStatus.DELETED.value
 OWNED = "callerId = :caller AND #status <> :deleted"
 
 
@@ -58,6 +58,7 @@ class MessageWrites:
             counts=(len(messages), token_total(messages), tool_calls),
             condition=OWNED,
             values={":caller": caller_id, ":deleted": DELETED},
+            reactivate=True,
         )
         try:
             self._write(update, list(messages))
@@ -79,6 +80,7 @@ class MessageWrites:
             condition=f"{OWNED} AND (attribute_not_exists(turnLockUntil) OR turnLockUntil < :epoch)",
             values={":caller": caller_id, ":deleted": DELETED, ":epoch": now, ":until": now + lease_seconds},
             lock="SET turnLockUntil = :until",
+            reactivate=True,
         )
         actions = [update, *self.message_puts([user_message])]
         if client_message_id:
@@ -136,17 +138,23 @@ class MessageWrites:
         condition: str,
         values: dict[str, Any],
         lock: str = "",
+        reactivate: bool = False,
     ) -> dict[str, Any]:
         """The META side of a write adding messages: counters by ADD, index sort keys moved.
 
         GSI2SK and GSI3SK are set even where their partition key is absent (no userId; not ACTIVE):
-        an item without an index's partition key is simply not in that index.
+        an item without an index's partition key is simply not in that index. `reactivate`: an
+        ARCHIVED conversation that goes on is ACTIVE again, so archival finds it again (its s3Key
+        stays: the transcript keeps the older messages).
         """
         now = utcnow()
         messages, tokens, tool_calls = counts
         sets = ["updatedAt = :now", "GSI1SK = :activity", "GSI2SK = :activity"]
         if messages:
             sets += ["lastMessageAt = :now", "GSI3SK = :now"]
+        if reactivate:
+            sets += ["#status = :active", "GSI3PK = :shard"]
+            values = values | {":active": ACTIVE, ":shard": it.archive_shard(conversation_id)}
         action, _, clause = lock.partition(" ")
         if action == "SET":
             sets.append(clause)
@@ -169,7 +177,7 @@ class MessageWrites:
             ),
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        if "#status" in condition:
+        if "#status" in condition or reactivate:
             update["ExpressionAttributeNames"] = {"#status": "status"}
         return {"Update": update}
 

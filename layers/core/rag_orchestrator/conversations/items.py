@@ -1,7 +1,7 @@
 """How conversations and messages map to DynamoDB items (DESIGN.md section 8).
 
     PK=CONV#<id>  SK=META            the conversation, with the keys of the ByCaller, ByUser and
-                                     (ACTIVE only) ByArchive indexes
+                                     ByArchive indexes (ByArchive: see ARCHIVE_PREFIX below)
     PK=CONV#<id>  SK=CMID#<client>   a clientMessageId already received
     PK=CONV#<id>  SK=MSG#<key>       a message
 
@@ -27,6 +27,9 @@ MSG_PREFIX = "MSG#"
 MSG_END = "MSG$"  # '$' sorts right after '#': above every message key
 CMID_PREFIX = "CMID#"
 ARCHIVE_SHARDS = 16
+# ByArchive partitions: ACTIVE conversations by lastMessageAt, ARCHIVED ones whose message items
+# are still being removed, DELETED ones by deletedAt (see archival.py).
+ARCHIVE_PREFIX, CLEANUP_PREFIX, PURGE_PREFIX = "ARCHIVE#", "CLEANUP#", "PURGE#"
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _INVERT = str.maketrans(_ALPHABET, _ALPHABET[::-1])
@@ -38,9 +41,10 @@ def pk(conversation_id: str) -> str:
     return f"CONV#{conversation_id}"
 
 
-def archive_shard(conversation_id: str) -> str:
+def archive_shard(conversation_id: str, prefix: str = ARCHIVE_PREFIX) -> str:
+    """GSI3PK: `<prefix><shard>`, the shard a hash of the id (archival.py reads every shard)."""
     digest = hashlib.sha256(conversation_id.encode()).digest()
-    return f"ARCHIVE#{int.from_bytes(digest[:4]) % ARCHIVE_SHARDS}"
+    return f"{prefix}{int.from_bytes(digest[:4]) % ARCHIVE_SHARDS}"
 
 
 def new_message_key() -> str:

@@ -135,7 +135,7 @@ class MemoryConversationStore:
         with self._lock:
             record = self._owned(conversation_id, caller_id)
             conversation, stored = record.conversation, list(record.messages)
-        if conversation.status is ARCHIVED and conversation.s3_key:
+        if conversation.s3_key:  # archived, or archived once and continued since
             stored = merge(self.transcripts.read(conversation.s3_key), stored)
         scope = messages_scope(conversation_id, caller_id)
         page = offset_page(stored, limit, cursor, self._cursors, scope)
@@ -233,6 +233,8 @@ class MemoryConversationStore:
         record.messages.extend(m.model_copy(deep=True) for m in messages)
         record.conversation = current.model_copy(
             update={
+                # an ARCHIVED conversation that goes on is ACTIVE again (its s3_key stays)
+                "status": ACTIVE if messages and current.status is ARCHIVED else current.status,
                 "updated_at": now,
                 "last_message_at": now if messages else current.last_message_at,
                 "message_count": current.message_count + len(messages),
@@ -244,7 +246,7 @@ class MemoryConversationStore:
     def _with_transcript(
         self, conversation: Conversation, recent: list[ConversationMessage], size: int
     ) -> list[ConversationMessage]:
-        if conversation.status is ARCHIVED and conversation.s3_key and len(recent) < size:
+        if conversation.s3_key and len(recent) < size:
             recent = merge(self.transcripts.read(conversation.s3_key), recent)[-size:]
         return [m.model_copy(deep=True) for m in recent]
 

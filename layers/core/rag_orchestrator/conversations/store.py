@@ -68,7 +68,7 @@ class ConversationStore(Protocol):
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
     ) -> Page[ConversationMessage]:
-        """The transcript, oldest first; for an ARCHIVED conversation, from its S3 transcript."""
+        """The transcript, oldest first; with an s3Key (archived, maybe continued since) merged from S3."""
         ...
 
     def window(self, conversation_id: str, size: int) -> list[ConversationMessage]:
@@ -95,7 +95,7 @@ class ConversationStore(Protocol):
     def soft_delete(self, conversation_id: str, caller_id: str) -> None: ...
 
     def mark_archived(self, conversation_id: str, s3_key: str) -> None:
-        """ACTIVE -> ARCHIVED with the transcript's key (for the archival job)."""
+        """ACTIVE -> ARCHIVED with the transcript's key; the message items stay (archival.py moves them)."""
         ...
 
     def start_turn(

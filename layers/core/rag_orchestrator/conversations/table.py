@@ -88,8 +88,15 @@ class Table:
 
     def batch_put(self, items: Sequence[dict[str, Any]]) -> None:
         """BatchWriteItem in chunks of 25, retrying what DynamoDB leaves unprocessed."""
-        for start in range(0, len(items), BATCH_SIZE):
-            pending = {self.name: [{"PutRequest": {"Item": i}} for i in items[start : start + BATCH_SIZE]]}
+        self._batch_write([{"PutRequest": {"Item": i}} for i in items])
+
+    def batch_delete(self, keys: Sequence[dict[str, Any]]) -> None:
+        """Delete items by key, like batch_put."""
+        self._batch_write([{"DeleteRequest": {"Key": k}} for k in keys])
+
+    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
+        for start in range(0, len(requests), BATCH_SIZE):
+            pending = {self.name: requests[start : start + BATCH_SIZE]}
             for attempt in range(ATTEMPTS):
                 try:
                     response = self.client.batch_write_item(RequestItems=pending)
@@ -100,7 +107,7 @@ class Table:
                     break
                 _pause(attempt)
             else:
-                raise StorageUnavailable("Could not store every message")
+                raise StorageUnavailable("Could not write every item")
 
     def query_page(
         self, params: dict[str, Any], limit: int, start: dict[str, Any] | None, key_names: Sequence[str]

@@ -1,0 +1,18 @@
+"""ArchiveFunction (EventBridge, hourly): idle conversations to S3 transcripts, deleted ones purged.
+It stops before the Lambda timeout; the next run goes on from where it stopped."""
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from rag_orchestrator.config import get_settings
+from rag_orchestrator.conversations.archival import run_archival
+from rag_orchestrator.observability import logger, metrics
+
+settings = get_settings()  # a bad setting fails the cold start, naming the variable
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def handler(event: dict, context: LambdaContext) -> dict:
+    logger.info("archival started", extra={"scheduled_at": event.get("time")})
+    report = run_archival(settings, remaining_ms=context.get_remaining_time_in_millis)
+    return report.as_dict()

@@ -1,0 +1,225 @@
+"""The archival job (ArchiveFunction, hourly): idle conversations to S3 transcripts, deleted ones purged.
+
+Candidates come from the sparse, sharded ByArchive index, never a Scan. Its partitions, per shard:
+CLEANUP# (archived, message items not yet all removed: an earlier run stopped), PURGE# (DELETED, by
+deletedAt) and ARCHIVE# (ACTIVE, by lastMessageAt), read in that order: work left half done first,
+then retention, then archival. The steps per conversation are in archive_steps.py.
+
+Conversations run on a small thread pool (boto3 clients are thread-safe; botocore's adaptive retries
+absorb throttling). The job starts nothing new once the remaining time falls under a safety margin,
+lets what runs finish, and counts what is left for the next run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from rag_orchestrator.config import Settings
+from rag_orchestrator.conversations import items as it
+from rag_orchestrator.conversations.archive_steps import Checkpoint, ConversationArchiver, Outcome, Result
+from rag_orchestrator.conversations.store import iso
+from rag_orchestrator.conversations.table import Table
+from rag_orchestrator.domain.base import utcnow
+from rag_orchestrator.observability import logger, metrics
+
+SAFETY_MARGIN_MS = 30_000
+WORKERS = 8
+INDEX = "ByArchive"
+
+
+@dataclass
+class ArchivalReport:
+    archived: int = 0
+    cleaned_up: int = 0  # archived by an earlier run that stopped before removing the message items
+    purged: int = 0
+    skipped: int = 0  # changed while being archived, a turn running, or no longer due
+    failures: int = 0
+    messages_moved: int = 0
+    bytes_written: int = 0
+    left: int = 0  # candidates not reached before the time ran out
+    stopped_early: bool = False
+    duration_ms: int = 0
+
+    def add(self, result: Result | None) -> None:
+        if result is None:
+            self.failures += 1
+            return
+        match result.outcome:
+            case Outcome.ARCHIVED:
+                self.archived += 1
+            case Outcome.CLEANED:
+                self.cleaned_up += 1
+            case Outcome.PURGED:
+                self.purged += 1
+            case Outcome.SKIPPED:
+                self.skipped += 1
+        if result.outcome is not Outcome.PURGED:
+            self.messages_moved += result.messages
+        self.bytes_written += result.bytes
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+Step = Callable[[str, str], Result]
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    prefix: str  # the ByArchive partition, per shard
+    listed_before: str | None  # GSI3SK bound of the index query (None: every entry)
+    step: Step
+    due_before: str  # the step's own check, on the consistent read
+
+
+class ArchivalJob:
+    def __init__(
+        self,
+        table: Table,
+        s3: Any,
+        bucket: str,
+        *,
+        archive_after: timedelta,
+        retention: timedelta,
+        checkpoint: Checkpoint | None = None,
+        workers: int = WORKERS,
+        margin_ms: int = SAFETY_MARGIN_MS,
+    ) -> None:
+        self._table = table
+        self._archiver = ConversationArchiver(table, s3, bucket, checkpoint=checkpoint)
+        self._archive_after = archive_after
+        self._retention = retention
+        self._workers = workers
+        self._margin_ms = margin_ms
+
+    def run(self, remaining_ms: Callable[[], int], now: datetime) -> ArchivalReport:
+        started = time.monotonic()
+        report = ArchivalReport()
+        phases = self._phases(now)
+        seen: set[str] = set()
+        running: dict[Future[Result | None], str] = {}
+        with ThreadPoolExecutor(self._workers, thread_name_prefix="archival") as pool:
+            for step, before, conversation_id in self._candidates(phases):
+                if conversation_id in seen:  # in two partitions: continued or deleted meanwhile
+                    continue
+                if remaining_ms() < self._margin_ms:
+                    report.stopped_early = True
+                    break
+                while len(running) >= 2 * self._workers:
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        running.pop(future)
+                        report.add(future.result())
+                seen.add(conversation_id)
+                running[pool.submit(self._attempt, step, conversation_id, before)] = conversation_id
+            for future in running:
+                report.add(future.result())
+        if report.stopped_early:
+            report.left = self._count_left(phases)
+        report.duration_ms = int((time.monotonic() - started) * 1000)
+        return report
+
+    def _phases(self, now: datetime) -> list[Phase]:
+        """In the order they run. CLEANUP# entries are all due; the cutoff still applies to one found
+        ACTIVE there (continued since)."""
+        archive_before, purge_before = iso(now - self._archive_after), iso(now - self._retention)
+        return [
+            Phase(it.CLEANUP_PREFIX, None, self._archiver.archive, archive_before),
+            Phase(it.PURGE_PREFIX, purge_before, self._archiver.purge, purge_before),
+            Phase(it.ARCHIVE_PREFIX, archive_before, self._archiver.archive, archive_before),
+        ]
+
+    def _candidates(self, phases: list[Phase]) -> Iterator[tuple[Step, str, str]]:
+        for phase in phases:
+            for shard in range(it.ARCHIVE_SHARDS):
+                params = _shard_query(phase.prefix, shard, phase.listed_before) | {
+                    "ProjectionExpression": "PK"
+                }
+                for page in self._pages(params):
+                    for item in page.get("Items", ()):
+                        yield phase.step, phase.due_before, item["PK"]["S"].removeprefix("CONV#")
+
+    def _count_left(self, phases: list[Phase]) -> int:
+        return sum(
+            page.get("Count", 0)
+            for phase in phases
+            for shard in range(it.ARCHIVE_SHARDS)
+            for page in self._pages(
+                _shard_query(phase.prefix, shard, phase.listed_before) | {"Select": "COUNT"}
+            )
+        )
+
+    def _pages(self, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        while True:
+            page = self._table.call("query", **params)
+            yield page
+            if "LastEvaluatedKey" not in page:
+                return
+            params = params | {"ExclusiveStartKey": page["LastEvaluatedKey"]}
+
+    @staticmethod
+    def _attempt(step: Step, conversation_id: str, before: str) -> Result | None:
+        """One conversation; a failure is logged and counted, and the next run takes it up again."""
+        try:
+            return step(conversation_id, before)
+        except Exception:
+            logger.exception("archival failed", extra={"conversation_id": conversation_id})
+            return None
+
+
+def _shard_query(prefix: str, shard: int, before: str | None) -> dict[str, Any]:
+    values = {":pk": {"S": f"{prefix}{shard}"}}
+    condition = "GSI3PK = :pk"
+    if before is not None:
+        condition += " AND GSI3SK < :before"
+        values[":before"] = {"S": before}
+    return {"IndexName": INDEX, "KeyConditionExpression": condition, "ExpressionAttributeValues": values}
+
+
+def run_archival(
+    settings: Settings,
+    *,
+    remaining_ms: Callable[[], int],
+    now: datetime | None = None,
+    checkpoint: Checkpoint | None = None,
+    workers: int = WORKERS,
+    margin_ms: int = SAFETY_MARGIN_MS,
+) -> ArchivalReport:
+    """Archive what has been idle ARCHIVE_AFTER_DAYS, purge what was deleted DELETED_RETENTION_DAYS ago."""
+    if settings.conversation_storage != "dynamodb":
+        logger.info("archival skipped: CONVERSATION_STORAGE is not dynamodb")
+        return ArchivalReport()
+    from rag_orchestrator import aws
+
+    job = ArchivalJob(
+        Table(aws.client("dynamodb"), settings.conversations_table or ""),
+        aws.client("s3"),
+        settings.transcripts_bucket or "",
+        archive_after=timedelta(days=settings.archive_after_days),
+        retention=timedelta(days=settings.deleted_retention_days),
+        checkpoint=checkpoint,
+        workers=workers,
+        margin_ms=margin_ms,
+    )
+    report = job.run(remaining_ms, now or utcnow())
+    emit(report)
+    return report
+
+
+def emit(report: ArchivalReport) -> None:
+    """The report as EMF metrics (flushed by the handler's log_metrics) and one log line."""
+    for name, unit, value in (
+        ("ConversationsArchived", "Count", report.archived),
+        ("MessagesMoved", "Count", report.messages_moved),
+        ("BytesWritten", "Bytes", report.bytes_written),
+        ("ArchiveFailures", "Count", report.failures),
+        ("ConversationsPurged", "Count", report.purged),
+        ("ArchiveDurationMs", "Milliseconds", report.duration_ms),
+    ):
+        metrics.add_metric(name=name, unit=unit, value=value)
+    logger.info("archival done", extra=report.as_dict())
