@@ -16,7 +16,7 @@ from rag_orchestrator.api.errors import describe_validation
 from rag_orchestrator.config import Settings, get_settings
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.errors import BadRequest
-from rag_orchestrator.retrieval.models import Passage
+from rag_orchestrator.retrieval.models import Passage, Source
 from rag_orchestrator.retrieval.sanitize import MAX_SOURCE, MAX_TAG, MAX_TAGS
 from rag_orchestrator.retrieval.search import MAX_QUERY_CHARS, search
 
@@ -51,26 +51,12 @@ class QueryRequest(CamelModel):
     tags: list[str] | None = Field(None, max_length=MAX_TAGS)
 
 
-class QueryResult(CamelModel):
-    document_id: str
-    title: str
-    chunk_index: int
-    score: float
-    source: str | None
-    tags: list[str]
+class QueryResult(Source):
     snippet: str
 
     @classmethod
     def from_passage(cls, passage: Passage) -> QueryResult:
-        return cls(
-            document_id=passage.document_id,
-            title=passage.title,
-            chunk_index=passage.chunk_index,
-            score=round(passage.score, 4),
-            source=passage.source,
-            tags=passage.tags,
-            snippet=passage.snippet,
-        )
+        return cls(**Source.of(passage).model_dump(), snippet=passage.snippet)
 
 
 class QueryResponse(CamelModel):

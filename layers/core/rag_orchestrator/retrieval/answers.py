@@ -35,7 +35,7 @@ from rag_orchestrator.providers.events import (
     Usage,
 )
 from rag_orchestrator.retrieval.citation_check import CitationFilter, strip_unknown
-from rag_orchestrator.retrieval.models import Passage
+from rag_orchestrator.retrieval.models import Passage, Source
 from rag_orchestrator.retrieval.prompt import build_prompt
 from rag_orchestrator.retrieval.search import search
 
@@ -59,26 +59,6 @@ class AnswerQuery:
     tags: tuple[str, ...] = ()
     streaming: bool = False  # how the caller receives it; the model call is the same either way
     query_id: str = field(default_factory=new_id)
-
-
-class Source(CamelModel):
-    document_id: str
-    title: str
-    chunk_index: int
-    score: float
-    source: str | None = None
-    tags: list[str]
-
-    @classmethod
-    def of(cls, passage: Passage) -> Source:
-        return cls(
-            document_id=passage.document_id,
-            title=passage.title,
-            chunk_index=passage.chunk_index,
-            score=round(passage.score, 4),
-            source=passage.source,
-            tags=passage.tags,
-        )
 
 
 class ContextSnippet(CamelModel):

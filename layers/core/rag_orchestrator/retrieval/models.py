@@ -54,3 +54,25 @@ class Passage(CamelModel):
     @property
     def snippet(self) -> str:
         return truncate(" ".join(self.text.split()), SNIPPET_CHARS)
+
+
+class Source(CamelModel):
+    """A passage as a client sees it among an answer's sources (seed 003's Citation)."""
+
+    document_id: str
+    title: str
+    chunk_index: int
+    score: float
+    source: str | None = None
+    tags: list[str]
+
+    @classmethod
+    def of(cls, passage: Passage) -> Source:
+        return cls(
+            document_id=passage.document_id,
+            title=passage.title,
+            chunk_index=passage.chunk_index,
+            score=round(passage.score, 4),
+            source=passage.source,
+            tags=passage.tags,
+        )
