@@ -33,6 +33,7 @@ invoke: setup  ## make invoke FN=archive EVENT=events/schedule.json
 	@$(PY) -m devserver.invoke $(FN) $(EVENT)
 
 bench: setup  ## benchmarks (see bench/README.md)
+	@bash devserver/bootstrap.sh bench
 	@$(PY) -m bench $(BENCH_ARGS)
 
 validate:
@@ -46,6 +47,8 @@ lock:  ## re-pin requirements/*.lock from requirements/*.in
 	@cd requirements && ../$(VENV)/bin/uv pip compile --quiet --python-version 3.12 --no-header \
 	  --no-emit-package chromadb-client dev.in -o dev.lock
 	@cd requirements && ../$(VENV)/bin/uv pip compile --quiet --python-version 3.12 --no-header sam.in -o sam.lock
+	@cd requirements && ../$(VENV)/bin/uv pip compile --quiet --python-version 3.12 --no-header \
+	  --no-emit-package chromadb-client bench.in -o bench.lock
 
 clean:
 	rm -rf .aws-sam .local .pytest_cache .ruff_cache

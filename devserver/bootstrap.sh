@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv with Python 3.12 and installs the pinned dependencies; a second run with
-# unchanged requirements does nothing. `bootstrap.sh sam` also sets up the SAM CLI in .venv-sam.
+# unchanged requirements does nothing. `bootstrap.sh sam` also sets up the SAM CLI in .venv-sam;
+# `bootstrap.sh bench` adds the benchmark group (requirements/bench.lock) to .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,9 +23,9 @@ find_python() {
   exit 1
 }
 
-make_venv() {  # make_venv DIR LOCKFILE...
+make_venv() {  # [STAMP=name] make_venv DIR LOCKFILE...
   local dir=$1; shift
-  local stamp="$dir/.requirements.sha256" wanted
+  local stamp="$dir/${STAMP:-.requirements}.sha256" wanted
   wanted=$(cat "$@" | sha256sum | cut -d' ' -f1)
   if [ -x "$dir/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
     return
@@ -45,4 +46,8 @@ make_venv() {  # make_venv DIR LOCKFILE...
 make_venv .venv requirements/dev.lock
 if [ "${1:-}" = "sam" ]; then
   make_venv .venv-sam requirements/sam.lock
+fi
+if [ "${1:-}" = "bench" ]; then
+  # Its own stamp: installs on top of dev.lock, which it agrees with (bench.in is constrained by it).
+  STAMP=.bench-requirements make_venv .venv requirements/dev.lock requirements/bench.lock
 fi

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from http import HTTPStatus
@@ -84,6 +85,7 @@ class FakeLLM:
         self.deepseek_thinking = False  # refuse tool-call turns without reasoning_content, as DeepSeek does
         self.api_key: str | None = None  # when set, anything else gets HTTP 401
         self.connections_closed = 0  # connections ended, by either side
+        self.content_sent_at: list[float] = []  # time.monotonic() as each reply's first content was written
         self._script: deque[Reply] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
@@ -110,6 +112,7 @@ class FakeLLM:
             self._script.clear()
             self.requests.clear()
             self.headers.clear()
+            self.content_sent_at.clear()
         self.default, self.deepseek_thinking, self.api_key = None, False, None
 
     def settings_for(self, strategy: str, api_key: str = "test-key", **overrides: Any) -> dict[str, Any]:
@@ -250,11 +253,15 @@ class FakeLLM:
     async def _send_stream(self, writer: asyncio.StreamWriter, reply: Stream) -> bool:
         head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
         writer.write((head + "Transfer-Encoding: chunked\r\n\r\n").encode())
+        content_sent = False
         for part in reply.parts:
             match part:
                 case Data(payload=payload):
                     text = payload if isinstance(payload, str) else json.dumps(payload)
                     await self._send_chunk(writer, f"data: {text}\n\n")
+                    if not content_sent and _has_content(payload):
+                        content_sent = True
+                        self.content_sent_at.append(time.monotonic())  # for the benchmarks
                 case Comment(text=text):
                     await self._send_chunk(writer, f": {text}\n\n")
                 case Pause(seconds=seconds):
@@ -273,6 +280,11 @@ class FakeLLM:
         data = text.encode()
         writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         await writer.drain()
+
+
+def _has_content(payload: object) -> bool:
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    return bool(choices and (choices[0].get("delta") or {}).get("content"))
 
 
 @pytest.fixture

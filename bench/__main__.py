@@ -1,0 +1,86 @@
+"""`python -m bench [--only loop,cold] [--quick]`: run the benchmarks, print the table, write bench/results/."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import io
+import os
+import sys
+import time
+import traceback
+
+from bench.report import ROOT, Section, machine, table, versions, write
+
+sys.path.insert(0, str(ROOT / "layers" / "core"))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# name -> module with run(quick) -> Section, in the order they run
+BENCHMARKS = {
+    "loop": "bench.loop",
+    "cold": "bench.cold",
+    "ttft": "bench.ttft",
+    "streaming": "bench.streaming",
+    "dynamodb": "bench.dynamodb",
+    "size": "bench.size",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--only", default="", help=f"comma-separated subset of: {', '.join(BENCHMARKS)}")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run, not figures)")
+    args = parser.parse_args(argv)
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()] or list(BENCHMARKS)
+    unknown = [name for name in chosen if name not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+
+    info = machine()
+    print(
+        f"machine: {info['cpu']}, {info['cores']} cores, {info['implementation']} {info['python']}, {info['platform']}"
+    )
+    print(f"load average at start: {os.getloadavg()[0]:.2f}", flush=True)
+    from bench.stack import stop_shared
+
+    sections: list[Section] = []
+    try:
+        for name in chosen:
+            print(f"\n== {name} ...", flush=True)
+            started = time.monotonic()
+            section = _run_one(name, args.quick)
+            sections.append(section)
+            print(table([section]), flush=True)
+            if section.packages:
+                print("versions: " + ", ".join(f"{k} {v}" for k, v in versions(section.packages).items()))
+            for key, value in section.details.items():
+                if key.startswith("versions") and isinstance(value, dict):
+                    print(f"{key}: " + ", ".join(f"{k} {v}" for k, v in value.items()))
+            print(f"({time.monotonic() - started:.0f} s)", flush=True)
+    finally:
+        stop_shared()
+
+    options = {"only": chosen, "quick": args.quick, "load_average_end": round(os.getloadavg()[0], 2)}
+    json_path, md_path = write(sections, options)
+    print("\n" + table(sections))
+    print(f"\nload average at the end: {options['load_average_end']:.2f}")
+    print(f"\nwritten: {json_path.relative_to(ROOT)}, {md_path.relative_to(ROOT)}")
+    return 1 if any(s.error for s in sections) else 0
+
+
+def _run_one(name: str, quick: bool) -> Section:
+    """One benchmark; its stdout (the service's metric and log lines) is kept out of the report."""
+    captured = io.StringIO()
+    try:
+        module = importlib.import_module(BENCHMARKS[name])
+        with contextlib.redirect_stdout(captured):
+            return module.run(quick=quick)
+    except Exception as exc:
+        traceback.print_exc()
+        return Section(name, error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""Cold start: fresh processes in the Lambda-like layout (bench/layout.py).
+
+1. Each function's app module (every functions/*/app.py), imported and initialised by a fresh
+   `python -S` with a deployed function's environment: seconds from spawn until the import is done
+   (time.monotonic() is system-wide, so the child's clock reading compares with the parent's).
+   One more run with `-X importtime` gives the top imports by cumulative time.
+2. A fresh chat-stream process (uvicorn, as run.sh starts it) until it listens, and until the first
+   ResponseChunk of a turn sent as soon as it listens (JWT auth, DynamoDB on moto, Chroma, fake LLM).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+
+from bench import layout as lambda_layout
+from bench import stack as local
+from bench.report import Section, versions
+
+READY_GOAL_S = 0.5
+FIRST_TOKEN_GOAL_S = 1.0
+CHILD = "import app, time; print('@@READY', time.monotonic())"
+TOP_IMPORTS = 15
+LAYOUT_PACKAGES = [
+    "fastapi",
+    "starlette",
+    "pydantic",
+    "aws-lambda-powertools",
+    "aws-xray-sdk",
+    "uvicorn",
+    "chromadb-client",
+    "httpx",
+    "botocore",
+    "boto3",
+]
+
+
+def _import_once(layout: lambda_layout.Layout, function: str, *flags: str) -> tuple[float, str]:
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-S", *flags, "-c", CHILD],
+        cwd=layout.function_dir(function),
+        env=layout.env(function),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if proc.returncode != 0 or "@@READY" not in proc.stdout:
+        raise RuntimeError(f"{function}: importing app failed\n{proc.stderr[-3000:]}")
+    ready = float(proc.stdout.rsplit("@@READY", 1)[1].split()[0])
+    return ready - started, proc.stderr
+
+
+def top_imports(importtime: str, limit: int = TOP_IMPORTS) -> list[dict[str, object]]:
+    """The heaviest imports by cumulative time, each with its nesting depth under the app module."""
+    rows = []
+    for line in importtime.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        self_us, cumulative_us, name = line.removeprefix("import time:").split("|", 2)
+        depth = (len(name) - len(name.lstrip())) // 2
+        rows.append((int(cumulative_us), int(self_us), name.strip(), depth))
+    rows = [r for r in rows if r[2] != "app"]
+    rows.sort(reverse=True)
+    return [
+        {
+            "module": name,
+            "cumulative ms": round(cum / 1000, 1),
+            "self ms": round(own / 1000, 1),
+            "depth": depth,
+        }
+        for cum, own, name, depth in rows[:limit]
+    ]
+
+
+# What the first turn of a fresh chat-stream process imports or builds besides the app module.
+FIRST_TURN_COSTS = {
+    "import chromadb (the Chroma client, at the first knowledge search)": "import chromadb",
+    "import boto3": "import boto3",
+    "import boto3 + DynamoDB, S3 and SSM clients, one Session each (as now)": (
+        "import boto3\nfor s in ('dynamodb', 's3', 'ssm'): boto3.session.Session().client(s)"
+    ),
+    "import boto3 + DynamoDB, S3 and SSM clients from one shared Session": (
+        "import boto3\nsession = boto3.session.Session()\nfor s in ('dynamodb', 's3', 'ssm'): session.client(s)"
+    ),
+    "import jwt with its RSA algorithms (cryptography)": "import jwt.algorithms",
+}
+
+
+def _cost_once(layout: lambda_layout.Layout, statement: str) -> float:
+    code = f"import time\nstarted = time.perf_counter()\n{statement}\nprint(time.perf_counter() - started)"
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        cwd=layout.function_dir("chat_stream"),
+        env=layout.env("chat_stream"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{statement!r} failed\n{proc.stderr[-2000:]}")
+    return float(proc.stdout.split()[-1])
+
+
+def _first_token_once(layout: lambda_layout.Layout, stack: local.LocalStack) -> tuple[float, float]:
+    conversation = stack.conversation()
+    token = stack.token()
+    process = local.ChatStreamProcess(layout, stack.stream_env(layout))
+    try:
+        ready = process.wait_listening()
+        turn = local.stream_turn(process.port, conversation, token, "How do I run the test suite?")
+        if turn.status != 200 or turn.first_chunk_at is None or turn.events[-1:] != ["Completed"]:
+            raise RuntimeError(f"turn failed: {turn.status} {turn.events}\n{process.output()}")
+        return ready, turn.first_chunk_at - process.started
+    finally:
+        process.stop()
+
+
+def run(quick: bool = False) -> Section:
+    section = Section("cold")
+    runs = 5 if quick else 15
+    built = lambda_layout.prepare()
+    compiled = lambda_layout.prepare(compiled=True)
+    section.details["versions in the layout"] = versions(LAYOUT_PACKAGES, [built.site, built.runtime])
+    section.details["layout"] = (
+        f"under {lambda_layout.BASE.relative_to(lambda_layout.ROOT)}: python -S, PYTHONPATH = function code, "
+        "rag_orchestrator, the layer's and functions' requirements, the runtime's boto3; 'as built' has no "
+        ".pyc, like `sam build` output on read-only /opt; 'bytecode shipped' adds compileall's .pyc"
+    )
+    for function in lambda_layout.functions():
+        _import_once(built, function)  # the first run after a copy pays for the page cache; not kept
+        samples = [_import_once(built, function)[0] for _ in range(runs)]
+        figure = section.add(f"{function}: fresh process until the app module is imported", "s", samples)
+        if function == "chat_stream":
+            figure.goal, figure.met = f"< {READY_GOAL_S} s median", figure.median < READY_GOAL_S
+        _, importtime = _import_once(built, function, "-X", "importtime")
+        section.details[f"top imports of {function} (-X importtime)"] = top_imports(importtime)
+    samples = [_import_once(compiled, "chat_stream")[0] for _ in range(runs)]
+    section.add("chat_stream: the same, bytecode shipped", "s", samples)
+
+    from tests.fakes.llm_script import text_reply
+
+    stack = local.shared()
+    stack.llm.default = text_reply("Run make test [source:guide#0].", chunks=5)
+    for name, layout in (("", built), (", bytecode shipped", compiled)):
+        _first_token_once(layout, stack)  # warms the servers' caches, not the process under test
+        results = [_first_token_once(layout, stack) for _ in range(max(3, runs // 2))]
+        ready = section.add(
+            f"chat_stream: fresh uvicorn process until it listens{name}", "s", [r[0] for r in results]
+        )
+        first = section.add(
+            f"chat_stream: fresh process until the first ResponseChunk{name}", "s", [r[1] for r in results]
+        )
+        if not name:
+            ready.goal, ready.met = f"< {READY_GOAL_S} s median", ready.median < READY_GOAL_S
+            first.goal, first.met = f"< {FIRST_TOKEN_GOAL_S} s median", first.median < FIRST_TOKEN_GOAL_S
+    section.details["first-turn costs in a fresh process, as built (median of 5, ms)"] = {
+        name: round(statistics.median(_cost_once(built, code) for _ in range(5)) * 1000)
+        for name, code in FIRST_TURN_COSTS.items()
+    }
+    return section

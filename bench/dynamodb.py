@@ -1,0 +1,117 @@
+"""DynamoDB (and S3) requests per turn and per window read, counted on the wire on a moto server.
+
+A botocore `before-send` hook on the clients the store uses counts every HTTP request it sends,
+retries included. The turn runs the real Orchestrator over the DynamoDB store with the scripted
+strategy (no model on the wire), once answering directly and once after a tool call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+from bench.report import Section
+
+GOAL = 4
+
+
+class WireCounter:
+    """Counts requests per `service.Operation` as botocore sends them."""
+
+    def __init__(self, clients: dict[str, Any]) -> None:
+        self.counts: Counter[str] = Counter()
+        for client in clients.values():
+            client.meta.events.register(
+                f"before-send.{client.meta.service_model.endpoint_prefix}", self._sent
+            )
+
+    def _sent(self, event_name: str, **_: Any) -> None:
+        _, service, operation = event_name.split(".", 2)
+        self.counts[f"{service}.{operation}"] += 1
+
+    def total(self, service: str) -> int:
+        return sum(n for key, n in self.counts.items() if key.startswith(service + "."))
+
+    def take(self) -> dict[str, int]:
+        taken = dict(self.counts)
+        self.counts.clear()
+        return taken
+
+
+def run(quick: bool = False) -> Section:
+    from bench.loop import ANSWER, LookupTool
+    from bench.stack import shared
+    from rag_orchestrator import aws
+    from rag_orchestrator.api.auth import Caller
+    from rag_orchestrator.conversations.context import ContextManager
+    from rag_orchestrator.conversations.store import create_store
+    from rag_orchestrator.domain.conversations import CreateConversationRequest
+    from rag_orchestrator.loop.orchestrator import Orchestrator, TurnRequest
+    from rag_orchestrator.loop.service import tool_chooser
+    from rag_orchestrator.tools.registry import ToolRegistry
+    from tests.fakes.scripted import ScriptedStrategy, answer, call, tool_calls
+
+    section = Section("dynamodb", packages=["boto3", "botocore", "moto"])
+    stack = shared()
+    settings = stack.settings(loop_initial_rag=False)
+    aws.client.cache_clear()
+    context = ContextManager(create_store(settings), window_size=settings.conversation_rolling_window)
+    wire = WireCounter({"dynamodb": aws.client("dynamodb"), "s3": aws.client("s3")})
+    registry = ToolRegistry([LookupTool()])
+    caller = Caller("bench")
+    turns = 3 if quick else 10
+    scripts = {
+        "turn without a tool call": [answer(ANSWER)],
+        "turn with one tool call": [tool_calls(call("lookup", '{"query": "tests"}')), answer(ANSWER)],
+    }
+    operations: dict[str, dict[str, int]] = {}
+
+    async def one_turn(script: list[Any], conversation_id: str) -> dict[str, int]:
+        strategy = ScriptedStrategy(script)
+        orchestrator = Orchestrator(
+            context=context,
+            strategy=strategy,
+            registry=registry,
+            settings=settings,
+            choose_tools=tool_chooser(registry),
+        )
+        wire.take()
+        turn = await orchestrator.begin(
+            TurnRequest(conversation_id=conversation_id, caller=caller, message="Hi")
+        )
+        events = [event async for event in turn.events()]
+        if events[-1].type != "Completed":
+            raise RuntimeError(f"turn failed: {events[-1]}")
+        return wire.take()
+
+    async def main() -> None:
+        for name, script in scripts.items():
+            counts: list[float] = []
+            s3: list[float] = []
+            conversation = (
+                await context.create(CreateConversationRequest(), caller.caller_id)
+            ).conversation_id
+            for _ in range(turns):  # later turns have a window to read
+                taken = await one_turn(script, conversation)
+                counts.append(sum(n for key, n in taken.items() if key.startswith("dynamodb.")))
+                s3.append(sum(n for key, n in taken.items() if key.startswith("s3.")))
+                operations[name] = taken
+            figure = section.add(f"{name}: DynamoDB requests", "requests", counts)
+            figure.goal, figure.met = f"<= {GOAL} per turn", max(counts) <= GOAL
+            section.add(f"{name}: S3 requests", "requests", s3)
+        windows: list[float] = []
+        for _ in range(turns):
+            wire.take()
+            await context.window(conversation)
+            windows.append(wire.total("dynamodb"))
+        operations["window read"] = wire.take()
+        section.add("window read (CONVERSATION_ROLLING_WINDOW messages)", "requests", windows)
+
+    asyncio.run(main())
+    section.details["operations of the last of each"] = {
+        name: ", ".join(f"{key} x{n}" for key, n in sorted(taken.items())) or "none"
+        for name, taken in operations.items()
+    }
+    aws.client.cache_clear()
+    return section

@@ -1,0 +1,112 @@
+"""Streaming cost: CPU time per streamed token, for answers of 100, 1000 and 5000 tokens.
+
+Two paths, both in this process with in-memory storage and no tools:
+- scripted: the scripted strategy yields one ContentChunk per token; the loop turns each into a
+  ResponseChunk and api/chat.py's `_sse` encodes it (what the brief calls loop + SSE encoding);
+- provider: the same through the OpenAI-compatible strategy reading the fake LLM's SSE stream on
+  loopback (one delta per token), so the provider's parsing is counted too.
+CPU is the main thread's (time.thread_time): the fake LLM serves from its own thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from bench.report import Section
+
+LENGTHS = (100, 1000, 5000)
+
+
+def _orchestrator(strategy: Any) -> Any:
+    from rag_orchestrator.config import load_settings
+    from rag_orchestrator.conversations.context import ContextManager
+    from rag_orchestrator.conversations.memory import MemoryConversationStore
+    from rag_orchestrator.loop.orchestrator import Orchestrator
+    from rag_orchestrator.loop.service import tool_chooser
+    from rag_orchestrator.tools.registry import ToolRegistry
+
+    settings = load_settings(conversation_storage="memory", loop_initial_rag=False, auth_mode="dev")
+    context = ContextManager(MemoryConversationStore())
+    registry = ToolRegistry([])
+    return Orchestrator(
+        context=context,
+        strategy=strategy,
+        registry=registry,
+        settings=settings,
+        choose_tools=tool_chooser(registry),
+    )
+
+
+async def _turn_cpu(orchestrator: Any, expect_chunks: int) -> float:
+    """Main-thread CPU seconds of one streamed turn, from begin() to the last SSE bytes."""
+    from rag_orchestrator.api.auth import Caller
+    from rag_orchestrator.api.chat import _sse
+    from rag_orchestrator.domain.conversations import CreateConversationRequest
+    from rag_orchestrator.loop.orchestrator import TurnRequest
+
+    created = await orchestrator.context.create(CreateConversationRequest(), "bench")
+    request = TurnRequest(conversation_id=created.conversation_id, caller=Caller("bench"), message="Tell me")
+    started = time.thread_time()
+    turn = await orchestrator.begin(request)
+    chunks = 0
+    async for data in _sse(turn):
+        chunks += data.startswith(b"event: ResponseChunk")
+    elapsed = time.thread_time() - started
+    if chunks != expect_chunks:
+        raise RuntimeError(f"expected {expect_chunks} ResponseChunk events, got {chunks}")
+    return elapsed
+
+
+def _text(tokens: int) -> str:
+    return "word " * tokens
+
+
+def run(quick: bool = False) -> Section:
+    from bench.stack import shared
+    from rag_orchestrator.providers.strategies import create_strategy
+    from tests.fakes.llm_script import text_reply
+    from tests.fakes.scripted import ScriptedStrategy, answer
+
+    section = Section("streaming", packages=["pydantic", "pydantic-core", "httpx", "httpx-sse"])
+    repeats = 3 if quick else 15
+    per_token: dict[str, dict[int, float]] = {"scripted": {}, "provider": {}}
+    llm = shared().llm
+
+    async def main() -> None:
+        for tokens in LENGTHS:
+            text = _text(tokens)
+            samples = []
+            for _ in range(repeats + 1):
+                strategy = ScriptedStrategy([answer(text, chunks=tokens)])
+                samples.append(await _turn_cpu(_orchestrator(strategy), tokens) / tokens * 1e6)
+            figure = section.add(f"scripted, {tokens} tokens: loop + SSE encoding", "µs/token", samples[1:])
+            per_token["scripted"][tokens] = figure.median
+
+        from rag_orchestrator.config import load_settings
+
+        settings = load_settings(
+            **llm.settings_for("openai_compatible"), auth_mode="dev", conversation_storage="memory"
+        )
+        strategy = create_strategy(settings)
+        orchestrator = _orchestrator(strategy)
+        for tokens in LENGTHS:
+            samples = []
+            for _ in range(repeats + 1):
+                llm.script(text_reply(_text(tokens), chunks=tokens))
+                samples.append(await _turn_cpu(orchestrator, tokens) / tokens * 1e6)
+            figure = section.add(
+                f"provider, {tokens} tokens: + OpenAI-compatible SSE parsing", "µs/token", samples[1:]
+            )
+            per_token["provider"][tokens] = figure.median
+        await strategy.aclose()
+
+    asyncio.run(main())
+    first, last = LENGTHS[0], LENGTHS[-1]
+    section.details["growth"] = {
+        path: f"per-token CPU at {last} tokens is {values[last] / values[first]:.2f}x that at {first}; "
+        f"marginal cost {(values[last] * last - values[first] * first) / (last - first):.1f} µs/token"
+        for path, values in per_token.items()
+    }
+    return section
