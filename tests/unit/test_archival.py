@@ -9,11 +9,8 @@ import time
 from collections import Counter
 from datetime import timedelta
 
-import boto3
 import pytest
-from moto import mock_aws
 
-from devserver.resources import table_definition
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.archival import ArchivalJob, run_archival
 from rag_orchestrator.conversations.dynamo import DynamoConversationStore
@@ -27,6 +24,7 @@ from rag_orchestrator.domain.conversations import (
     MessageResponse,
 )
 from rag_orchestrator.domain.messages import Role
+from tests.fakes.moto_aws import mocked_aws
 from tests.unit.store_contract import ALICE, LEASE, conversation, message, tool_round
 
 TABLE, BUCKET = "conversations-archival", "transcripts-archival"
@@ -34,23 +32,11 @@ DAY = timedelta(days=1)
 FAR = 10**9  # remaining milliseconds that never run out
 
 
-def _refuse_scan(**_):
-    raise AssertionError("Scan is never allowed on the conversations table")
-
-
 @pytest.fixture
 def aws(monkeypatch):
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
-        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        s3 = boto3.client("s3", region_name="us-east-1")
-        definition = table_definition()
-        definition.pop("_ttl_attribute")
-        dynamodb.create_table(TableName=TABLE, **definition)
-        s3.create_bucket(Bucket=BUCKET)
-        s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})  # as deployed
-        dynamodb.meta.events.register("before-call.dynamodb.Scan", _refuse_scan)
-        yield dynamodb, s3
+    with mocked_aws(TABLE, BUCKET, versioned=True) as clients:
+        yield clients
 
 
 @pytest.fixture

@@ -5,34 +5,22 @@ from collections import Counter
 
 import boto3
 import pytest
-from moto import mock_aws
 
-from devserver.resources import table_definition
 from rag_orchestrator.conversations.dynamo import DynamoConversationStore
 from rag_orchestrator.conversations.transcripts import S3Transcripts
 from rag_orchestrator.domain.messages import Role
+from tests.fakes.moto_aws import mocked_aws
 from tests.unit.store_contract import *  # noqa: F403 - the shared cases run here against this store
 from tests.unit.store_contract import ALICE, LEASE, conversation, message, tool_round
 
 TABLE, BUCKET = "conversations-test", "transcripts-test"
 
 
-def _refuse_scan(**_):
-    raise AssertionError("Scan is never allowed on the conversations table")
-
-
 @pytest.fixture
 def aws(monkeypatch):
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
-        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        s3 = boto3.client("s3", region_name="us-east-1")
-        definition = table_definition()
-        definition.pop("_ttl_attribute")
-        dynamodb.create_table(TableName=TABLE, **definition)
-        s3.create_bucket(Bucket=BUCKET)
-        dynamodb.meta.events.register("before-call.dynamodb.Scan", _refuse_scan)
-        yield dynamodb, s3
+    with mocked_aws(TABLE, BUCKET) as clients:
+        yield clients
 
 
 @pytest.fixture

@@ -1,0 +1,32 @@
+"""DynamoDB and S3 on moto in-process, the table taken from template.yaml, Scan refused."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+from devserver.resources import table_definition
+
+
+def _refuse_scan(**_: Any) -> None:
+    raise AssertionError("Scan is never allowed on the conversations table")
+
+
+@contextmanager
+def mocked_aws(table: str, bucket: str, *, versioned: bool = False) -> Iterator[tuple[Any, Any]]:
+    """(dynamodb, s3) clients; `versioned` turns on bucket versioning as deployed."""
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        s3 = boto3.client("s3", region_name="us-east-1")
+        definition = table_definition()
+        definition.pop("_ttl_attribute")
+        dynamodb.create_table(TableName=table, **definition)
+        s3.create_bucket(Bucket=bucket)
+        if versioned:
+            s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        dynamodb.meta.events.register("before-call.dynamodb.Scan", _refuse_scan)
+        yield dynamodb, s3
