@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.report import ROOT
+from devserver.lambda_env import lambda_environment
 
 BASE = ROOT / ".local" / "bench" / "lambda"
 RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "urllib3", "six")
@@ -98,40 +99,8 @@ class Layout:
     def env(self, function: str, **extra: str) -> dict[str, str]:
         """The environment of a deployed function (template.yaml's Globals, Lambda's own variables)."""
         task_root = str(self.function_dir(function))
-        env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "LANG": "C.UTF-8",
-            "TZ": ":UTC",
-            "HOME": task_root,
-            "PYTHONPATH": self.pythonpath(function),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "AWS_REGION": "us-east-1",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
-            "AWS_LAMBDA_FUNCTION_NAME": f"rag-orchestrator-bench-{function}",
-            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024",
-            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
-            "LAMBDA_TASK_ROOT": task_root,
-            "AWS_ACCESS_KEY_ID": "bench",
-            "AWS_SECRET_ACCESS_KEY": "bench",
-            "AWS_SESSION_TOKEN": "bench",
-            "CONVERSATIONS_TABLE": "rag-orchestrator-bench-conversations",
-            "TRANSCRIPTS_BUCKET": "rag-orchestrator-bench-transcripts",
-            "DOCUMENTS_BUCKET": "rag-orchestrator-bench-documents",
-            "MODEL_STRATEGY": "extractive",
-            "AUTH_MODE": "jwt",
-            "JWT_ISSUER": "https://issuer.example.com",
-            "JWT_AUDIENCE": "bench",
-            "CHROMA_URL": "http://127.0.0.1:9",
-            "DEEPSEEK_API_KEY_PARAM": "/rag-orchestrator/deepseek-api-key",
-            "QWEN_API_KEY_PARAM": "/rag-orchestrator/qwen-api-key",
-            "OPENAI_COMPATIBLE_API_KEY_PARAM": "/rag-orchestrator/openai-compatible-api-key",
-            "CHROMA_TOKEN_PARAM": "/rag-orchestrator/chroma-token",
-            "EMBEDDING_API_KEY_PARAM": "/rag-orchestrator/embedding-api-key",
-            "POWERTOOLS_SERVICE_NAME": "rag-orchestrator",
-            "POWERTOOLS_METRICS_NAMESPACE": "RagOrchestrator",
-            "LOG_LEVEL": "INFO",
-        }
+        env = lambda_environment(task_root, function, stage="bench")
+        env.update(PYTHONPATH=self.pythonpath(function), PYTHONDONTWRITEBYTECODE="1")
         env.update(extra)
         return env
 

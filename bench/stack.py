@@ -22,6 +22,7 @@ from typing import Any
 
 from bench.layout import Layout
 from bench.report import ROOT
+from devserver.lambda_env import JWT_AUDIENCE, JWT_ISSUER
 
 GUIDE = (
     "The suite runs with make test on a fresh machine. It starts a moto server and a Chroma server.\n\n"
@@ -100,8 +101,8 @@ class LocalStack:
         now = int(time.time())
         claims = {
             "sub": CALLER,
-            "iss": "https://issuer.example.com",
-            "aud": "bench",
+            "iss": JWT_ISSUER,
+            "aud": JWT_AUDIENCE,  # what the function's environment expects
             "iat": now,
             "exp": now + 3600,
         }
