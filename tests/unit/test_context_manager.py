@@ -1,5 +1,7 @@
 """ContextManager over the memory store: rolling window, creation, messages, token estimates."""
 
+import threading
+
 import pytest
 
 from rag_orchestrator.config import load_settings
@@ -8,6 +10,26 @@ from rag_orchestrator.conversations.memory import MemoryConversationStore
 from rag_orchestrator.domain.conversations import ConversationMessage, CreateConversationRequest
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.errors import Conflict, ConversationNotFound
+
+
+class ThreadNoting:
+    """A store that notes the thread each of its methods ran on."""
+
+    def __init__(self, inner: MemoryConversationStore) -> None:
+        self.inner, self.blocking, self.threads = inner, inner.blocking, set()
+
+    def __getattr__(self, name: str):
+        method = getattr(self.inner, name)
+
+        def noted(*args, **kwargs):
+            self.threads.add(threading.get_ident())
+            return method(*args, **kwargs)
+
+        return noted
+
+
+class BlockingMemoryStore(MemoryConversationStore):
+    blocking = True
 
 
 @pytest.fixture
@@ -86,3 +108,47 @@ def test_the_factory_follows_conversation_storage():
     assert manager is get_context_manager(settings)
     assert isinstance(manager.store, MemoryConversationStore)
     assert manager.window_size == 7
+
+
+async def _every_call(contexts: ContextManager) -> None:
+    conv = await contexts.create(CreateConversationRequest(initial_message="hi"), "alice")
+    cid = conv.conversation_id
+    await contexts.get(cid, "alice")
+    await contexts.list_conversations("alice")
+    await contexts.add_message(cid, "alice", Message(role=Role.USER, content="more"))
+    await contexts.messages(cid, "alice")
+    await contexts.load(cid, "alice")
+    user = contexts.stored(cid, Message(role=Role.USER, content="q"))
+    await contexts.start_turn(cid, "alice", user, "c-1")
+    await contexts.window(cid)
+    await contexts.finish_turn(
+        cid, [contexts.stored(cid, Message(role=Role.ASSISTANT, content="a"))], tool_calls=0, tokens=1
+    )
+    await contexts.abort_turn(cid)
+    await contexts.delete(cid, "alice")
+
+
+async def test_the_memory_store_is_called_on_the_event_loop_thread():
+    store = ThreadNoting(MemoryConversationStore())
+    await _every_call(ContextManager(store))
+    assert store.threads == {threading.get_ident()}
+
+
+async def test_a_blocking_store_is_called_in_a_worker_thread():
+    store = ThreadNoting(BlockingMemoryStore())
+    await _every_call(ContextManager(store))
+    assert store.threads and threading.get_ident() not in store.threads
+
+
+async def test_what_the_context_manager_returns_cannot_change_the_store(contexts):
+    request = CreateConversationRequest(initial_message="hello", metadata={"k": "v"})
+    created = await contexts.create(request, "alice")
+    cid = created.conversation_id
+    created.metadata["k"] = "changed"
+    fetched = await contexts.get(cid, "alice")
+    fetched.metadata["k"], fetched.message_count = "changed", 0
+    (await contexts.messages(cid, "alice")).items[0].content = "changed"
+    (await contexts.load(cid, "alice")).conversation.metadata.clear()
+    again = await contexts.load(cid, "alice")
+    assert (again.conversation.metadata, again.conversation.message_count) == ({"k": "v"}, 1)
+    assert [m.content for m in again.messages] == ["hello"]

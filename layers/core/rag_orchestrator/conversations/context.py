@@ -1,6 +1,7 @@
 """ContextManager (seed 000): conversations and their rolling window for the rest of the code.
 
-Async over the synchronous store (run in a worker thread); nothing above this sees boto3.
+Async over the synchronous store: a blocking one (DynamoDB) runs in a worker thread, one that does
+no I/O (memory) on the event loop; nothing above this sees boto3.
 A turn costs three DynamoDB requests: start_turn (one transaction), window (one Query),
 finish_turn (one transaction).
 """
@@ -8,9 +9,10 @@ finish_turn (one transaction).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.store import DEFAULT_PAGE_SIZE, ConversationStore, create_store
@@ -45,6 +47,12 @@ class ContextManager:
         """About four characters a token, at least one: for when a provider reports no usage."""
         return max(1, len(text) // CHARS_PER_TOKEN)
 
+    async def _call[T](self, method: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """One store call: in a worker thread when the store blocks, else directly (no hand-off to pay)."""
+        if self.store.blocking:
+            return await asyncio.to_thread(method, *args, **kwargs)
+        return method(*args, **kwargs)
+
     def stored(
         self, conversation_id: str, message: Message, token_count: int | None = None
     ) -> ConversationMessage:
@@ -78,10 +86,10 @@ class ContextManager:
                     conversation.conversation_id, Message(role=Role.USER, content=request.initial_message)
                 )
             )
-        return await asyncio.to_thread(self.store.create, conversation, first)
+        return await self._call(self.store.create, conversation, first)
 
     async def get(self, conversation_id: str, caller_id: str) -> Conversation:
-        return await asyncio.to_thread(self.store.get, conversation_id, caller_id)
+        return await self._call(self.store.get, conversation_id, caller_id)
 
     async def list_conversations(
         self,
@@ -91,7 +99,7 @@ class ContextManager:
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
     ) -> Page[Conversation]:
-        return await asyncio.to_thread(
+        return await self._call(
             self.store.list_by_caller, caller_id, status=status, limit=limit, cursor=cursor
         )
 
@@ -107,18 +115,14 @@ class ContextManager:
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
     ) -> Page[ConversationMessage]:
-        return await asyncio.to_thread(
-            self.store.messages, conversation_id, caller_id, limit=limit, cursor=cursor
-        )
+        return await self._call(self.store.messages, conversation_id, caller_id, limit=limit, cursor=cursor)
 
     async def delete(self, conversation_id: str, caller_id: str) -> None:
-        await asyncio.to_thread(self.store.soft_delete, conversation_id, caller_id)
+        await self._call(self.store.soft_delete, conversation_id, caller_id)
 
     async def load(self, conversation_id: str, caller_id: str) -> ConversationContext:
         """The conversation and its rolling window (CONVERSATION_ROLLING_WINDOW), in one read."""
-        conversation, window = await asyncio.to_thread(
-            self.store.load, conversation_id, caller_id, self.window_size
-        )
+        conversation, window = await self._call(self.store.load, conversation_id, caller_id, self.window_size)
         return ConversationContext(
             conversation=conversation,
             messages=[m.to_message() for m in window],
@@ -127,7 +131,7 @@ class ContextManager:
 
     async def window(self, conversation_id: str, size: int | None = None) -> list[Message]:
         """The newest messages, oldest first, in one read. Ownership is start_turn's check."""
-        stored = await asyncio.to_thread(self.store.window, conversation_id, size or self.window_size)
+        stored = await self._call(self.store.window, conversation_id, size or self.window_size)
         return [m.to_message() for m in stored]
 
     async def add_message(
@@ -136,9 +140,7 @@ class ContextManager:
         """Store one message outside a turn; counters and timestamps move with it."""
         stored = self.stored(conversation_id, message, token_count)
         tool_calls = len(message.tool_calls or ())
-        await asyncio.to_thread(
-            self.store.append, conversation_id, caller_id, [stored], tool_calls=tool_calls
-        )
+        await self._call(self.store.append, conversation_id, caller_id, [stored], tool_calls=tool_calls)
         return stored
 
     async def start_turn(
@@ -152,7 +154,7 @@ class ContextManager:
     ) -> None:
         """Take the turn lock and store the user message; raises ConversationNotFound,
         DuplicateClientMessage or Conflict."""
-        await asyncio.to_thread(
+        await self._call(
             self.store.start_turn, conversation_id, caller_id, user_message, client_message_id, lease_seconds
         )
 
@@ -166,7 +168,7 @@ class ContextManager:
         interrupted: bool = False,
     ) -> None:
         """Store the turn's messages, add its counters and release the lock."""
-        await asyncio.to_thread(
+        await self._call(
             self.store.finish_turn,
             conversation_id,
             list(messages),
@@ -176,7 +178,7 @@ class ContextManager:
         )
 
     async def abort_turn(self, conversation_id: str) -> None:
-        await asyncio.to_thread(self.store.abort_turn, conversation_id)
+        await self._call(self.store.abort_turn, conversation_id)
 
 
 @lru_cache(maxsize=4)

@@ -38,6 +38,8 @@ TTL_GRACE = timedelta(days=7)
 
 
 class DynamoConversationStore:
+    blocking = True  # every method waits on DynamoDB or S3
+
     def __init__(
         self,
         table: str,

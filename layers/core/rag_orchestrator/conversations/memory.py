@@ -39,6 +39,8 @@ class _Record:
 
 
 class MemoryConversationStore:
+    blocking = False  # nothing here waits, so the ContextManager calls it on the event loop
+
     def __init__(
         self,
         *,

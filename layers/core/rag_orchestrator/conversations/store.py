@@ -1,8 +1,10 @@
 """The ConversationStore contract, what its implementations share, and the factory choosing one.
 
-Methods are synchronous (boto3 is); the async ContextManager runs them in a worker thread.
+Methods are synchronous (boto3 is). A store says whether they block on I/O: the async ContextManager
+runs a blocking store's methods in a worker thread and calls the others on the event loop.
 Ownership is part of every read and write: a missing, DELETED or another caller's conversation
-raises the same ConversationNotFound.
+raises the same ConversationNotFound. What a store returns is the caller's own, as is what it was
+given: changing either afterwards changes nothing stored.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ LOCK_HELD = "A turn is already running in this conversation"
 
 
 class ConversationStore(Protocol):
+    blocking: bool
+    """True when methods wait on the network (DynamoDB, S3): the ContextManager runs them in a worker
+    thread. False for a store that does no I/O (memory): it is called on the event loop, which spares a
+    thread hand-off per call; such a store must never wait."""
+
     def create(
         self, conversation: Conversation, messages: Sequence[ConversationMessage] = ()
     ) -> Conversation:
