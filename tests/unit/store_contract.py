@@ -310,6 +310,58 @@ def test_finish_turn_with_no_messages_only_releases(store, conv):
     store.start_turn(cid, ALICE, message(cid, "q2"), None, LEASE)
 
 
+# ------------------------------------------------------------------ isolation
+
+
+def _tamper(conversation: Conversation) -> None:
+    conversation.metadata["channel"] = "tampered"
+    conversation.message_count = 999
+
+
+def _tamper_message(message: ConversationMessage) -> None:
+    message.content, message.message_id = "tampered", "tampered"
+    if message.tool_calls is not None:
+        message.tool_calls[0].function.arguments = "tampered"
+        message.tool_calls.append(message.tool_calls[0])
+
+
+def test_what_a_store_returns_is_the_callers_own(store):
+    new = conversation(metadata={"channel": "web"})
+    cid = new.conversation_id
+    store.create(new, tool_round(cid))
+    for got in (store.get(cid, ALICE), store.load(cid, ALICE, 5)[0], store.list_by_caller(ALICE).items[0]):
+        _tamper(got)
+    for got in (*store.window(cid, 5), *store.load(cid, ALICE, 5)[1], *store.messages(cid, ALICE).items):
+        _tamper_message(got)
+    again = store.get(cid, ALICE)
+    assert (again.metadata, again.message_count) == ({"channel": "web"}, 3)
+    assert [m.content for m in store.window(cid, 5)] == ["", "result", "the answer"]
+    assert store.messages(cid, ALICE).items[0].tool_calls == tool_round(cid)[0].tool_calls
+
+
+def test_what_a_store_was_given_is_still_the_callers_own(store):
+    new = conversation(metadata={"channel": "web"})
+    cid = new.conversation_id
+    call, result, _ = tool_round(cid)
+    store.create(new, [call])
+    store.append(cid, ALICE, [result])
+    question = message(cid, "question")
+    store.start_turn(cid, ALICE, question, "c-1", LEASE)
+    answer = message(cid, "the answer", Role.ASSISTANT)
+    store.finish_turn(cid, [answer], tool_calls=0, tokens=1)
+    _tamper(new)
+    for sent in (call, result, question, answer):
+        _tamper_message(sent)
+    again = store.get(cid, ALICE)
+    assert (again.metadata, again.message_count) == ({"channel": "web"}, 4)
+    window = store.window(cid, 5)
+    assert [m.content for m in window] == ["", "result", "question", "the answer"]
+    assert window[0].tool_calls == tool_round(cid)[0].tool_calls
+    with pytest.raises(DuplicateClientMessage) as repeated:
+        store.start_turn(cid, ALICE, message(cid, "question"), "c-1", LEASE)
+    assert repeated.value.message_id == window[2].message_id != "tampered"
+
+
 # ------------------------------------------------------------------ archived
 
 

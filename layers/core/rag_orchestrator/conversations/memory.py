@@ -1,5 +1,9 @@
 """ConversationStore in process memory (CONVERSATION_STORAGE=memory): the DynamoDB store's
-behaviour — ownership, turn lock, clientMessageId markers, counters, cursors — without AWS."""
+behaviour — ownership, turn lock, clientMessageId markers, counters, cursors — without AWS.
+
+Stored models are never changed in place (a change replaces them), so isolating callers needs only
+fresh copies of what is mutable in them, in and out: the model itself, `metadata`, `tool_calls`.
+"""
 
 from __future__ import annotations
 
@@ -34,8 +38,21 @@ ACTIVE, ARCHIVED, DELETED = ConversationStatus.ACTIVE, ConversationStatus.ARCHIV
 class _Record:
     conversation: Conversation
     messages: list[ConversationMessage] = field(default_factory=list)
-    markers: dict[str, ConversationMessage] = field(default_factory=dict)
+    # clientMessageId -> (messageId, createdAt) of the user message it started
+    markers: dict[str, tuple[str, str]] = field(default_factory=dict)
     lock_until: float = 0.0
+
+
+def _own_message(message: ConversationMessage) -> ConversationMessage:
+    """A copy of `message` that shares nothing mutable with it (cheaper than a deep copy)."""
+    if message.tool_calls is None:
+        return message.model_copy()
+    calls = [c.model_copy(update={"function": c.function.model_copy()}) for c in message.tool_calls]
+    return message.model_copy(update={"tool_calls": calls})
+
+
+def _own_conversation(conversation: Conversation) -> Conversation:
+    return conversation.model_copy(update={"metadata": dict(conversation.metadata)})
 
 
 class MemoryConversationStore:
@@ -71,13 +88,14 @@ class MemoryConversationStore:
             if conversation.conversation_id in self._records:
                 raise Conflict("A conversation with this id already exists")
             self._records[conversation.conversation_id] = _Record(
-                conversation.model_copy(deep=True), list(messages)
+                _own_conversation(conversation), [_own_message(m) for m in messages]
             )
         return conversation
 
     def get(self, conversation_id: str, caller_id: str) -> Conversation:
         with self._lock:
-            return self._owned(conversation_id, caller_id).conversation.model_copy(deep=True)
+            conversation = self._owned(conversation_id, caller_id).conversation
+        return _own_conversation(conversation)
 
     def list_by_caller(
         self,
@@ -141,7 +159,7 @@ class MemoryConversationStore:
             stored = merge(self.transcripts.read(conversation.s3_key), stored)
         scope = messages_scope(conversation_id, caller_id)
         page = offset_page(stored, limit, cursor, self._cursors, scope)
-        return Page(items=[m.model_copy(deep=True) for m in page.items], next_cursor=page.next_cursor)
+        return Page(items=[_own_message(m) for m in page.items], next_cursor=page.next_cursor)
 
     def window(self, conversation_id: str, size: int) -> list[ConversationMessage]:
         with self._lock:
@@ -156,8 +174,8 @@ class MemoryConversationStore:
     ) -> tuple[Conversation, list[ConversationMessage]]:
         with self._lock:
             record = self._owned(conversation_id, caller_id)
-            conversation, recent = record.conversation.model_copy(deep=True), record.messages[-size:]
-        return conversation, self._with_transcript(conversation, recent, size)
+            conversation, recent = record.conversation, record.messages[-size:]
+        return _own_conversation(conversation), self._with_transcript(conversation, recent, size)
 
     def append(
         self,
@@ -185,13 +203,12 @@ class MemoryConversationStore:
         with self._lock:
             record = self._owned(conversation_id, caller_id)
             if client_message_id and client_message_id in record.markers:
-                earlier = record.markers[client_message_id]
-                raise DuplicateClientMessage(client_message_id, earlier.message_id, iso(earlier.created_at))
+                raise DuplicateClientMessage(client_message_id, *record.markers[client_message_id])
             if record.lock_until > now:
                 raise Conflict(LOCK_HELD)
             record.lock_until = now + lease_seconds
             if client_message_id:
-                record.markers[client_message_id] = user_message
+                record.markers[client_message_id] = (user_message.message_id, iso(user_message.created_at))
             self._add(record, [user_message], tokens=user_message.token_count or 0, tool_calls=0)
 
     def finish_turn(
@@ -232,7 +249,7 @@ class MemoryConversationStore:
     def _add(record: _Record, messages: list[ConversationMessage], *, tokens: int, tool_calls: int) -> None:
         now = utcnow()
         current = record.conversation
-        record.messages.extend(m.model_copy(deep=True) for m in messages)
+        record.messages.extend(_own_message(m) for m in messages)
         record.conversation = current.model_copy(
             update={
                 # an ARCHIVED conversation that goes on is ACTIVE again (its s3_key stays)
@@ -250,7 +267,7 @@ class MemoryConversationStore:
     ) -> list[ConversationMessage]:
         if conversation.s3_key and len(recent) < size:
             recent = merge(self.transcripts.read(conversation.s3_key), recent)[-size:]
-        return [m.model_copy(deep=True) for m in recent]
+        return [_own_message(m) for m in recent]
 
     def _list(
         self,
@@ -268,7 +285,7 @@ class MemoryConversationStore:
                 raise BadRequest("Invalid cursor")
         with self._lock:
             chosen = [
-                r.conversation.model_copy(deep=True)
+                r.conversation
                 for r in self._records.values()
                 if matches(r.conversation)
                 and r.conversation.status is not DELETED
@@ -277,7 +294,7 @@ class MemoryConversationStore:
         ordered = sorted(chosen, key=lambda c: activity_key(c.updated_at, c.conversation_id), reverse=True)
         if after is not None:
             ordered = [c for c in ordered if activity_key(c.updated_at, c.conversation_id) < after]
-        page = ordered[:limit]
+        page = [_own_conversation(c) for c in ordered[:limit]]
         following = None
         if len(ordered) > limit:
             last = page[-1]
