@@ -1,6 +1,9 @@
 """Retrieval: embedders, the Chroma vector store, chunking, ingestion and search.
 
-Public surface (import from the modules; this package imports nothing, so chromadb stays off start-up):
+This package imports nothing. chromadb stays off start-up and off searches: `vector_store` imports it only
+for ingestion's calls; searches speak Chroma's REST API themselves (`chroma_http`).
+
+Public surface (import from the modules):
 `search.search` / `search.search_sync`, `ingestion.ingest_documents` / `ingestion.aingest_documents`,
 `embedders.get_embedder`, `vector_store.get_vector_store`, `models.Passage`, `models.Document`,
 `sanitize.sanitize_metadata` / `sanitize.sanitize_for_prompt`, `s3_ingest.ingest_s3_event`.

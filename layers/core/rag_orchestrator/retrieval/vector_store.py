@@ -1,6 +1,9 @@
-"""The Chroma vector store over HTTP (chromadb-client). The only module that imports chromadb, lazily.
+"""The Chroma vector store: ingestion's calls through chromadb-client, searches through `chroma_http`.
 
-chromadb costs about a second to import, so nothing imports it at start-up: the first call does.
+The only module that imports chromadb, lazily, and only for upsert, delete and count: it costs 0.6 to 1.4 s
+to import, which neither start-up nor a search may pay. A search reads the collection by name once (cached,
+read again once if a query finds it gone) and never creates it: a missing collection holds no passages.
+The first write creates it, in the cosine space and with the embedder's name in its metadata.
 """
 
 from __future__ import annotations
@@ -16,6 +19,13 @@ import httpx
 from rag_orchestrator.config import Settings
 from rag_orchestrator.errors import ConfigError, VectorStoreUnavailable
 from rag_orchestrator.observability import logger
+from rag_orchestrator.retrieval.chroma_http import (
+    REQUEST_TIMEOUT,
+    ChromaNotFound,
+    ChromaReader,
+    CollectionInfo,
+    QueryRow,
+)
 from rag_orchestrator.retrieval.chunking import Chunk
 from rag_orchestrator.retrieval.models import Passage
 
@@ -25,7 +35,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 UPSERT_BATCH = 256
-REQUEST_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
 
 
 def build_where(
@@ -48,14 +57,25 @@ def build_where(
 
 
 class VectorStore:
-    """One Chroma collection (cosine space), created on first use, holding vectors of one embedder only."""
+    """One Chroma collection (cosine space), created on first write, holding vectors of one embedder only."""
 
-    def __init__(self, settings: Settings, embedder_name: str, client: ClientAPI | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        embedder_name: str,
+        client: ClientAPI | None = None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.settings = settings
         self.embedder_name = embedder_name
         self._client = client
         self._collection: Collection | None = None
+        self._transport = transport
+        self._reader: ChromaReader | None = None
+        self._read_collection: CollectionInfo | None = None
         self._lock = threading.Lock()
+        self._read_lock = threading.Lock()  # apart from the write lock, so a search never waits on chromadb
 
     def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]]) -> None:
         if len(chunks) != len(embeddings):
@@ -87,24 +107,21 @@ class VectorStore:
         tags: Sequence[str] | None = None,
         modality: str | None = None,
     ) -> list[Passage]:
-        """The `top_k` nearest chunks, best first, with score = 1 - cosine distance."""
+        """The `top_k` nearest chunks, best first, with score = 1 - cosine distance; none if no collection yet."""
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {top_k}")
         where = build_where(source=source, tags=tags, modality=modality)
-        result = self._call(
-            lambda c: c.query(
-                query_embeddings=[list(embedding)],
-                n_results=top_k,
-                where=where,
-                include=["documents", "metadatas", "distances"],
-            )
-        )
-        rows = zip(
-            result["ids"][0],
-            result["documents"][0],
-            result["metadatas"][0],
-            result["distances"][0],
-            strict=True,
-        )
-        return [_passage(chunk_id, text, meta or {}, distance) for chunk_id, text, meta, distance in rows]
+        try:
+            rows = self._query_once(embedding, top_k, where)
+        except ChromaNotFound:
+            # Deleted, maybe recreated, behind our back: read the collection by name again, once.
+            with self._read_lock:
+                self._read_collection = None
+            try:
+                rows = self._query_once(embedding, top_k, where)
+            except ChromaNotFound:
+                rows = []
+        return [_passage(row) for row in rows]
 
     def count(self, document_id: str | None = None) -> int:
         """Chunks in the collection, or of one document."""
@@ -112,7 +129,34 @@ class VectorStore:
             return self._call(lambda c: c.count())
         return len(self._call(lambda c: c.get(where={"documentId": document_id}, include=[]))["ids"])
 
-    # ----------------------------------------------------------------- connection
+    # ----------------------------------------------------------------- reads (no chromadb)
+    def _query_once(
+        self, embedding: Sequence[float], top_k: int, where: dict[str, Any] | None
+    ) -> list[QueryRow]:
+        reader, collection = self._resolve()
+        if collection is None:
+            return []
+        return reader.query(collection.id, embedding, top_k, where)
+
+    def _resolve(self) -> tuple[ChromaReader, CollectionInfo | None]:
+        """The reader and the collection read by name, cached once found; absence is not cached."""
+        with self._read_lock:
+            if self._reader is None:
+                self._reader = ChromaReader(
+                    self.settings.chroma_url,
+                    tenant=self.settings.chroma_tenant,
+                    database=self.settings.chroma_database,
+                    token=self.settings.secret("chroma_token"),
+                    transport=self._transport,
+                )
+            if self._read_collection is None:
+                found = self._reader.find_collection(self.settings.chroma_collection)
+                if found is not None:
+                    self._check_embedder(found.metadata)
+                self._read_collection = found
+            return self._reader, self._read_collection
+
+    # ----------------------------------------------------------------- writes (chromadb-client)
     def _call(self, operation: Callable[[Collection], T]) -> T:
         import chromadb.errors
 
@@ -147,13 +191,16 @@ class VectorStore:
             metadata={"embedder": self.embedder_name},
             embedding_function=None,
         )
-        stored = (collection.metadata or {}).get("embedder")
+        self._check_embedder(collection.metadata or {})
+        return collection
+
+    def _check_embedder(self, metadata: dict[str, Any]) -> None:
+        stored = metadata.get("embedder")
         if stored and stored != self.embedder_name:
             raise ConfigError(
                 f"CHROMA_COLLECTION {self.settings.chroma_collection!r} holds vectors of {stored}, "
                 f"but the embedder is {self.embedder_name}: use another collection or re-ingest"
             )
-        return collection
 
 
 def connect(settings: Settings) -> ClientAPI:
@@ -190,16 +237,17 @@ def _set_timeout(client: ClientAPI) -> None:
         session.timeout = REQUEST_TIMEOUT
 
 
-def _passage(chunk_id: str, text: str | None, meta: dict[str, Any], distance: float) -> Passage:
+def _passage(row: QueryRow) -> Passage:
+    meta = row.metadata
     tags = meta.get("tags")
     return Passage(
-        document_id=str(meta.get("documentId") or chunk_id.rpartition("#")[0]),
+        document_id=str(meta.get("documentId") or row.id.rpartition("#")[0]),
         title=str(meta.get("title") or ""),
         chunk_index=int(meta.get("chunkIndex") or 0),
-        score=1.0 - float(distance),
+        score=1.0 - row.distance,
         source=meta.get("source") or None,
         tags=[str(t) for t in tags] if isinstance(tags, list) else [],
-        text=text or "",
+        text=row.document or "",
     )
 
 

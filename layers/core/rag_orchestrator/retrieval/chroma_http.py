@@ -1,0 +1,169 @@
+"""Chroma's v2 REST API over httpx, for searches: the requests chromadb-client 1.5.9 sends, without chromadb.
+
+Importing chromadb costs 0.6 to 1.4 s, more than a cold chat-stream Lambda may spend before its first token,
+so the read path speaks the wire protocol itself. It needs two calls: read a collection by name (its id and
+metadata) and query a collection by id. Writes stay on chromadb-client (`vector_store`).
+
+Errors come back as `{"error": "<ChromaError class name>", "message": ...}`; a missing collection is
+`NotFoundError` (HTTP 404), whether its name, its id or its database is missing.
+
+    httpx.TransportError, timeout   -> VectorStoreUnavailable("Chroma unreachable (...)")
+    NotFoundError                   -> ChromaNotFound (the caller decides what a missing collection means)
+    any other non-2xx answer        -> VectorStoreUnavailable("Chroma refused the request (...)"), logged
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlparse
+
+import httpx
+
+from rag_orchestrator.errors import VectorStoreUnavailable
+from rag_orchestrator.observability import logger
+
+REQUEST_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
+KEEPALIVE_SECONDS = 40.0  # chromadb-client's default
+USER_AGENT = "rag-orchestrator (Chroma v2 REST; chromadb-client 1.5.9 protocol)"
+INCLUDE = ["documents", "metadatas", "distances"]
+MAX_LOGGED_DETAIL = 500
+
+
+class ChromaNotFound(Exception):
+    """Chroma answered NotFoundError: the collection (by name or id), or its database, does not exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionInfo:
+    id: str
+    name: str
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRow:
+    id: str
+    document: str | None
+    metadata: dict[str, Any]
+    distance: float
+
+
+def api_url(chroma_url: str) -> httpx.URL:
+    """CHROMA_URL's scheme, host and port with chromadb-client's API path; like the client, any path is ignored."""
+    url = urlparse(chroma_url)
+    ssl = url.scheme == "https"
+    return httpx.URL(
+        scheme="https" if ssl else "http",
+        host=url.hostname or "127.0.0.1",
+        port=url.port or (443 if ssl else 80),
+        path="/api/v2",
+    )
+
+
+def query_body(embedding: Sequence[float], n_results: int, where: dict[str, Any] | None) -> dict[str, Any]:
+    """The JSON body of `POST .../collections/{id}/query` for one embedding, as chromadb-client builds it."""
+    return {
+        "ids": None,
+        "query_embeddings": [[float(v) for v in embedding]],
+        "n_results": n_results,
+        "where": where,
+        "where_document": None,
+        "include": INCLUDE,
+    }
+
+
+def parse_collection(body: dict[str, Any]) -> CollectionInfo:
+    return CollectionInfo(id=str(body["id"]), name=str(body["name"]), metadata=body.get("metadata") or {})
+
+
+def parse_query(body: dict[str, Any]) -> list[QueryRow]:
+    """The rows of the first (only) query embedding, best first."""
+    rows = zip(body["ids"][0], body["documents"][0], body["metadatas"][0], body["distances"][0], strict=True)
+    return [
+        QueryRow(i, document, metadata or {}, float(distance)) for i, document, metadata, distance in rows
+    ]
+
+
+class ChromaReader:
+    """Reads one tenant and database of a Chroma server over one pooled httpx client."""
+
+    def __init__(
+        self,
+        chroma_url: str,
+        *,
+        tenant: str,
+        database: str,
+        token: str | None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
+        if token:
+            headers["x-chroma-token"] = token
+        self._http = httpx.Client(
+            base_url=api_url(chroma_url),
+            headers=headers,
+            timeout=REQUEST_TIMEOUT,
+            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
+            transport=transport,
+        )
+        self.tenant = tenant
+        self.database = database
+        self._database_path = f"/tenants/{tenant}/databases/{database}"
+
+    def get_collection(self, name: str) -> CollectionInfo:
+        return parse_collection(self._request("GET", f"{self._database_path}/collections/{name}"))
+
+    def find_collection(self, name: str) -> CollectionInfo | None:
+        """The collection, or None when it does not exist; a missing tenant or database is an error."""
+        try:
+            return self.get_collection(name)
+        except ChromaNotFound:
+            pass
+        # Chroma says "collection does not exist" for a missing database too: tell the two apart.
+        try:
+            self._request("GET", self._database_path)
+        except ChromaNotFound:
+            logger.error(
+                "chroma database not found",
+                extra={"chroma_tenant": self.tenant, "chroma_database": self.database},
+            )
+            raise VectorStoreUnavailable("Chroma refused the request (NotFoundError)") from None
+        return None
+
+    def query(
+        self, collection_id: str, embedding: Sequence[float], n_results: int, where: dict[str, Any] | None
+    ) -> list[QueryRow]:
+        path = f"{self._database_path}/collections/{collection_id}/query"
+        return parse_query(self._request("POST", path, query_body(embedding, n_results, where)))
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        # Like chromadb-client: escape the path ourselves, httpx does not.
+        try:
+            response = self._http.request(method, quote(path, safe="/"), json=body)
+        except httpx.TransportError as exc:
+            raise VectorStoreUnavailable(f"Chroma unreachable ({type(exc).__name__})") from None
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if response.is_success and isinstance(answer, dict):
+            return answer
+        error = answer.get("error") if isinstance(answer, dict) else None
+        if error == "NotFoundError":
+            raise ChromaNotFound(str(answer.get("message", "")))  # type: ignore[union-attr]
+        error_type = str(error) if error else f"HTTP {response.status_code}"
+        detail = answer.get("message") if isinstance(answer, dict) else response.text
+        logger.error(
+            "chroma refused a request",
+            extra={
+                "error_type": error_type,
+                "status": response.status_code,
+                "detail": str(detail)[:MAX_LOGGED_DETAIL],
+            },
+        )
+        raise VectorStoreUnavailable(f"Chroma refused the request ({error_type})")
