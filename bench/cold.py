@@ -121,43 +121,36 @@ def _first_token_once(layout: lambda_layout.Layout, stack: local.LocalStack) -> 
 def run(quick: bool = False) -> Section:
     section = Section("cold")
     runs = 5 if quick else 15
-    built = lambda_layout.prepare()
-    compiled = lambda_layout.prepare(compiled=True)
-    section.details["versions in the layout"] = versions(LAYOUT_PACKAGES, [built.site, built.runtime])
+    layout = lambda_layout.prepare()
+    section.details["versions in the layout"] = versions(LAYOUT_PACKAGES, [layout.layer, layout.runtime])
     section.details["layout"] = (
         f"under {lambda_layout.BASE.relative_to(lambda_layout.ROOT)}: python -S, PYTHONPATH = function code, "
-        "rag_orchestrator, the layer's and functions' requirements, the runtime's boto3; 'as built' has no "
-        ".pyc, like `sam build` output on read-only /opt; 'bytecode shipped' adds compileall's .pyc"
+        "the core layer as layers/core/build_layer.py makes it (bytecode included), the runtime's boto3; "
+        "PYTHONDONTWRITEBYTECODE=1 (Lambda's /opt and /var/task are read-only)"
     )
     for function in lambda_layout.functions():
-        _import_once(built, function)  # the first run after a copy pays for the page cache; not kept
-        samples = [_import_once(built, function)[0] for _ in range(runs)]
+        _import_once(layout, function)  # the first run after a copy pays for the page cache; not kept
+        samples = [_import_once(layout, function)[0] for _ in range(runs)]
         figure = section.add(f"{function}: fresh process until the app module is imported", "s", samples)
         if function == "chat_stream":
             figure.goal, figure.met = f"< {READY_GOAL_S} s median", figure.median < READY_GOAL_S
-        _, importtime = _import_once(built, function, "-X", "importtime")
+        _, importtime = _import_once(layout, function, "-X", "importtime")
         section.details[f"top imports of {function} (-X importtime)"] = top_imports(importtime)
-    samples = [_import_once(compiled, "chat_stream")[0] for _ in range(runs)]
-    section.add("chat_stream: the same, bytecode shipped", "s", samples)
 
     from tests.fakes.llm_script import text_reply
 
     stack = local.shared()
     stack.llm.default = text_reply("Run make test [source:guide#0].", chunks=5)
-    for name, layout in (("", built), (", bytecode shipped", compiled)):
-        _first_token_once(layout, stack)  # warms the servers' caches, not the process under test
-        results = [_first_token_once(layout, stack) for _ in range(max(3, runs // 2))]
-        ready = section.add(
-            f"chat_stream: fresh uvicorn process until it listens{name}", "s", [r[0] for r in results]
-        )
-        first = section.add(
-            f"chat_stream: fresh process until the first ResponseChunk{name}", "s", [r[1] for r in results]
-        )
-        if not name:
-            ready.goal, ready.met = f"< {READY_GOAL_S} s median", ready.median < READY_GOAL_S
-            first.goal, first.met = f"< {FIRST_TOKEN_GOAL_S} s median", first.median < FIRST_TOKEN_GOAL_S
-    section.details["first-turn costs in a fresh process, as built (median of 5, ms)"] = {
-        name: round(statistics.median(_cost_once(built, code) for _ in range(5)) * 1000)
+    _first_token_once(layout, stack)  # warms the servers' caches, not the process under test
+    results = [_first_token_once(layout, stack) for _ in range(max(3, runs // 2))]
+    ready = section.add("chat_stream: fresh uvicorn process until it listens", "s", [r[0] for r in results])
+    ready.goal, ready.met = f"< {READY_GOAL_S} s median", ready.median < READY_GOAL_S
+    first = section.add(
+        "chat_stream: fresh process until the first ResponseChunk", "s", [r[1] for r in results]
+    )
+    first.goal, first.met = f"< {FIRST_TOKEN_GOAL_S} s median", first.median < FIRST_TOKEN_GOAL_S
+    section.details["first-turn costs in a fresh process (median of 5, ms)"] = {
+        name: round(statistics.median(_cost_once(layout, code) for _ in range(5)) * 1000)
         for name, code in FIRST_TURN_COSTS.items()
     }
     return section

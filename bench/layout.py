@@ -2,25 +2,24 @@
 
 Lambda puts the function's code first on sys.path, then the layer (/opt/python), then the
 runtime's own boto3 & co; nothing else is installed. Measuring cold starts in the dev venv would
-blame the wrong things (it holds rich, click, the full chromadb…), so this builds the same layout
-under .local/bench/lambda with the host's wheels:
+blame the wrong things (it holds rich, the full chromadb…), so this builds the same layout under
+.local/bench/lambda:
 
-    as-built/site/        layers/core/requirements.txt + functions/*/requirements.txt
-    as-built/opt/python/  a fresh copy of the rag_orchestrator sources
-    as-built/functions/   a fresh copy of each function's code
-    runtime/              what the python3.12 runtime provides (boto3, …) at dev.lock's versions
+    built/opt/python/   the core layer, made by layers/core/build_layer.py (what `sam build` runs)
+                        for this machine's architecture: bytecode included, as it ships
+    built/functions/    a fresh copy of each function's code (+ its requirements.txt, if any)
+    runtime/            what the python3.12 runtime provides (boto3, …) at dev.lock's versions
 
-`sam build` ships no .pyc (neither for the layer's packages nor for our sources) and /opt and
-/var/task are read-only, so a real cold start compiles every module it imports: as-built/ has no
-.pyc either, and processes run with PYTHONDONTWRITEBYTECODE=1 and `python -S` (no site-packages).
-compiled/ is the same with bytecode shipped (compileall, unchecked-hash), to measure what that
-would save. runtime/ is byte-compiled, as the runtime's own packages are.
+/opt and /var/task are read-only on Lambda, so processes run with PYTHONDONTWRITEBYTECODE=1 and
+`python -S` (no site-packages): a module without shipped bytecode is compiled on every cold start,
+as it would be there. runtime/ is byte-compiled, as the runtime's own packages are.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -38,10 +37,6 @@ UV = ROOT / ".venv" / "bin" / "uv"
 def functions() -> list[str]:
     """Every function that has an app module: new functions are picked up without a change here."""
     return sorted(p.parent.name for p in (ROOT / "functions").glob("*/app.py"))
-
-
-def _requirements() -> list[Path]:
-    return [ROOT / "layers" / "core" / "requirements.txt", *sorted(ROOT.glob("functions/*/requirements.txt"))]
 
 
 def _runtime_pins() -> list[str]:
@@ -73,28 +68,18 @@ def _copy_sources(source: Path, target: Path) -> None:
 
 @dataclass(frozen=True)
 class Layout:
-    root: Path  # as-built/ or compiled/
+    root: Path
     runtime: Path
 
     @property
-    def site(self) -> Path:
-        return self.root / "site"
-
-    @property
-    def opt(self) -> Path:
+    def layer(self) -> Path:
         return self.root / "opt" / "python"
 
-    @property
-    def functions(self) -> Path:
-        return self.root / "functions"
-
     def function_dir(self, name: str) -> Path:
-        return self.functions / name
+        return self.root / "functions" / name
 
     def pythonpath(self, function: str) -> str:
-        return os.pathsep.join(
-            str(p) for p in (self.function_dir(function), self.opt, self.site, self.runtime)
-        )
+        return os.pathsep.join(str(p) for p in (self.function_dir(function), self.layer, self.runtime))
 
     def env(self, function: str, **extra: str) -> dict[str, str]:
         """The environment of a deployed function (template.yaml's Globals, Lambda's own variables)."""
@@ -105,33 +90,43 @@ class Layout:
         return env
 
 
-def prepare(*, compiled: bool = False) -> Layout:
-    """Install (when requirements changed) and copy (always) the layout; returns where it is."""
-    requirements = _requirements()
-    built = BASE / "as-built"
-    args = [arg for path in requirements for arg in ("-r", str(path))]
-    _install(built / "site", args, "".join(p.read_text() for p in requirements) + sys.version)
+def host_arch() -> str:
+    return "arm64" if platform.machine().lower() in ("aarch64", "arm64") else "x86_64"
+
+
+def prepare() -> Layout:
+    """Build the layer and copy the functions (every time: a build takes seconds with uv's cache)."""
     pins = _runtime_pins()
     runtime = BASE / "runtime"
     _install(runtime, pins, "\n".join(pins) + sys.version, compile_bytecode=True)
-    layout = Layout(root=built, runtime=runtime)
-    _copy_sources(ROOT / "layers" / "core" / "rag_orchestrator", layout.opt / "rag_orchestrator")
+    layout = Layout(root=BASE / "built", runtime=runtime)
+    env = dict(
+        os.environ, LAYER_ARCH=host_arch(), PATH=f"{UV.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    )
+    build = [sys.executable, str(ROOT / "layers" / "core" / "build_layer.py"), str(layout.layer.parent)]
+    subprocess.run(build, check=True, env=env, cwd=ROOT)
     for name in functions():
-        _copy_sources(ROOT / "functions" / name, layout.function_dir(name))
-    if not compiled:
-        return layout
-    target = Layout(root=BASE / "compiled", runtime=runtime)
-    shutil.rmtree(target.root, ignore_errors=True)
-    shutil.copytree(built, target.root, ignore=shutil.ignore_patterns(".stamp"))
-    compileall = [
-        sys.executable,
-        "-m",
-        "compileall",
-        "-q",
-        "-j",
-        "0",
-        "--invalidation-mode",
-        "unchecked-hash",
-    ]
-    subprocess.run([*compileall, str(target.root)], check=True, stdout=subprocess.DEVNULL)
-    return target
+        target = layout.function_dir(name)
+        _copy_sources(ROOT / "functions" / name, target)
+        requirements = target / "requirements.txt"
+        if any(
+            line.strip() and not line.lstrip().startswith("#")
+            for line in requirements.read_text().splitlines()
+        ):
+            subprocess.run(
+                [
+                    str(UV),
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--target",
+                    str(target),
+                    "--python",
+                    sys.executable,
+                    "-r",
+                    str(requirements),
+                ],
+                check=True,
+                cwd=ROOT,
+            )
+    return layout
