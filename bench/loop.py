@@ -28,7 +28,7 @@ Turn = Callable[[], Awaitable[Any]]
 
 
 class TimedContext:
-    """The ContextManager, adding up the time spent awaiting its storage calls (thread hand-off included)."""
+    """The ContextManager, adding up the time spent awaiting its storage calls."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -222,7 +222,7 @@ def run(quick: bool = False) -> Section:
             if name == "rag_orchestrator":
                 figure.goal, figure.met = f"< {GOAL_MS} ms median", figure.median < GOAL_MS
                 storage = turn_storage[-1][-runs:]
-                section.add("  of which storage calls (in-memory store, thread hand-offs)", "ms", storage)
+                section.add("  of which storage calls (in-memory store, on the event loop)", "ms", storage)
                 alone = [total - spent for total, spent in zip(samples, storage, strict=True)]
                 section.add("  of which the loop itself (turn minus storage calls)", "ms", alone)
 

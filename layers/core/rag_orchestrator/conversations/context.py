@@ -54,7 +54,12 @@ class ContextManager:
         return method(*args, **kwargs)
 
     def stored(
-        self, conversation_id: str, message: Message, token_count: int | None = None
+        self,
+        conversation_id: str,
+        message: Message,
+        token_count: int | None = None,
+        *,
+        client_message_id: str | None = None,
     ) -> ConversationMessage:
         """A Message as the store keeps it, with a time-ordered id and a token count."""
         return ConversationMessage(
@@ -66,6 +71,7 @@ class ContextManager:
             tool_calls=message.tool_calls,
             reasoning=message.reasoning,
             token_count=token_count if token_count is not None else self.estimate_tokens(message.content),
+            client_message_id=client_message_id,
         )
 
     async def create(self, request: CreateConversationRequest, caller_id: str) -> Conversation:

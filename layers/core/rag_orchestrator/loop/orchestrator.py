@@ -86,8 +86,11 @@ class Orchestrator:
 
     async def begin(self, request: TurnRequest) -> ActiveTurn:
         """Store the user message and take the turn lock; raises ConversationNotFound or Conflict."""
-        user = self.context.stored(request.conversation_id, Message(role=Role.USER, content=request.message))
-        user = user.model_copy(update={"client_message_id": request.client_message_id})
+        user = self.context.stored(
+            request.conversation_id,
+            Message(role=Role.USER, content=request.message),
+            client_message_id=request.client_message_id,
+        )
         await self.context.start_turn(
             request.conversation_id,
             request.caller.caller_id,
