@@ -77,13 +77,13 @@ def top_imports(importtime: str, limit: int = TOP_IMPORTS) -> list[dict[str, obj
 
 # What the first turn of a fresh chat-stream process imports or builds besides the app module.
 FIRST_TURN_COSTS = {
-    "import chromadb (the Chroma client, at the first knowledge search)": "import chromadb",
+    "import chromadb (ingestion's writes only: searches read Chroma over plain httpx)": "import chromadb",
     "import boto3": "import boto3",
-    "import boto3 + DynamoDB, S3 and SSM clients, one Session each (as now)": (
+    "import boto3 + DynamoDB, S3 and SSM clients, one Session each (before)": (
         "import boto3\nfor s in ('dynamodb', 's3', 'ssm'): boto3.session.Session().client(s)"
     ),
-    "import boto3 + DynamoDB, S3 and SSM clients from one shared Session": (
-        "import boto3\nsession = boto3.session.Session()\nfor s in ('dynamodb', 's3', 'ssm'): session.client(s)"
+    "import boto3 + DynamoDB and SSM clients from one shared Session (a first turn now; S3 is lazy)": (
+        "import boto3\nsession = boto3.session.Session()\nfor s in ('dynamodb', 'ssm'): session.client(s)"
     ),
     "import jwt with its RSA algorithms (cryptography)": "import jwt.algorithms",
 }

@@ -55,7 +55,7 @@ def run(quick: bool = False) -> Section:
     section = Section("dynamodb", packages=["boto3", "botocore", "moto"])
     stack = shared()
     settings = stack.settings(loop_initial_rag=False)
-    aws.client.cache_clear()
+    aws.reset()
     context = ContextManager(create_store(settings), window_size=settings.conversation_rolling_window)
     wire = WireCounter({"dynamodb": aws.client("dynamodb"), "s3": aws.client("s3")})
     registry = ToolRegistry([LookupTool()])
@@ -113,5 +113,5 @@ def run(quick: bool = False) -> Section:
         name: ", ".join(f"{key} x{n}" for key, n in sorted(taken.items())) or "none"
         for name, taken in operations.items()
     }
-    aws.client.cache_clear()
+    aws.reset()
     return section

@@ -61,6 +61,11 @@ def _install(target: Path, args: list[str], stamp_text: str, *, compile_bytecode
     stamp.write_text(wanted)
 
 
+def _has_requirements(path: Path) -> bool:
+    lines = path.read_text().splitlines() if path.is_file() else []
+    return any(line.strip() and not line.lstrip().startswith("#") for line in lines)
+
+
 def _copy_sources(source: Path, target: Path) -> None:
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
@@ -108,25 +113,18 @@ def prepare() -> Layout:
     for name in functions():
         target = layout.function_dir(name)
         _copy_sources(ROOT / "functions" / name, target)
-        requirements = target / "requirements.txt"
-        if any(
-            line.strip() and not line.lstrip().startswith("#")
-            for line in requirements.read_text().splitlines()
-        ):
-            subprocess.run(
-                [
-                    str(UV),
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--target",
-                    str(target),
-                    "--python",
-                    sys.executable,
-                    "-r",
-                    str(requirements),
-                ],
-                check=True,
-                cwd=ROOT,
-            )
+        if _has_requirements(
+            target / "requirements.txt"
+        ):  # SAM's python builder installs them beside the code
+            command = [
+                str(UV),
+                "pip",
+                "install",
+                "--quiet",
+                "--target",
+                str(target),
+                "--python",
+                sys.executable,
+            ]
+            subprocess.run([*command, "-r", str(target / "requirements.txt")], check=True, cwd=ROOT)
     return layout

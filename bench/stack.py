@@ -72,7 +72,7 @@ class LocalStack:
         os.environ.update(self.env)  # boto3 in this process reads AWS_* from the environment
         from rag_orchestrator import aws
 
-        aws.client.cache_clear()  # clients made for an earlier stack point at its endpoint
+        aws.reset()  # clients made for an earlier stack point at its endpoint
         create_resources(
             self.env["CONVERSATIONS_TABLE"], [self.env["TRANSCRIPTS_BUCKET"], self.env["DOCUMENTS_BUCKET"]]
         )

@@ -59,10 +59,10 @@ def fresh_settings() -> Iterator[None]:
     from rag_orchestrator.config import get_settings
 
     get_settings.cache_clear()
-    aws.client.cache_clear()
+    aws.reset()
     yield
     get_settings.cache_clear()
-    aws.client.cache_clear()
+    aws.reset()
 
 
 @pytest.fixture(scope="session")

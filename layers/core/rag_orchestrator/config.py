@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -162,11 +162,19 @@ class Settings(BaseSettings):
         return False, f"{key.upper()} is not set for MODEL_STRATEGY={self.model_strategy}"
 
 
-@lru_cache(maxsize=8)
 def _ssm_secret(parameter: str) -> str:
-    from aws_lambda_powertools.utilities import parameters
+    """The decrypted parameter, fetched again after 5 minutes (a rotated key is picked up)."""
+    from rag_orchestrator import aws
 
-    return parameters.get_parameter(parameter, decrypt=True, max_age=300)
+    return _ssm(aws.client("ssm")).get(parameter, decrypt=True, max_age=300)
+
+
+@lru_cache(maxsize=2)
+def _ssm(client: Any) -> Any:
+    """Powertools' caching provider on our shared session and client config (not a session of its own)."""
+    from aws_lambda_powertools.utilities.parameters import SSMProvider
+
+    return SSMProvider(boto3_client=client)
 
 
 def load_settings(**overrides: object) -> Settings:

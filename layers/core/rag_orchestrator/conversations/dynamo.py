@@ -65,7 +65,7 @@ class DynamoConversationStore:
             settings.conversations_table or "",
             settings.transcripts_bucket or "",
             dynamodb=aws.client("dynamodb"),
-            s3=aws.client("s3"),
+            s3=aws.LazyClient("s3"),  # for large contents and transcripts: most turns never need it
             cursor_secret=cursor_key(settings),
             deleted_retention_days=settings.deleted_retention_days,
         )

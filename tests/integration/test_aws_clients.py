@@ -1,0 +1,64 @@
+"""boto3 clients from one shared session, created lazily where a request may not need them, and
+secrets read from SSM (on the moto server) the way a deployed function reads them."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from rag_orchestrator import aws
+from rag_orchestrator.config import load_settings
+
+
+def test_clients_are_made_once_from_one_session(aws_stack):
+    dynamodb, s3 = aws.client("dynamodb"), aws.client("s3")
+    assert aws.client("dynamodb") is dynamodb
+    assert dynamodb.meta.events is not s3.meta.events  # two real clients
+    assert aws._session() is aws._session()
+    assert dynamodb.describe_table(TableName=aws_stack["CONVERSATIONS_TABLE"])["Table"]["TableStatus"]
+
+
+def test_lazy_client_is_created_on_first_use_only(aws_stack):
+    lazy = aws.LazyClient("s3")
+    assert aws.client.cache_info().currsize == 0
+    assert lazy.head_bucket(Bucket=aws_stack["TRANSCRIPTS_BUCKET"])["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert aws.client.cache_info().currsize == 1
+    assert lazy.meta is aws.client("s3").meta
+
+
+def test_reset_forgets_clients_made_for_another_endpoint(aws_stack, monkeypatch):
+    before = aws.client("s3")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    aws.reset()
+    after = aws.client("s3")
+    assert after is not before
+    assert after.meta.endpoint_url == "http://127.0.0.1:9"
+
+
+@pytest.fixture
+def in_lambda(monkeypatch):
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "rag-orchestrator-test-ApiFunction")
+    monkeypatch.setenv("AUTH_MODE", "jwt")
+    monkeypatch.setenv("JWT_ISSUER", "https://issuer.example.com")
+    monkeypatch.setenv("JWT_AUDIENCE", "aud")
+
+
+def test_secret_comes_from_ssm_and_is_cached(aws_stack, in_lambda, monkeypatch):
+    ssm = boto3.client("ssm", endpoint_url=aws_stack["endpoint"])
+    ssm.put_parameter(Name="/rag/deepseek", Value="sk-from-ssm", Type="SecureString", Overwrite=True)
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", "/rag/deepseek")
+    settings = load_settings()
+
+    assert settings.secret("deepseek_api_key") == "sk-from-ssm"
+    ssm.put_parameter(Name="/rag/deepseek", Value="sk-rotated", Type="SecureString", Overwrite=True)
+    assert settings.secret("deepseek_api_key") == "sk-from-ssm"  # cached for max_age (5 minutes)
+    aws.reset()  # a new client (as after a cold start) reads the parameter again
+    assert settings.secret("deepseek_api_key") == "sk-rotated"
+
+
+def test_secret_from_the_environment_wins_and_needs_no_aws(in_lambda, monkeypatch):
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-env")
+    monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", "/rag/never-read")
+    assert load_settings().secret("deepseek_api_key") == "sk-env"
+    assert aws.client.cache_info().currsize == 0
