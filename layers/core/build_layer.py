@@ -96,7 +96,20 @@ def compile_bytecode(target: Path) -> None:
             raise SystemExit(
                 "build_layer: Lambda's python3.12 bytecode needs CPython 3.12; put python3.12 on PATH"
             )
-    compileall = [python, "-m", "compileall", "-q", "-q", "-f", "-j", "0", "-s", str(target), "-p", RUNTIME_PATH]
+    compileall = [
+        python,
+        "-m",
+        "compileall",
+        "-q",
+        "-q",
+        "-f",
+        "-j",
+        "0",
+        "-s",
+        str(target),
+        "-p",
+        RUNTIME_PATH,
+    ]
     ours = target / "rag_orchestrator"
     subprocess.run([*compileall, "-b", "-x", f"^{ours}", str(target)], check=True)
     for source in target.rglob("*.py"):

@@ -21,7 +21,9 @@ def test_clients_are_made_once_from_one_session(aws_stack):
 def test_lazy_client_is_created_on_first_use_only(aws_stack):
     lazy = aws.LazyClient("s3")
     assert aws.client.cache_info().currsize == 0
-    assert lazy.head_bucket(Bucket=aws_stack["TRANSCRIPTS_BUCKET"])["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert (
+        lazy.head_bucket(Bucket=aws_stack["TRANSCRIPTS_BUCKET"])["ResponseMetadata"]["HTTPStatusCode"] == 200
+    )
     assert aws.client.cache_info().currsize == 1
     assert lazy.meta is aws.client("s3").meta
 

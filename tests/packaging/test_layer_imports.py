@@ -289,7 +289,9 @@ def test_layer_ships_bytecode_for_python312(builds):
         assert not theirs, f"{build.arch}: dependency sources shipped: {theirs[:5]}"
         routing = site / "fastapi" / "routing.pyc"
         assert routing.is_file(), f"{build.arch}: fastapi is not compiled"
-        assert routing.read_bytes()[:4] == importlib.util.MAGIC_NUMBER, f"{routing}: not CPython 3.12 bytecode"
+        assert routing.read_bytes()[:4] == importlib.util.MAGIC_NUMBER, (
+            f"{routing}: not CPython 3.12 bytecode"
+        )
         suites = [p for p in site.rglob("test*") if p.is_dir() and p.name in ("test", "tests")]
         assert not suites, f"{build.arch}: test suites shipped: {suites[:5]}"
         for source in ours.rglob("*.py"):
