@@ -40,7 +40,8 @@ async def _s3(settings: Settings) -> str:
 
 async def _chroma(settings: Settings) -> str:
     # A plain HTTP heartbeat: health must not pay for importing the Chroma client.
-    headers = {"x-chroma-token": settings.chroma_token.get_secret_value()} if settings.chroma_token else {}
+    token = await asyncio.to_thread(settings.secret, "chroma_token")  # CHROMA_TOKEN, else SSM in AWS
+    headers = {"x-chroma-token": token} if token else {}
     async with httpx.AsyncClient(timeout=CHECK_TIMEOUT_SECONDS) as client:
         response = await client.get(f"{settings.chroma_url.rstrip('/')}/api/v2/heartbeat", headers=headers)
         response.raise_for_status()
