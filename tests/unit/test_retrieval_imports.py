@@ -1,4 +1,5 @@
-"""chromadb (about a second to import) stays off the start-up path: only the first vector-store call loads it."""
+"""chromadb (about a second to import) stays off the start-up path: only the first vector-store write loads it
+(searches read Chroma over plain httpx, tests/integration/test_chroma_http.py)."""
 
 from __future__ import annotations
 
