@@ -54,7 +54,7 @@ def test_health_sends_the_chroma_token_read_from_ssm_in_aws(aws_stack, monkeypat
     seen: list[str | None] = []
 
     class Heartbeat(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        def do_GET(self) -> None:
             seen.append(self.headers.get("x-chroma-token"))
             body = b'{"nanosecond heartbeat": 1}'
             self.send_response(200)

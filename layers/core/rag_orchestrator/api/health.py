@@ -10,6 +10,7 @@ import httpx
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
+from rag_orchestrator import tls
 from rag_orchestrator.config import Settings, get_settings
 
 router = APIRouter(tags=["agent"])
@@ -42,7 +43,9 @@ async def _chroma(settings: Settings) -> str:
     # A plain HTTP heartbeat: health must not pay for importing the Chroma client.
     token = await asyncio.to_thread(settings.secret, "chroma_token")  # CHROMA_TOKEN, else SSM in AWS
     headers = {"x-chroma-token": token} if token else {}
-    async with httpx.AsyncClient(timeout=CHECK_TIMEOUT_SECONDS) as client:
+    async with httpx.AsyncClient(
+        timeout=CHECK_TIMEOUT_SECONDS, verify=tls.verify(settings.chroma_url)
+    ) as client:
         response = await client.get(f"{settings.chroma_url.rstrip('/')}/api/v2/heartbeat", headers=headers)
         response.raise_for_status()
     return f"heartbeat ok at {settings.chroma_url}"

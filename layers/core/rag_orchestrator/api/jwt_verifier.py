@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import jwt
 
+from rag_orchestrator import tls
 from rag_orchestrator.config import Settings
 from rag_orchestrator.errors import Unauthorized
 from rag_orchestrator.observability import logger
@@ -55,7 +56,7 @@ class JwksCache:
             if self._client is not None:
                 response = self._client.get(self.url)
             else:
-                response = httpx.get(self.url, timeout=FETCH_TIMEOUT_SECONDS)
+                response = httpx.get(self.url, timeout=FETCH_TIMEOUT_SECONDS, verify=tls.verify(self.url))
             response.raise_for_status()
             keys = jwt.PyJWKSet.from_dict(response.json()).keys
         except (httpx.HTTPError, ValueError, jwt.PyJWTError) as exc:

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import httpx
 from httpx_sse import SSEError, aconnect_sse
 
+from rag_orchestrator import tls
 from rag_orchestrator.errors import ProviderError, ProviderHTTPError, ProviderStreamError, ProviderTimeout
 from rag_orchestrator.observability import logger
 from rag_orchestrator.providers.openai_wire import ChunkDelta, parse_chunk
@@ -91,7 +92,9 @@ def shared_http_client() -> httpx.AsyncClient:
     global _shared
     loop = asyncio.get_running_loop()
     if _shared is None or _shared[0] is not loop or _shared[1].is_closed:
-        client = httpx.AsyncClient(limits=httpx.Limits(max_connections=100, max_keepalive_connections=20))
+        client = httpx.AsyncClient(
+            limits=httpx.Limits(max_connections=100, max_keepalive_connections=20), verify=tls.context()
+        )
         _shared = (loop, client)
     return _shared[1]
 

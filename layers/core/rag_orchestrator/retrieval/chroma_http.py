@@ -21,6 +21,7 @@ from urllib.parse import quote, urlparse
 
 import httpx
 
+from rag_orchestrator import tls
 from rag_orchestrator.errors import VectorStoreUnavailable
 from rag_orchestrator.observability import logger
 
@@ -107,8 +108,7 @@ class ChromaReader:
             headers=headers,
             timeout=REQUEST_TIMEOUT,
             limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
-            # Plain HTTP has no TLS to verify; loading the CA bundle anyway costs up to 0.1 s of a cold start.
-            verify=base_url.scheme == "https",
+            verify=tls.verify(base_url),
             transport=transport,
         )
         self.tenant = tenant

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import httpx
 
+from rag_orchestrator import tls
 from rag_orchestrator.domain.messages import ToolResult
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.sanitize import strip_control, truncate
@@ -65,6 +66,7 @@ class ClientPool:
                 transport=self._transport,
                 follow_redirects=False,
                 trust_env=False,
+                verify=tls.context(),
                 limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
             )
             self._clients[loop] = client

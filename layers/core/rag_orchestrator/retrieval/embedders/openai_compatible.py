@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import httpx
 
+from rag_orchestrator import tls
 from rag_orchestrator.config import Settings
 from rag_orchestrator.errors import EmbedderUnavailable
 from rag_orchestrator.observability import logger
@@ -44,7 +45,9 @@ class OpenAICompatibleEmbedder:
         self._api_key = api_key
         self._sleep = sleep
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = client or httpx.Client(timeout=httpx.Timeout(timeout, connect=5.0))
+        self._client = client or httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=5.0), verify=tls.verify(self.url)
+        )
         self._headers = headers
 
     @classmethod
