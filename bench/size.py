@@ -1,6 +1,7 @@
 """Size: the unzipped size of each function plus its layers, as `sam build` of template.yaml makes them.
 
-Builds the real template (arm64, as deployed) into .aws-sam/bench-build. ChatStreamFunction also
+Builds the real template (arm64, as deployed) into .aws-sam/bench-build: the core layer through
+layers/core/build_layer.py (bytecode included, dependencies without their sources). ChatStreamFunction also
 carries AWS's Lambda Web Adapter layer, which is not part of the build; its size is noted, not added.
 Also lists the layer's largest top-level entries, to show where the megabytes come from.
 """
@@ -58,7 +59,8 @@ def build() -> Path:
     return BUILD
 
 
-# What-if variants of layers/core/requirements.txt, installed for arm64 with uv (no .pyc, like sam build).
+# What-if variants of layers/core/requirements.txt, installed for arm64 with uv: sources only, no bytecode,
+# so the variants compare with each other (not with the layer above).
 ALTERNATIVES = {
     "as they are": lambda lines: lines,
     "with aws-lambda-powertools[tracer] (aws-xray-sdk, botocore)": lambda lines: [
@@ -112,6 +114,8 @@ def run(quick: bool = False) -> Section:
         figure = section.add(f"{name} + {LAYER}", "MB", (code + layer) / MB, note=note)
         figure.goal, figure.met = f"< {GOAL_MB} MB", figure.median < GOAL_MB
     site = root / LAYER / "python"
+    bytecode = sum(p.stat().st_size for p in site.rglob("*.pyc"))
+    section.details["bytecode in the layer (MB)"] = round(bytecode / MB, 1)
     entries = sorted(((dir_size(p) if p.is_dir() else p.stat().st_size), p.name) for p in site.iterdir())
     section.details["largest entries of the layer"] = [
         {"entry": name, "MB": round(size / MB, 1)} for size, name in reversed(entries[-15:])
