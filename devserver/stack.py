@@ -107,7 +107,7 @@ def _spawn(name: str, argv: list[str], url: str, health_path: str, log: Path, ti
 
 def start_moto(url: str, log: Path) -> Service:
     host, port = host_port(url)
-    argv = [str(BIN / "moto_server"), "-H", host, "-p", str(port)]
+    argv = [sys.executable, "-m", "devserver.moto_serial", "-H", host, "-p", str(port)]
     return _spawn("moto", argv, url, "/moto-api/", log, timeout=60)
 
 

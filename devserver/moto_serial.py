@@ -1,0 +1,45 @@
+"""The moto server, answering one request at a time: `python -m devserver.moto_serial -H HOST -p PORT`.
+
+moto's backends are not thread-safe and `moto_server` serves requests on threads. TransactWriteItems
+deep-copies the table to roll back a failed transaction, so two transactions at once can restore a
+copy taken before the other's write and lose it — something DynamoDB never does — and concurrent
+tests then fail now and then under load. Here connections are still accepted concurrently, but
+each request runs to its last byte under one lock, so every request is atomic, as in DynamoDB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from werkzeug.serving import run_simple
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def one_at_a_time(app: WsgiApp) -> WsgiApp:
+    lock = threading.Lock()
+
+    def serve(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        with lock:
+            return list(app(environ, start_response))  # the whole body, inside the lock
+
+    return serve
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m devserver.moto_serial", description=__doc__)
+    parser.add_argument("-H", "--host", default="127.0.0.1")
+    parser.add_argument("-p", "--port", type=int, default=5000)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("MOTO_PORT", str(args.port))  # as moto_server does (URLs moto hands out)
+    app = DomainDispatcherApplication(create_backend_app)
+    run_simple(args.host, args.port, one_at_a_time(app), threaded=True, request_handler=MotoRequestHandler)
+
+
+if __name__ == "__main__":
+    main()
