@@ -353,3 +353,15 @@ async def test_anonymous_callers_get_answers_without_tools():
     _, events = await h.turn(cid, caller=anonymous)
     assert h.strategy.requests[0][1] == [] and h.search.queries == []
     assert types(events) == ["ResponseChunk", "Completed"]
+
+
+def test_schema_errors_follow_each_schema_object_not_a_stale_validator():
+    from rag_orchestrator.tools.registry import schema_errors
+
+    for round_ in range(300):  # past the identity cache's bound, with ids freed and reused
+        wanted = "integer" if round_ % 2 else "string"
+        schema = {"type": "object", "properties": {"x": {"type": wanted}}, "required": ["x"]}
+        good = {"x": 1} if wanted == "integer" else {"x": "a"}
+        bad = {"x": "a"} if wanted == "integer" else {"x": 1}
+        assert schema_errors(schema, good) == []
+        assert schema_errors(schema, bad) == [f"x: {bad['x']!r} is not of type '{wanted}'"]
