@@ -10,7 +10,11 @@ from pydantic.alias_generators import to_camel
 
 
 class CamelModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
+    # defer_build: a model's validator is built on first use, not at import; a cold start pays only
+    # for the models its first request touches (FastAPI builds its routes' models at start-up anyway).
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True, defer_build=True
+    )
 
 
 def utcnow() -> datetime:
