@@ -104,3 +104,12 @@ def aws_stack(moto_server: Service, monkeypatch: pytest.MonkeyPatch) -> dict[str
 def chroma_url(chroma_server: Service, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("CHROMA_URL", chroma_server.url)
     return chroma_server.url
+
+
+@pytest.fixture
+def in_lambda(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a deployed function's environment adds that changes behaviour: secrets from SSM, JWT auth."""
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "rag-orchestrator-test-ApiFunction")
+    monkeypatch.setenv("AUTH_MODE", "jwt")
+    monkeypatch.setenv("JWT_ISSUER", "https://issuer.example.com")
+    monkeypatch.setenv("JWT_AUDIENCE", "aud")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import ssl
 from typing import Any
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.fakes.json_http import JsonHttpServer
 
 
 class SigningKey:
@@ -27,32 +28,25 @@ class SigningKey:
 
 
 class JwksServer:
-    def __init__(self) -> None:
+    """The issuer's key set at /.well-known/jwks.json (over TLS with `ssl_context`); `requests` counts fetches."""
+
+    PATH = "/.well-known/jwks.json"
+
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
         self.keys: list[SigningKey] = []
-        self.requests = 0
-        server = self
+        self._http = JsonHttpServer(self._respond, ssl_context)
+        self.url = self._http.url + self.PATH
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                server.requests += 1
-                body = json.dumps({"keys": [k.jwk() for k in server.keys]}).encode()
-                self.send_response(200 if self.path == "/.well-known/jwks.json" else 404)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+    def _respond(self, path: str) -> tuple[int, Any]:
+        return (200 if path == self.PATH else 404), {"keys": [k.jwk() for k in self.keys]}
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/.well-known/jwks.json"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+    @property
+    def requests(self) -> int:
+        return len(self._http.requests)
 
     def __enter__(self) -> JwksServer:
-        self._thread.start()
+        self._http.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._http.__exit__(*exc)

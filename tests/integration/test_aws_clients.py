@@ -4,7 +4,6 @@ secrets read from SSM (on the moto server) the way a deployed function reads the
 from __future__ import annotations
 
 import boto3
-import pytest
 
 from rag_orchestrator import aws
 from rag_orchestrator.config import load_settings
@@ -35,14 +34,6 @@ def test_reset_forgets_clients_made_for_another_endpoint(aws_stack, monkeypatch)
     after = aws.client("s3")
     assert after is not before
     assert after.meta.endpoint_url == "http://127.0.0.1:9"
-
-
-@pytest.fixture
-def in_lambda(monkeypatch):
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "rag-orchestrator-test-ApiFunction")
-    monkeypatch.setenv("AUTH_MODE", "jwt")
-    monkeypatch.setenv("JWT_ISSUER", "https://issuer.example.com")
-    monkeypatch.setenv("JWT_AUDIENCE", "aud")
 
 
 def test_secret_comes_from_ssm_and_is_cached(aws_stack, in_lambda, monkeypatch):

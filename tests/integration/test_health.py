@@ -44,43 +44,19 @@ def test_health_names_an_unconfigured_provider(aws_stack, chroma_url, monkeypatc
     assert "DEEPSEEK_API_KEY" in body["checks"]["provider"]["detail"]
 
 
-def test_health_sends_the_chroma_token_read_from_ssm_in_aws(aws_stack, monkeypatch):
+def test_health_sends_the_chroma_token_read_from_ssm_in_aws(aws_stack, in_lambda, monkeypatch):
     """In AWS the token is a `CHROMA_TOKEN_PARAM` SSM name, as for every other secret."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
     import boto3
 
-    seen: list[str | None] = []
+    from tests.fakes.json_http import JsonHttpServer
 
-    class Heartbeat(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            seen.append(self.headers.get("x-chroma-token"))
-            body = b'{"nanosecond heartbeat": 1}'
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Heartbeat)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     boto3.client("ssm", endpoint_url=aws_stack["endpoint"]).put_parameter(
         Name="/rag/chroma-token", Value="chroma-secret", Type="SecureString", Overwrite=True
     )
     monkeypatch.delenv("CHROMA_TOKEN", raising=False)
     monkeypatch.setenv("CHROMA_TOKEN_PARAM", "/rag/chroma-token")
-    monkeypatch.setenv("CHROMA_URL", f"http://127.0.0.1:{server.server_port}")
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "rag-orchestrator-test-ApiFunction")
-    monkeypatch.setenv("AUTH_MODE", "jwt")
-    monkeypatch.setenv("JWT_ISSUER", "https://issuer.example.com")
-    monkeypatch.setenv("JWT_AUDIENCE", "aud")
-    try:
+    with JsonHttpServer(lambda path: (200, {"nanosecond heartbeat": 1})) as chroma:
+        monkeypatch.setenv("CHROMA_URL", chroma.url)
         response = TestClient(create_app(["health"])).get("/api/v1/agent/health")
-    finally:
-        server.shutdown()
     assert response.json()["checks"]["chroma"]["status"] == "UP", response.json()
-    assert seen == ["chroma-secret"]
+    assert [headers.get("x-chroma-token") for _, headers in chroma.requests] == ["chroma-secret"]

@@ -5,11 +5,8 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import ssl
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
 
 import httpx
 import pytest
@@ -17,6 +14,7 @@ import pytest
 from rag_orchestrator import tls
 from rag_orchestrator.api.jwt_verifier import JwksCache
 from rag_orchestrator.errors import Unauthorized
+from tests.fakes.jwks_server import JwksServer, SigningKey
 
 
 def _self_signed(directory: Path) -> tuple[Path, Path]:
@@ -52,33 +50,16 @@ def _self_signed(directory: Path) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
-class _Keys(BaseHTTPRequestHandler):
-    served: ClassVar[list[str]] = []
-
-    def do_GET(self) -> None:
-        self.served.append(self.path)
-        body = b'{"keys": []}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
-def https_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def https_jwks(tmp_path: Path) -> Iterator[tuple[JwksServer, SigningKey, Path]]:
+    """A JWKS endpoint over TLS with a self-signed certificate that no CA bundle holds."""
     cert, key = _self_signed(tmp_path)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Keys)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    _Keys.served = []
-    yield f"https://127.0.0.1:{server.server_port}/jwks.json", cert
-    server.shutdown()
+    signing = SigningKey("tls-key")
+    with JwksServer(context) as server:
+        server.keys.append(signing)
+        yield server, signing, cert
 
 
 @pytest.fixture(autouse=True)
@@ -94,17 +75,16 @@ def test_plain_http_needs_no_context_and_https_shares_one():
     assert tls.context().verify_mode == ssl.CERT_REQUIRED and tls.context().check_hostname
 
 
-def test_an_untrusted_certificate_is_refused(https_server, monkeypatch):
-    url, _ = https_server
+def test_an_untrusted_certificate_is_refused(https_jwks, monkeypatch):
+    server, signing, _ = https_jwks
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     with pytest.raises(Unauthorized, match="signing keys are unavailable"):
-        JwksCache(url).key("any")
-    assert _Keys.served == []  # the handshake failed: no request was made
+        JwksCache(server.url).key(signing.kid)
+    assert server.requests == 0  # the handshake failed: no request was made
 
 
-def test_ssl_cert_file_is_honoured_like_httpx_does(https_server, monkeypatch):
-    url, cert = https_server
+def test_ssl_cert_file_is_honoured_like_httpx_does(https_jwks, monkeypatch):
+    server, signing, cert = https_jwks
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
-    with pytest.raises(Unauthorized):  # an empty key set, fetched over verified TLS
-        JwksCache(url).key("any")
-    assert _Keys.served == ["/jwks.json"]
+    assert JwksCache(server.url).key(signing.kid) is not None  # fetched over verified TLS
+    assert server.requests == 1
