@@ -40,7 +40,7 @@ validate:
 	@bash devserver/bootstrap.sh sam
 	@sam validate --lint
 
-build: validate
+build: setup validate  ## sam build: the layer needs .venv's python3.12 and uv (layers/core/build_layer.py)
 	@sam build
 
 lock:  ## re-pin requirements/*.lock from requirements/*.in

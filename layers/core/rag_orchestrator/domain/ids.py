@@ -11,12 +11,13 @@ _lock = threading.Lock()
 _last = (0, 0)
 
 
-def _encode(value: int, length: int) -> str:
-    chars = []
-    for _ in range(length):
-        value, rest = divmod(value, 32)
-        chars.append(_ALPHABET[rest])
-    return "".join(reversed(chars))
+_PAIRS = [high + low for high in _ALPHABET for low in _ALPHABET]  # every 10-bit value as 2 characters
+_SHIFTS = range(120, -1, -10)  # 26 characters = 13 pairs, most significant first
+
+
+def _encode(value: int) -> str:
+    """`value` (< 2**130) as 26 Crockford base32 characters, two at a time (half the steps of one)."""
+    return "".join([_PAIRS[(value >> shift) & 1023] for shift in _SHIFTS])
 
 
 def sortable_id() -> str:
@@ -30,4 +31,4 @@ def sortable_id() -> str:
         else:
             randomness = int.from_bytes(os.urandom(10))
         _last = (millis, randomness)
-    return _encode(millis, 10) + _encode(randomness & ((1 << 80) - 1), 16)
+    return _encode(millis << 80 | randomness & ((1 << 80) - 1))
