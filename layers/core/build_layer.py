@@ -8,7 +8,8 @@ cold start compiled every module it imported (chat_stream's app: 0.97 s to impor
 
 1. the wheels for Lambda's platform (LAYER_ARCH: arm64, the template's, or x86_64) and CPython 3.12,
    with uv when it is on PATH (`make build` puts .venv/bin there), else pip;
-2. test suites and type stubs of the installed packages are dropped (never imported at run time);
+2. test suites and type stubs of the installed packages are dropped (never imported at run time),
+   and so is pydantic.v1 (see UNUSED);
 3. everything is compiled by CPython 3.12 (the runtime's bytecode version). The dependencies ship as
    bytecode only (.pyc in place of each .py): sources beside their bytecode would add ~25 MB and put
    the layer over the 120 MB budget; their tracebacks keep file names and line numbers, not the
@@ -36,6 +37,10 @@ PLATFORMS = {  # LAYER_ARCH -> (uv's --python-platform, pip's --platform)
 }
 # Directory names of test suites shipped inside wheels (numpy, jsonschema, chromadb…).
 TEST_DIRS = {"tests", "test"}
+# Packages nothing here runs. pydantic.v1, the Pydantic 1 compatibility copy: only FastAPI imports
+# it, to refuse v1 models, and treats its absence as "no v1 models" (fastapi/_compat/shared.py);
+# importing it cost ~50 ms of every API and chat-stream cold start.
+UNUSED = ("pydantic/v1",)
 
 
 def main(argv: list[str]) -> int:
@@ -76,7 +81,9 @@ def install(target: Path, arch: str) -> None:
 
 
 def strip(target: Path) -> None:
-    """Drop what no import reaches: wheels' test suites and .pyi stubs (not in rag_orchestrator)."""
+    """Drop what no import reaches: wheels' test suites, .pyi stubs (not in rag_orchestrator), UNUSED."""
+    for unused in UNUSED:
+        shutil.rmtree(target / unused)
     for path in sorted(target.rglob("*"), reverse=True):
         if path.parts[len(target.parts)] == "rag_orchestrator" or not path.exists():
             continue

@@ -292,6 +292,7 @@ def test_layer_ships_bytecode_for_python312(builds):
         assert routing.read_bytes()[:4] == importlib.util.MAGIC_NUMBER, (
             f"{routing}: not CPython 3.12 bytecode"
         )
+        assert not (site / "pydantic" / "v1").exists(), f"{build.arch}: pydantic.v1 (unused) shipped"
         suites = [p for p in site.rglob("test*") if p.is_dir() and p.name in ("test", "tests")]
         assert not suites, f"{build.arch}: test suites shipped: {suites[:5]}"
         for source in ours.rglob("*.py"):
