@@ -38,7 +38,8 @@ def stack(aws_stack, chroma_url, monkeypatch):
 
     get_orchestrator.cache_clear()
     ingest_documents(
-        [{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs", "tags": ["dev"]}], get_settings()
+        [{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs", "tags": ["dev"]}],
+        get_settings(),
     )
     yield
     get_orchestrator.cache_clear()
@@ -104,14 +105,24 @@ def test_model_turn_with_qwen_style_tool_calls_reasoning_and_usage(stack, fake_l
     for key, value in fake_llm.settings_for("qwen_single_thinking", api_key=API_KEY).items():
         monkeypatch.setenv(key.upper(), str(value))
     fake_llm.script(
-        tool_calls_reply([("rag_search", {"query": "dev server port"}, "call_a")], reasoning=REASONING + " think"),
-        text_reply("It listens on port 8000 [source:guide#0].", chunks=4, reasoning=REASONING + " again", keepalive=True),
+        tool_calls_reply(
+            [("rag_search", {"query": "dev server port"}, "call_a")], reasoning=REASONING + " think"
+        ),
+        text_reply(
+            "It listens on port 8000 [source:guide#0].",
+            chunks=4,
+            reasoning=REASONING + " again",
+            keepalive=True,
+        ),
     )
     c = client()
     cid = new_conversation(c)
     _, messages = stream_turn(c, cid, "Which port does the dev server use?")
     assert_well_formed(messages, cid)
-    assert [m.event for m in messages if m.event.startswith("ToolCall")] == ["ToolCallStart", "ToolCallResult"]
+    assert [m.event for m in messages if m.event.startswith("ToolCall")] == [
+        "ToolCallStart",
+        "ToolCallResult",
+    ]
     assert messages[-1].event == "Completed"
     assert messages[-1].data["tokensUsed"] == (20 + 9) + (11 + 7)
     answer = "".join(m.data["content"] for m in messages if m.event == "ResponseChunk")
@@ -130,7 +141,9 @@ def test_whole_turn_answers_a_chat_response(stack, fake_llm, monkeypatch):
     fake_llm.script(text_reply("Use make dev [source:guide#0].", reasoning=REASONING))
     c = client()
     cid = new_conversation(c)
-    response = c.post(f"/api/v1/chat/conversations/{cid}/messages", json={"message": "How to start?"}, headers=ALICE)
+    response = c.post(
+        f"/api/v1/chat/conversations/{cid}/messages", json={"message": "How to start?"}, headers=ALICE
+    )
     no_leak(response.text)
     assert response.status_code == 200, response.text
     body = response.json()
@@ -140,7 +153,9 @@ def test_whole_turn_answers_a_chat_response(stack, fake_llm, monkeypatch):
 
 
 def test_provider_failure_is_one_safe_error_event_and_the_next_turn_works(stack, fake_llm, monkeypatch):
-    for key, value in fake_llm.settings_for("openai_compatible", api_key=API_KEY, model_max_retries=0).items():
+    for key, value in fake_llm.settings_for(
+        "openai_compatible", api_key=API_KEY, model_max_retries=0
+    ).items():
         monkeypatch.setenv(key.upper(), str(value))
     fake_llm.script(error_reply(401, f"invalid key {API_KEY}"), text_reply("Fine now."))
     c = client()
@@ -150,7 +165,9 @@ def test_provider_failure_is_one_safe_error_event_and_the_next_turn_works(stack,
     assert messages[-1].event == "Error"
     _, messages = stream_turn(c, cid, "hello again")
     assert messages[-1].event == "Completed"
-    roles = [m["role"] for m in c.get(f"/api/v1/chat/conversations/{cid}/messages", headers=ALICE).json()["items"]]
+    roles = [
+        m["role"] for m in c.get(f"/api/v1/chat/conversations/{cid}/messages", headers=ALICE).json()["items"]
+    ]
     assert roles == ["user", "user", "assistant"]
 
 
@@ -164,7 +181,11 @@ def test_turn_on_another_callers_conversation_is_404_and_repeated_client_message
     again, _ = stream_turn(c, cid, "hi", clientMessageId="m-1")
     assert again.status_code == 409
     assert again.headers["content-type"].startswith("application/json")
-    users = [m for m in c.get(f"/api/v1/chat/conversations/{cid}/messages", headers=ALICE).json()["items"] if m["role"] == "user"]
+    users = [
+        m
+        for m in c.get(f"/api/v1/chat/conversations/{cid}/messages", headers=ALICE).json()["items"]
+        if m["role"] == "user"
+    ]
     assert len(users) == 1
 
 

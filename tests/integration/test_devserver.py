@@ -32,7 +32,9 @@ def _alive(pid: int) -> bool:
 
 
 def _post(url: str, body: dict, caller: str = "newcomer") -> dict:
-    request = Request(url, json.dumps(body).encode(), {"Content-Type": "application/json", "X-Caller-Id": caller})
+    request = Request(
+        url, json.dumps(body).encode(), {"Content-Type": "application/json", "X-Caller-Id": caller}
+    )
     with urlopen(request, timeout=30) as response:
         return json.loads(response.read())
 
@@ -51,7 +53,9 @@ def test_make_dev_stack_serves_health_and_stops_every_child(tmp_path):
         DEVSERVER_LOCAL_DIR=str(tmp_path / "local"),
     )
     log = (tmp_path / "dev.log").open("w")
-    process = subprocess.Popen([sys.executable, "-m", "devserver"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "devserver"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{base}/api/v1/agent/ping", timeout=120, process=process)
