@@ -23,6 +23,7 @@ Usage: python3.12 build_layer.py ARTIFACTS_DIR   (or: make -C layers/core build-
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -103,22 +104,10 @@ def compile_bytecode(target: Path) -> None:
             raise SystemExit(
                 "build_layer: Lambda's python3.12 bytecode needs CPython 3.12; put python3.12 on PATH"
             )
-    compileall = [
-        python,
-        "-m",
-        "compileall",
-        "-q",
-        "-q",
-        "-f",
-        "-j",
-        "0",
-        "-s",
-        str(target),
-        "-p",
-        RUNTIME_PATH,
-    ]
+    compileall = [python, "-m", "compileall", "-q", "-q", "-f", "-j", "0"]
+    compileall += ["-s", str(target), "-p", RUNTIME_PATH]  # paths as Lambda will see them
     ours = target / "rag_orchestrator"
-    subprocess.run([*compileall, "-b", "-x", f"^{ours}", str(target)], check=True)
+    subprocess.run([*compileall, "-b", "-x", "^" + re.escape(str(ours)), str(target)], check=True)
     for source in target.rglob("*.py"):
         if not source.is_relative_to(ours) and source.with_suffix(".pyc").is_file():
             source.unlink()
