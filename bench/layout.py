@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from bench.report import ROOT
 from devserver.lambda_env import lambda_environment
+from devserver.sam_cli import host_arch
 
 BASE = ROOT / ".local" / "bench" / "lambda"
 RUNTIME_PACKAGES = ("boto3", "botocore", "s3transfer", "jmespath", "python-dateutil", "urllib3", "six")
@@ -49,14 +49,15 @@ def _runtime_pins() -> list[str]:
     return pins
 
 
-def _install(target: Path, args: list[str], stamp_text: str, *, compile_bytecode: bool = False) -> None:
+def _install(target: Path, args: list[str], stamp_text: str) -> None:
+    """Packages into target with their bytecode (as the runtime's are), when args changed."""
     stamp = target / ".stamp"
     wanted = hashlib.sha256(stamp_text.encode()).hexdigest()
     if stamp.exists() and stamp.read_text() == wanted:
         return
     shutil.rmtree(target, ignore_errors=True)
     command = [str(UV), "pip", "install", "--quiet", "--target", str(target), "--python", sys.executable]
-    command += [*args, "--compile-bytecode"] if compile_bytecode else args
+    command += [*args, "--compile-bytecode"]
     subprocess.run(command, check=True, cwd=ROOT)
     stamp.write_text(wanted)
 
@@ -95,15 +96,11 @@ class Layout:
         return env
 
 
-def host_arch() -> str:
-    return "arm64" if platform.machine().lower() in ("aarch64", "arm64") else "x86_64"
-
-
 def prepare() -> Layout:
     """Build the layer and copy the functions (every time: a build takes seconds with uv's cache)."""
     pins = _runtime_pins()
     runtime = BASE / "runtime"
-    _install(runtime, pins, "\n".join(pins) + sys.version, compile_bytecode=True)
+    _install(runtime, pins, "\n".join(pins) + sys.version)
     layout = Layout(root=BASE / "built", runtime=runtime)
     env = dict(
         os.environ, LAYER_ARCH=host_arch(), PATH=f"{UV.parent}{os.pathsep}{os.environ.get('PATH', '')}"

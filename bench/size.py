@@ -8,19 +8,15 @@ Also lists the layer's largest top-level entries, to show where the megabytes co
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 from bench.report import ROOT, Section
+from devserver.sam_cli import sam_cli, sam_env
 
 GOAL_MB = 120
 BUILD = ROOT / ".aws-sam" / "bench-build"
-SAM = ROOT / ".venv-sam" / "bin" / "sam"
 LAYER = "CoreLayer"
 MB = 1024 * 1024
 
@@ -29,31 +25,25 @@ def dir_size(path: Path) -> int:
     return sum(p.lstat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def _sam_env() -> dict[str, str]:
-    app_dir = ROOT / ".aws-sam" / "bench-sam-app"
-    app_dir.mkdir(parents=True, exist_ok=True)
-    (app_dir / "metadata.json").write_text(
-        json.dumps({"telemetryEnabled": False, "lastVersionCheck": time.time()})
-    )
-    env = dict(os.environ)
-    env |= {"SAM_CLI_TELEMETRY": "0", "__SAM_CLI_APP_DIR": str(app_dir)}
-    env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return env
-
-
 def build() -> Path:
-    if not SAM.exists():
+    if not sam_cli().exists():
         subprocess.run(["bash", "devserver/bootstrap.sh", "sam"], cwd=ROOT, check=True)
     command = [
-        str(SAM),
+        str(sam_cli()),
         "build",
         "--build-dir",
         str(BUILD),
         "--cache-dir",
         str(ROOT / ".aws-sam" / "bench-cache"),
     ]
-    proc = subprocess.run(command, cwd=ROOT, env=_sam_env(), capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        command,
+        cwd=ROOT,
+        env=sam_env(ROOT / ".aws-sam" / "bench-sam-app"),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"sam build failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
     return BUILD

@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -36,6 +35,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from devserver.cfn_yaml import load_template  # noqa: E402
+from devserver.sam_cli import host_arch, sam_cli, sam_env  # noqa: E402
 
 pytestmark = [pytest.mark.packaging, pytest.mark.timeout(1800)]
 
@@ -54,29 +54,6 @@ ADAPTER_LAYER_ALLOWANCE = 10 * 1024 * 1024  # the Lambda Web Adapter layer on Ch
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def sam_cli() -> Path:
-    path = Path(os.environ.get("SAM_CLI", ".venv-sam/bin/sam"))
-    return path if path.is_absolute() else REPO / path
-
-
-def sam_env(app_dir: Path) -> dict[str, str]:
-    """No telemetry, no version check; python3.12 (the dev venv's) first on PATH for the build."""
-    app_dir.mkdir(parents=True, exist_ok=True)
-    (app_dir / "metadata.json").write_text(
-        json.dumps({"telemetryEnabled": False, "lastVersionCheck": time.time()})
-    )
-    env = dict(os.environ)
-    env["SAM_CLI_TELEMETRY"] = "0"
-    env["__SAM_CLI_APP_DIR"] = str(app_dir)
-    env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return env
-
-
-def host_arch() -> str:
-    return "arm64" if platform.machine().lower() in ("aarch64", "arm64") else "x86_64"
 
 
 def dir_size(path: Path) -> int:

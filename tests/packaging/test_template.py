@@ -8,10 +8,8 @@ table from the same definition), so intrinsic functions appear in their long JSO
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from devserver.cfn_yaml import load_template, loads_template  # noqa: E402
+from devserver.sam_cli import sam_cli, sam_env  # noqa: E402
 
 FUNCTIONS = {
     "ApiFunction": ("functions/api/", "app.handler"),
@@ -62,25 +61,6 @@ ALLOWED_MANAGED_POLICIES = {
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def sam_cli() -> Path:
-    """The SAM CLI: $SAM_CLI, else .venv-sam/bin/sam (relative paths are from the repo root)."""
-    path = Path(os.environ.get("SAM_CLI", ".venv-sam/bin/sam"))
-    return path if path.is_absolute() else REPO / path
-
-
-def sam_env(app_dir: Path) -> dict[str, str]:
-    """Environment for the SAM CLI: no telemetry, no version check against the internet."""
-    app_dir.mkdir(parents=True, exist_ok=True)
-    (app_dir / "metadata.json").write_text(
-        json.dumps({"telemetryEnabled": False, "lastVersionCheck": time.time()})
-    )
-    env = dict(os.environ)
-    env["SAM_CLI_TELEMETRY"] = "0"
-    env["__SAM_CLI_APP_DIR"] = str(app_dir)  # SAM's own config dir, kept out of $HOME
-    env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    return env
 
 
 def require_sam() -> Path:

@@ -40,13 +40,14 @@ async def _s3(settings: Settings) -> str:
 
 
 async def _chroma(settings: Settings) -> str:
-    # A plain HTTP heartbeat: health must not pay for importing the Chroma client.
+    # The heartbeat at the API address searches use (chroma_http, plain httpx: no chromadb import).
+    from rag_orchestrator.retrieval.chroma_http import api_url
+
     token = await asyncio.to_thread(settings.secret, "chroma_token")  # CHROMA_TOKEN, else SSM in AWS
     headers = {"x-chroma-token": token} if token else {}
-    async with httpx.AsyncClient(
-        timeout=CHECK_TIMEOUT_SECONDS, verify=tls.verify(settings.chroma_url)
-    ) as client:
-        response = await client.get(f"{settings.chroma_url.rstrip('/')}/api/v2/heartbeat", headers=headers)
+    base = api_url(settings.chroma_url)
+    async with httpx.AsyncClient(timeout=CHECK_TIMEOUT_SECONDS, verify=tls.verify(base)) as client:
+        response = await client.get(f"{base}/heartbeat", headers=headers)
         response.raise_for_status()
     return f"heartbeat ok at {settings.chroma_url}"
 
