@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/.venv-sam/bin:$(PATH)
 
-.PHONY: dev test test-fast lint fmt invoke bench build validate lock setup clean
+.PHONY: dev test test-fast lint checks fmt invoke bench build validate lock setup clean
 
 setup:
 	@bash devserver/bootstrap.sh
@@ -12,17 +12,20 @@ setup:
 dev: setup  ## run the whole local stack on http://127.0.0.1:$${PORT:-8000}
 	@$(PY) -m devserver
 
-test:  ## set up and run the whole suite (unit, integration, packaging)
+test:  ## set up and run the whole suite (lint and types, then unit, integration, packaging)
 	@bash devserver/bootstrap.sh sam
-	@$(VENV)/bin/ruff check .
+	@$(MAKE) --no-print-directory checks
 	@$(PY) -m pytest $(PYTEST_ARGS)
 
 test-fast: setup  ## unit tests only
 	@$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
-lint: setup
+lint: setup checks
+
+checks:  ## ruff (lint and format) and mypy on the core package, with what is installed
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/ruff format --check .
+	@$(VENV)/bin/mypy
 
 fmt: setup
 	@$(VENV)/bin/ruff check --fix .

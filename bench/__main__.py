@@ -24,6 +24,9 @@ BENCHMARKS = {
     "ttft": "bench.ttft",
     "streaming": "bench.streaming",
     "dynamodb": "bench.dynamodb",
+    "selection": "bench.selection",
+    "archival": "bench.archival",
+    "answers": "bench.answers",
     "size": "bench.size",
 }
 

@@ -43,22 +43,18 @@ def run(quick: bool = False) -> Section:
     from bench.loop import ANSWER, LookupTool
     from bench.stack import shared
     from rag_orchestrator import aws
-    from rag_orchestrator.api.auth import Caller
-    from rag_orchestrator.conversations.context import ContextManager
-    from rag_orchestrator.conversations.store import create_store
-    from rag_orchestrator.domain.conversations import CreateConversationRequest
-    from rag_orchestrator.loop.orchestrator import Orchestrator, TurnRequest
-    from rag_orchestrator.loop.service import tool_chooser
-    from rag_orchestrator.tools.registry import ToolRegistry
-    from tests.fakes.scripted import ScriptedStrategy, answer, call, tool_calls
+    from rag_orchestrator.conversations.factory import create_store
+    from rag_orchestrator.domain.callers import Caller
+    from rag_orchestrator.domain.conversations import Conversation
+    from rag_orchestrator.loop.ports import TurnRequest
+    from tests.fakes.scripted import ScriptedStrategy, answer, call, scripted_orchestrator, tool_calls
 
     section = Section("dynamodb", packages=["boto3", "botocore", "moto"])
     stack = shared()
     settings = stack.settings(loop_initial_rag=False)
     aws.reset()
-    context = ContextManager(create_store(settings), window_size=settings.conversation_rolling_window)
+    store = create_store(settings)
     wire = WireCounter({"dynamodb": aws.client("dynamodb"), "s3": aws.client("s3")})
-    registry = ToolRegistry([LookupTool()])
     caller = Caller("bench")
     turns = 3 if quick else 10
     scripts = {
@@ -68,13 +64,8 @@ def run(quick: bool = False) -> Section:
     operations: dict[str, dict[str, int]] = {}
 
     async def one_turn(script: list[Any], conversation_id: str) -> dict[str, int]:
-        strategy = ScriptedStrategy(script)
-        orchestrator = Orchestrator(
-            context=context,
-            strategy=strategy,
-            registry=registry,
-            settings=settings,
-            choose_tools=tool_chooser(registry),
+        orchestrator = scripted_orchestrator(
+            ScriptedStrategy(script), store=store, tools=[LookupTool()], settings=settings
         )
         wire.take()
         turn = await orchestrator.begin(
@@ -89,9 +80,7 @@ def run(quick: bool = False) -> Section:
         for name, script in scripts.items():
             counts: list[float] = []
             s3: list[float] = []
-            conversation = (
-                await context.create(CreateConversationRequest(), caller.caller_id)
-            ).conversation_id
+            conversation = (await store.create(Conversation(caller_id=caller.caller_id))).conversation_id
             for _ in range(turns):  # later turns have a window to read
                 taken = await one_turn(script, conversation)
                 counts.append(sum(n for key, n in taken.items() if key.startswith("dynamodb.")))
@@ -103,7 +92,7 @@ def run(quick: bool = False) -> Section:
         windows: list[float] = []
         for _ in range(turns):
             wire.take()
-            await context.window(conversation)
+            await store.window(conversation, settings.conversation_rolling_window)
             windows.append(wire.total("dynamodb"))
         operations["window read"] = wire.take()
         section.add("window read (CONVERSATION_ROLLING_WINDOW messages)", "requests", windows)

@@ -27,8 +27,8 @@ STORAGE_CALLS = frozenset({"start_turn", "window", "finish_turn", "abort_turn"})
 Turn = Callable[[], Awaitable[Any]]
 
 
-class TimedContext:
-    """The ContextManager, adding up the time spent awaiting its storage calls."""
+class TimedStore:
+    """The conversation store, adding up the time spent awaiting its storage calls."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -70,44 +70,30 @@ turn_storage: list[list[float]] = []  # per ours() instance: ms spent in storage
 
 
 def ours() -> Turn:
-    from rag_orchestrator.api.auth import Caller
-    from rag_orchestrator.config import load_settings
-    from rag_orchestrator.conversations.context import ContextManager
     from rag_orchestrator.conversations.memory import MemoryConversationStore
-    from rag_orchestrator.domain.conversations import CreateConversationRequest
-    from rag_orchestrator.loop.orchestrator import Orchestrator, TurnRequest
-    from rag_orchestrator.loop.service import tool_chooser
-    from rag_orchestrator.tools.registry import ToolRegistry
-    from tests.fakes.scripted import ScriptedStrategy, answer, call, tool_calls
+    from rag_orchestrator.domain.callers import Caller
+    from rag_orchestrator.domain.conversations import Conversation
+    from rag_orchestrator.loop.ports import TurnRequest
+    from tests.fakes.scripted import ScriptedStrategy, answer, call, scripted_orchestrator, tool_calls
 
-    settings = load_settings(conversation_storage="memory", loop_initial_rag=False, auth_mode="dev")
-    context = TimedContext(
-        ContextManager(MemoryConversationStore(), window_size=settings.conversation_rolling_window)
-    )
-    registry = ToolRegistry([LookupTool()], timeout_seconds=5)
+    store = TimedStore(MemoryConversationStore())
     strategy = ScriptedStrategy([tool_calls(call("lookup", '{"query": "tests"}')), answer(ANSWER)])
-    orchestrator = Orchestrator(
-        context=context,
-        strategy=strategy,
-        registry=registry,
-        settings=settings,
-        choose_tools=tool_chooser(registry),
-    )
+    orchestrator = scripted_orchestrator(strategy, store=store, tools=[LookupTool()])
     caller = Caller("bench")
     storage: list[float] = []
     turn_storage.append(storage)
 
     async def turn() -> Any:
         strategy.requests.clear()
-        created = await context.create(CreateConversationRequest(), caller.caller_id)
+        created = await store.create(Conversation(caller_id=caller.caller_id))
         request = TurnRequest(conversation_id=created.conversation_id, caller=caller, message=QUESTION)
-        context.spent = 0.0
+        store.spent = 0.0
         started = time.perf_counter()
         active = await orchestrator.begin(request)
         events = [event async for event in active.events()]
         elapsed = time.perf_counter() - started
-        assert events[-1].type == "Completed" and active.outcome.tool_calls == 1, events[-1]
-        storage.append(context.spent * 1000)
+        assert events[-1].type == "Completed" and active.record.tool_calls == 1, events[-1]
+        storage.append(store.spent * 1000)
         return elapsed
 
     return turn

@@ -110,12 +110,10 @@ class LocalStack:
 
     def conversation(self) -> str:
         """A new conversation of CALLER, created through the store (the stream app serves no create route)."""
-        from rag_orchestrator.conversations.context import ContextManager
-        from rag_orchestrator.conversations.store import create_store
-        from rag_orchestrator.domain.conversations import CreateConversationRequest
+        from rag_orchestrator.conversations.factory import create_store
+        from rag_orchestrator.domain.conversations import Conversation
 
-        context = ContextManager(create_store(self.settings()))
-        created = asyncio.run(context.create(CreateConversationRequest(), CALLER))
+        created = asyncio.run(create_store(self.settings()).create(Conversation(caller_id=CALLER)))
         return created.conversation_id
 
     def stream_env(self, layout: Layout) -> dict[str, str]:

@@ -20,33 +20,19 @@ LENGTHS = (100, 1000, 5000)
 
 
 def _orchestrator(strategy: Any) -> Any:
-    from rag_orchestrator.config import load_settings
-    from rag_orchestrator.conversations.context import ContextManager
-    from rag_orchestrator.conversations.memory import MemoryConversationStore
-    from rag_orchestrator.loop.orchestrator import Orchestrator
-    from rag_orchestrator.loop.service import tool_chooser
-    from rag_orchestrator.tools.registry import ToolRegistry
+    from tests.fakes.scripted import scripted_orchestrator
 
-    settings = load_settings(conversation_storage="memory", loop_initial_rag=False, auth_mode="dev")
-    context = ContextManager(MemoryConversationStore())
-    registry = ToolRegistry([])
-    return Orchestrator(
-        context=context,
-        strategy=strategy,
-        registry=registry,
-        settings=settings,
-        choose_tools=tool_chooser(registry),
-    )
+    return scripted_orchestrator(strategy)
 
 
 async def _turn_cpu(orchestrator: Any, expect_chunks: int) -> float:
     """Main-thread CPU seconds of one streamed turn, from begin() to the last SSE bytes."""
-    from rag_orchestrator.api.auth import Caller
     from rag_orchestrator.api.chat import _sse
-    from rag_orchestrator.domain.conversations import CreateConversationRequest
-    from rag_orchestrator.loop.orchestrator import TurnRequest
+    from rag_orchestrator.domain.callers import Caller
+    from rag_orchestrator.domain.conversations import Conversation
+    from rag_orchestrator.loop.ports import TurnRequest
 
-    created = await orchestrator.context.create(CreateConversationRequest(), "bench")
+    created = await orchestrator.store.create(Conversation(caller_id="bench"))
     request = TurnRequest(conversation_id=created.conversation_id, caller=Caller("bench"), message="Tell me")
     started = time.thread_time()
     turn = await orchestrator.begin(request)

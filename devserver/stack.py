@@ -35,7 +35,7 @@ LOCAL_DEFAULTS = {
 }
 
 
-# The hashing embedder scores a right passage around 0.05-0.45 (docs/retrieval.md), so DESIGN's 0.6
+# The hashing embedder scores a right passage around 0.05-0.45 (docs/retrieval.md), so the documented 0.6
 # would hide everything from a local /query; this applies only when RAG_SIMILARITY_THRESHOLD is unset.
 HASHING_SIMILARITY_THRESHOLD = "0.1"
 

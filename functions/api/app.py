@@ -1,15 +1,15 @@
-"""ApiFunction: the REST routes behind API Gateway, adapted by Mangum."""
+"""ApiFunction: the REST routes behind API Gateway, adapted by Mangum. Metrics are flushed per request
+by the app's own middleware."""
 
 from mangum import Mangum
 
 from rag_orchestrator.api.app import API_ROUTERS, create_app
-from rag_orchestrator.observability import logger, metrics
+from rag_orchestrator.observability import logger
 
 app = create_app(API_ROUTERS)
 _mangum = Mangum(app, lifespan="off")
 
 
 @logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics
 def handler(event: dict, context: object) -> dict:
     return _mangum(event, context)

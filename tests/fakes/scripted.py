@@ -7,10 +7,11 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any, ClassVar
 
 from rag_orchestrator.domain.messages import FunctionCall, Message, ToolCall, ToolResult
+from rag_orchestrator.domain.passage_formats import format_passages
+from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.providers import events as se
-from rag_orchestrator.retrieval.models import Passage
 from rag_orchestrator.tools.base import ToolContext
-from rag_orchestrator.tools.rag_search import NAME, format_passages
+from rag_orchestrator.tools.rag_search import NAME
 
 
 def call(name: str, arguments: str = "{}", call_id: str | None = None) -> ToolCall:
@@ -21,21 +22,18 @@ def answer(text: str, *, chunks: int = 1, reasoning: str | None = None, tokens: 
     """One iteration that streams `text` in `chunks` pieces and ends the turn."""
     size = max(1, -(-len(text) // chunks))
     pieces = [text[i : i + size] for i in range(0, len(text), size)] or [""]
-    events: list[Any] = [se.ReasoningChunk(reasoning)] if reasoning else []
-    events += [se.ContentChunk(piece) for piece in pieces]
-    events += [
+    return [
+        *(se.ContentChunk(piece) for piece in pieces),
         se.FinalResponse(text, reasoning),
-        se.IterationComplete(se.Usage(5, tokens - 5, tokens), False),
+        se.IterationComplete(se.Usage(5, tokens - 5, tokens)),
     ]
-    return events
 
 
 def tool_calls(*calls: ToolCall, reasoning: str | None = None, tokens: int = 10) -> list[Any]:
     """One iteration that asks for tool calls."""
     return [
-        *(se.ToolCallDetected(c) for c in calls),
         se.ToolCallsComplete(tuple(calls), "", reasoning),
-        se.IterationComplete(se.Usage(5, tokens - 5, tokens), True),
+        se.IterationComplete(se.Usage(5, tokens - 5, tokens)),
     ]
 
 
@@ -100,5 +98,35 @@ class MemorySearchTool:
             tool_call_id="",
             tool_name=NAME,
             result=format_passages(passages),
-            metadata={"passages": [p.model_dump(by_alias=True) for p in passages]},
+            passages=passages,
         )
+
+
+def scripted_orchestrator(
+    strategy: Any,
+    *,
+    store: Any = None,
+    tools: Sequence[Any] = (),
+    search: Any = None,
+    settings: Any = None,
+    timeout_seconds: float = 5.0,
+) -> Any:
+    """An Orchestrator around `strategy` with no I/O of its own: memory store, these tools, no initial search."""
+    from rag_orchestrator.config import load_settings
+    from rag_orchestrator.conversations.memory import MemoryConversationStore
+    from rag_orchestrator.loop.orchestrator import Orchestrator
+    from rag_orchestrator.loop.toolsets import tool_chooser
+    from rag_orchestrator.tools.registry import ToolRegistry
+
+    settings = settings or load_settings(
+        conversation_storage="memory", loop_initial_rag=False, auth_mode="dev"
+    )
+    registry = ToolRegistry([*([search] if search else []), *tools], timeout_seconds=timeout_seconds)
+    return Orchestrator(
+        store=store if store is not None else MemoryConversationStore(),
+        strategy=strategy,
+        tools=registry,
+        settings=settings,
+        choose_tools=tool_chooser(registry),
+        search=search,
+    )

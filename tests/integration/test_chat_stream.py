@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
-from rag_orchestrator.config import get_settings
+from rag_orchestrator.config import load_settings
 from rag_orchestrator.retrieval.ingestion import ingest_documents
 from tests.fakes.llm_script import error_reply, text_reply, tool_calls_reply
 from tests.fakes.sse import parse_sse
@@ -34,23 +34,14 @@ def no_leak(text: str) -> None:
 def stack(aws_stack, chroma_url, monkeypatch):
     monkeypatch.setenv("CHROMA_COLLECTION", f"chat-{id(monkeypatch)}")
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
-    from rag_orchestrator.loop.service import get_orchestrator
-
-    get_orchestrator.cache_clear()
     ingest_documents(
         [{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs", "tags": ["dev"]}],
-        get_settings(),
+        load_settings(),
     )
-    yield
-    get_orchestrator.cache_clear()
 
 
 def client() -> TestClient:
     """An app built from the environment as the test has set it."""
-    from rag_orchestrator.loop.service import get_orchestrator
-
-    get_settings.cache_clear()
-    get_orchestrator.cache_clear()
     return TestClient(create_app(ALL_ROUTERS))
 
 
@@ -88,8 +79,9 @@ def test_extractive_turn_streams_search_answer_sources_and_completion(stack):
     assert response.headers["content-type"].startswith("text/event-stream")
     assert_well_formed(messages, cid)
     events = [m.event for m in messages]
-    assert events[:3] == ["StatusUpdate", "ToolCallStart", "ToolCallResult"]
-    assert set(events[3:-2]) == {"ResponseChunk"} and events[-2:] == ["Sources", "Completed"]
+    assert events[:5] == ["StatusUpdate", "StatusUpdate", "ToolCallStart", "ToolCallResult", "StatusUpdate"]
+    assert set(events[5:-2]) == {"ResponseChunk"} and events[-2:] == ["Sources", "Completed"]
+    assert messages[-1].data["finishReason"] == "stop"
     answer = "".join(m.data["content"] for m in messages if m.event == "ResponseChunk")
     assert "make test" in answer and "[source:guide#0]" in answer
     assert messages[-2].data["sources"][0]["documentId"] == "guide"
@@ -208,3 +200,27 @@ def test_stream_route_answers_with_ids_and_no_stack_traces_on_unknown_conversati
     )
     assert response.status_code == 404
     assert re.fullmatch(r"[0-9a-f-]{36}", response.json()["requestId"])
+
+
+def test_the_streaming_app_flushes_a_turns_metrics_once_when_the_stream_ends(stack, monkeypatch, capsys):
+    """No handler decorator runs on the streaming function: the app's middleware publishes EMF."""
+    import asyncio
+    import json
+
+    from rag_orchestrator.api.app import STREAM_ROUTERS
+    from rag_orchestrator.domain.conversations import Conversation
+    from rag_orchestrator.observability import metrics
+
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    app = create_app(STREAM_ROUTERS)
+    cid = asyncio.run(app.state.services.store.create(Conversation(caller_id="alice"))).conversation_id
+    capsys.readouterr()
+    _, messages = stream_turn(TestClient(app), cid, "How do I run the test suite?")
+    assert messages[-1].event == "Completed"
+    emitted = [
+        json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')
+    ]
+    assert len(emitted) == 1
+    names = {m["Name"] for m in emitted[0]["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
+    assert {"TurnsCompleted", "TurnTokens"} <= names and emitted[0]["TurnsCompleted"] == [1.0]
+    assert not metrics.metric_set  # nothing left over for the next request

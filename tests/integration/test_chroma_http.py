@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rag_orchestrator.config import get_settings
+from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError, VectorStoreUnavailable
 from rag_orchestrator.retrieval.chunking import Chunk
 from rag_orchestrator.retrieval.ingestion import ingest_documents
@@ -69,7 +69,7 @@ CHUNKS = [
 def written(collection: str) -> VectorStore:
     """CHUNKS written through chromadb-client, with seeded random embeddings."""
     rng = random.Random(7)
-    store = VectorStore(get_settings(), EMBEDDER)
+    store = VectorStore(load_settings(), EMBEDDER)
     store.upsert(CHUNKS, [vector(rng) for _ in CHUNKS])
     return store
 
@@ -89,7 +89,7 @@ def written(collection: str) -> VectorStore:
     ],
 )
 def test_search_reads_what_chromadb_client_reads(written, filters):
-    settings = get_settings()
+    settings = load_settings()
     query = vector(random.Random(11))
     reader = VectorStore(settings, EMBEDDER)  # a fresh store: nothing cached from the writes
     passages = reader.query(query, 10, **filters)
@@ -120,7 +120,7 @@ def test_search_reads_what_chromadb_client_reads(written, filters):
 
 def test_filters_pick_the_right_chunks(written):
     def find(**filters) -> set[str]:
-        passages = VectorStore(get_settings(), EMBEDDER).query(vector(random.Random(3)), 10, **filters)
+        passages = VectorStore(load_settings(), EMBEDDER).query(vector(random.Random(3)), 10, **filters)
         return {f"{p.document_id}#{p.chunk_index}" for p in passages}
 
     assert find(source="kitchen") == {"bread#0"}
@@ -133,12 +133,11 @@ def test_filters_pick_the_right_chunks(written):
 
 def with_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHROMA_TOKEN", TOKEN)
-    get_settings.cache_clear()
 
 
 def test_the_token_header_goes_with_every_request(written, monkeypatch):
     with_token(monkeypatch)
-    settings = get_settings()
+    settings = load_settings()
     wire = Recording()
     store = VectorStore(settings, EMBEDDER, transport=wire)
     assert store.query(vector(random.Random(1)), 3)
@@ -159,7 +158,7 @@ def test_unreachable_server_is_unavailable_without_the_token(monkeypatch, caplog
     monkeypatch.setenv("CHROMA_URL", "http://127.0.0.1:9")
     with_token(monkeypatch)
     with pytest.raises(VectorStoreUnavailable, match=r"Chroma unreachable \(ConnectError\)") as caught:
-        VectorStore(get_settings(), EMBEDDER).query([0.1] * DIMENSIONS, 3)
+        VectorStore(load_settings(), EMBEDDER).query([0.1] * DIMENSIONS, 3)
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
     assert TOKEN not in caught.value.message and TOKEN not in caplog.text
 
@@ -167,14 +166,14 @@ def test_unreachable_server_is_unavailable_without_the_token(monkeypatch, caplog
 def test_a_refused_query_is_unavailable_and_logged_without_the_token(written, monkeypatch, caplog):
     with_token(monkeypatch)
     with pytest.raises(VectorStoreUnavailable, match=r"refused the request \(InvalidArgumentError\)"):
-        VectorStore(get_settings(), EMBEDDER).query([0.1] * (DIMENSIONS + 1), 3)  # wrong dimension
+        VectorStore(load_settings(), EMBEDDER).query([0.1] * (DIMENSIONS + 1), 3)  # wrong dimension
     refused = [r for r in caplog.records if r.getMessage() == "chroma refused a request"]
     assert [r.__dict__["error_type"] for r in refused] == ["InvalidArgumentError"]
     assert TOKEN not in caplog.text
 
 
 def test_a_missing_collection_reads_no_passages_and_is_not_created(collection):
-    settings = get_settings()
+    settings = load_settings()
     assert VectorStore(settings, EMBEDDER).query([0.1] * DIMENSIONS, 3) == []
     names = {c.name for c in connect(settings).list_collections()}
     assert collection not in names
@@ -183,16 +182,16 @@ def test_a_missing_collection_reads_no_passages_and_is_not_created(collection):
 def test_a_missing_database_is_unavailable(collection, monkeypatch):
     monkeypatch.setenv("CHROMA_DATABASE", "no_such_database")
     with pytest.raises(VectorStoreUnavailable, match="refused the request"):
-        VectorStore(get_settings(), EMBEDDER).query([0.1] * DIMENSIONS, 3)
+        VectorStore(load_settings(), EMBEDDER).query([0.1] * DIMENSIONS, 3)
 
 
 def test_a_collection_of_another_embedder_is_refused_on_search(written):
     with pytest.raises(ConfigError, match=f"holds vectors of {EMBEDDER}"):
-        VectorStore(get_settings(), "other-embedder/16").query([0.1] * DIMENSIONS, 3)
+        VectorStore(load_settings(), "other-embedder/16").query([0.1] * DIMENSIONS, 3)
 
 
 def test_a_collection_recreated_behind_the_stores_back_is_found_again(written):
-    settings = get_settings()
+    settings = load_settings()
     store = VectorStore(settings, EMBEDDER)
     probe = vector(random.Random(5))
     assert len(store.query(probe, 10)) == len(CHUNKS)  # the collection's id is now cached
@@ -208,9 +207,9 @@ def test_a_collection_recreated_behind_the_stores_back_is_found_again(written):
 
 SEARCH_IN_A_FRESH_PROCESS = """
 import sys
-from rag_orchestrator.config import get_settings
+from rag_orchestrator.config import load_settings
 from rag_orchestrator.retrieval.search import search_sync
-found = search_sync("wild yeast sourdough starter", top_k=2, threshold=0.0, settings=get_settings())
+found = search_sync("wild yeast sourdough starter", top_k=2, threshold=0.0, settings=load_settings())
 print(found[0].document_id)
 print(sorted(m for m in sys.modules if m.split(".")[0] == "chromadb"))
 """
@@ -222,7 +221,7 @@ def test_a_search_never_imports_chromadb(collection):
             {"documentId": "bread", "title": "Sourdough", "text": "A starter is wild yeast fed with flour."},
             {"documentId": "deploy", "title": "Deploying", "text": "Deploy with sam build and sam deploy."},
         ],
-        get_settings(),
+        load_settings(),
     )
     env = {**os.environ, "PYTHONPATH": str(LAYER)}
     result = subprocess.run(

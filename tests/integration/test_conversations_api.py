@@ -1,5 +1,6 @@
 """The conversation endpoints over HTTP against the moto server (DynamoDB + S3 from template.yaml)."""
 
+import asyncio
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -9,8 +10,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from rag_orchestrator.api.app import create_app
-from rag_orchestrator.config import get_settings
-from rag_orchestrator.conversations.context import get_context_manager
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.messages import Role
 from rag_orchestrator.errors import Conflict
@@ -85,13 +84,15 @@ def test_create_get_list_messages_delete(client, caller):
 
 def test_reasoning_never_reaches_the_client(client, caller):
     cid = client.post(BASE, json={}, headers=as_(caller)).json()["conversationId"]
-    contexts = get_context_manager(get_settings())
+    store = client.app.state.services.store
+    question = ConversationMessage(conversation_id=cid, role=Role.USER, content="?")
     answer = ConversationMessage(
         conversation_id=cid, role=Role.ASSISTANT, content="42", reasoning="SECRET-TRACE"
     )
-    contexts.store.append(cid, caller, [answer])
+    asyncio.run(store.start_turn(cid, caller, question, None, 300))
+    asyncio.run(store.finish_turn(cid, [answer], tool_calls=0, tokens=1))
     response = client.get(f"{BASE}/{cid}/messages", headers=as_(caller))
-    assert response.json()["items"][0]["content"] == "42"
+    assert response.json()["items"][1]["content"] == "42"
     assert "SECRET-TRACE" not in response.text
     assert "reasoning" not in response.text
 
@@ -203,36 +204,23 @@ def small_table(aws_stack, monkeypatch) -> str:
     return name
 
 
-def test_20_concurrent_appends_count_exactly(small_table, client, caller):
-    cid = client.post(BASE, json={}, headers=as_(caller)).json()["conversationId"]
-    store = get_context_manager(get_settings()).store
-
-    def append(i: int) -> None:
-        message = ConversationMessage(conversation_id=cid, role=Role.USER, content=f"m{i}", token_count=i + 1)
-        store.append(cid, caller, [message], tool_calls=1)
-
-    with ThreadPoolExecutor(max_workers=20) as pool:
-        list(pool.map(append, range(20)))
-    body = client.get(f"{BASE}/{cid}", headers=as_(caller)).json()
-    assert (body["messageCount"], body["toolCallsCount"], body["totalTokens"]) == (20, 20, sum(range(1, 21)))
-    page = client.get(f"{BASE}/{cid}/messages", params={"limit": 100}, headers=as_(caller)).json()
-    assert sorted(m["content"] for m in page["items"]) == sorted(f"m{i}" for i in range(20))
-
-
 def test_20_concurrent_turns_count_exactly(small_table, client, caller):
     """Turns in 20 conversations at once. (Turns racing for one conversation's lock are covered
     by the memory store: moto rolls a cancelled transaction back by restoring a snapshot of the
     whole table, which would undo the winner's concurrent write, something DynamoDB never does.)"""
     ids = [client.post(BASE, json={}, headers=as_(caller)).json()["conversationId"] for _ in range(20)]
-    store = get_context_manager(get_settings()).store
+    store = client.app.state.services.store
     barrier = threading.Barrier(20)
+
+    async def take_turn(cid: str) -> None:
+        user = ConversationMessage(conversation_id=cid, role=Role.USER, content="q", token_count=1)
+        await store.start_turn(cid, caller, user, "client-1", 300)
+        answer = ConversationMessage(conversation_id=cid, role=Role.ASSISTANT, content="a", token_count=2)
+        await store.finish_turn(cid, [answer], tool_calls=3, tokens=10)
 
     def turn(cid: str) -> None:
         barrier.wait()
-        user = ConversationMessage(conversation_id=cid, role=Role.USER, content="q", token_count=1)
-        store.start_turn(cid, caller, user, "client-1", 300)
-        answer = ConversationMessage(conversation_id=cid, role=Role.ASSISTANT, content="a", token_count=2)
-        store.finish_turn(cid, [answer], tool_calls=3, tokens=10)
+        asyncio.run(take_turn(cid))
 
     with ThreadPoolExecutor(max_workers=20) as pool:
         list(pool.map(turn, ids))
@@ -242,10 +230,12 @@ def test_20_concurrent_turns_count_exactly(small_table, client, caller):
     listed = client.get(BASE, params={"limit": 100}, headers=as_(caller)).json()["items"]
     assert sorted(c["conversationId"] for c in listed) == sorted(ids)
     with pytest.raises(Conflict):
-        store.start_turn(
-            ids[0],
-            caller,
-            ConversationMessage(conversation_id=ids[0], role=Role.USER, content="q"),
-            "client-1",
-            300,
+        asyncio.run(
+            store.start_turn(
+                ids[0],
+                caller,
+                ConversationMessage(conversation_id=ids[0], role=Role.USER, content="q"),
+                "client-1",
+                300,
+            )
         )

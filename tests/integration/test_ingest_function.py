@@ -9,7 +9,7 @@ import pytest
 
 from devserver.invoke import LambdaContext, load_handler_module
 from rag_orchestrator import aws
-from rag_orchestrator.config import get_settings
+from rag_orchestrator.config import load_settings
 from rag_orchestrator.retrieval.s3_ingest import IngestRecordsFailed
 from rag_orchestrator.retrieval.search import search_sync
 from rag_orchestrator.retrieval.vector_store import get_vector_store
@@ -84,7 +84,7 @@ def test_markdown_and_pdf_are_ingested_and_a_bad_object_fails_the_invocation(sta
 
     assert sorted(f["key"] for f in raised.value.failures) == ["documents/broken.pdf", "documents/photo.png"]
     assert "unsupported file type .png" in {f["reason"] for f in raised.value.failures}
-    settings = get_settings()
+    settings = load_settings()
     store = get_vector_store(settings)
     assert store.count("documents/harbour/tide tables.md") == 1
     assert store.count("documents/lighthouse report.pdf") == 1
@@ -115,7 +115,7 @@ def test_a_clean_event_returns_what_was_ingested_and_reuploads_replace(stack):
     put(bucket, "documents/notes.txt", b"Short release notes.")
     second = invoke(s3_event(bucket, "documents/notes.txt"))
     assert second["ingested"] == [{"documentId": "documents/notes.txt", "chunks": 1}]
-    assert get_vector_store(get_settings()).count("documents/notes.txt") == 1
+    assert get_vector_store(load_settings()).count("documents/notes.txt") == 1
 
 
 def test_a_missing_object_is_reported_not_lost(stack):

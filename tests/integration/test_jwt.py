@@ -8,8 +8,9 @@ from fastapi import APIRouter, Depends
 from fastapi.testclient import TestClient
 
 from rag_orchestrator.api.app import create_app
-from rag_orchestrator.api.auth import Caller, get_caller
+from rag_orchestrator.api.auth import get_caller
 from rag_orchestrator.api.jwt_verifier import JwksCache
+from rag_orchestrator.domain.callers import Caller
 from tests.fakes.jwks_server import JwksServer, SigningKey
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from rag_orchestrator.api.app import create_app
-from rag_orchestrator.config import get_settings
+from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError, VectorStoreUnavailable
 from rag_orchestrator.retrieval.ingestion import ingest_documents, stable_document_id
 from rag_orchestrator.retrieval.search import search, search_sync
@@ -65,7 +65,7 @@ def long_text(paragraphs: int) -> str:
 
 
 def test_ingest_then_query_finds_the_right_document(collection):
-    settings = get_settings()
+    settings = load_settings()
     result = ingest_documents(DOCS, settings)
     assert result == [{"documentId": d["documentId"], "chunks": 1} for d in DOCS]
     assert get_vector_store(settings).count() == 3
@@ -87,14 +87,14 @@ def test_ingest_then_query_finds_the_right_document(collection):
 
 
 async def test_async_search_is_the_same_search(collection):
-    settings = get_settings()
+    settings = load_settings()
     ingest_documents(DOCS, settings)
     passages = await search("wild yeast starter", top_k=1, threshold=0.0, settings=settings)
     assert ids(passages) == ["bread"]
 
 
 def test_filters_by_source_and_tags(collection):
-    settings = get_settings()
+    settings = load_settings()
     ingest_documents(DOCS, settings)
 
     def find(**filters):
@@ -117,7 +117,7 @@ def test_filters_by_source_and_tags(collection):
 
 
 def test_same_document_id_replaces_all_old_chunks(collection):
-    settings = get_settings().model_copy(update={"chunk_size": 300, "chunk_overlap": 50})
+    settings = load_settings().model_copy(update={"chunk_size": 300, "chunk_overlap": 50})
     store = get_vector_store(settings)
     [first] = ingest_documents(
         [{"documentId": "handbook", "title": "Handbook", "text": long_text(12)}], settings
@@ -137,7 +137,7 @@ def test_same_document_id_replaces_all_old_chunks(collection):
 
 
 def test_delete_document(collection):
-    settings = get_settings()
+    settings = load_settings()
     ingest_documents(DOCS, settings)
     store = get_vector_store(settings)
     store.delete_document("bread")
@@ -147,7 +147,7 @@ def test_delete_document(collection):
 
 
 def test_threshold_drops_weak_passages(collection):
-    settings = get_settings()
+    settings = load_settings()
     ingest_documents(DOCS, settings)
     everything = search_sync("sourdough starter yeast", top_k=3, threshold=0.0, settings=settings)
     assert len(everything) == 3
@@ -158,7 +158,7 @@ def test_threshold_drops_weak_passages(collection):
 
 
 def test_missing_document_id_gets_a_stable_one(collection):
-    settings = get_settings()
+    settings = load_settings()
     document = {"title": "No id", "text": "A document without an id."}
     [first] = ingest_documents([document], settings)
     [again] = ingest_documents([document], settings)
@@ -169,7 +169,7 @@ def test_missing_document_id_gets_a_stable_one(collection):
 
 
 def test_a_collection_of_another_embedder_is_refused(collection):
-    settings = get_settings()
+    settings = load_settings()
     ingest_documents(DOCS[:1], settings)
     other = VectorStore(settings, "bedrock/amazon.titan-embed-text-v2:0/1024")
     with pytest.raises(ConfigError, match="holds vectors of hashing-v1/1024"):
@@ -179,7 +179,7 @@ def test_a_collection_of_another_embedder_is_refused(collection):
 def test_closed_port_is_vector_store_unavailable(monkeypatch):
     monkeypatch.setenv("CHROMA_URL", "http://127.0.0.1:9")
     with pytest.raises(VectorStoreUnavailable):
-        get_vector_store(get_settings()).count()
+        get_vector_store(load_settings()).count()
 
 
 # ---------------------------------------------------------------------------- HTTP routes
@@ -218,12 +218,12 @@ def test_ingest_and_query_routes(client):
 
 def test_query_defaults_come_from_settings(client, monkeypatch):
     client.post("/api/v1/ingest", json={"documents": DOCS}, headers=CALLER)
-    # DESIGN's default threshold (0.6) is far above what hashing gives a paraphrased question.
+    # The default threshold (0.6) is far above what hashing gives a paraphrased question.
     response = client.post("/api/v1/query", json={"query": "what feeds a sourdough culture"}, headers=CALLER)
     assert response.json()["results"] == []
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
     monkeypatch.setenv("RAG_TOPK_DEFAULT", "1")
-    get_settings.cache_clear()
+    client = TestClient(create_app(["query"]))  # settings are read when an app is built
     response = client.post("/api/v1/query", json={"query": "what feeds a sourdough culture"}, headers=CALLER)
     assert [r["documentId"] for r in response.json()["results"]] == ["bread"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_orchestrator.config import get_settings
+from rag_orchestrator.config import load_settings
 from rag_orchestrator.retrieval.ingestion import ingest_documents
 from rag_orchestrator.retrieval.search import search_sync
 
@@ -25,7 +25,7 @@ CORPUS = Path(__file__).resolve().parent.parent / "data" / "retrieval_corpus.jso
 def test_hashing_embedder_finds_the_right_passage_in_the_top_3(chroma_url, monkeypatch):
     monkeypatch.setenv("CHROMA_COLLECTION", f"quality-{uuid.uuid4().hex[:12]}")
     monkeypatch.setenv("EMBEDDING_PROVIDER", "hashing")
-    settings = get_settings()
+    settings = load_settings()
     passages = json.loads(CORPUS.read_text())["passages"]
     assert len(passages) == 30
     documents = [{"documentId": p["id"], "title": p["title"], "text": p["text"]} for p in passages]

@@ -14,15 +14,16 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from rag_orchestrator.api.auth import Caller
-from rag_orchestrator.config import get_settings, load_settings
-from rag_orchestrator.conversations.context import ContextManager
+from rag_orchestrator.api.app import create_app
+from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.memory import MemoryConversationStore
-from rag_orchestrator.domain.conversations import CreateConversationRequest
+from rag_orchestrator.domain.callers import Caller
+from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.messages import Role
-from rag_orchestrator.loop.orchestrator import Orchestrator, TurnRequest
+from rag_orchestrator.loop.orchestrator import Orchestrator
+from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.prompts import PREVIEW_NOTE, ROLE_BLOCKS
-from rag_orchestrator.loop.service import tool_chooser
+from rag_orchestrator.loop.toolsets import tool_chooser
 from rag_orchestrator.retrieval.embedders.hashing import HashingEmbedder
 from rag_orchestrator.tools.index_cache import PREFIX
 from rag_orchestrator.tools.toolbox import build_toolbox
@@ -88,17 +89,17 @@ class ToolHarness:
             cache=None,
         )
         self.strategy = strategy
-        self.context = ContextManager(MemoryConversationStore(), window_size=20)
+        self.store = MemoryConversationStore()
         self.orchestrator = Orchestrator(
-            context=self.context,
+            store=self.store,
             strategy=strategy,
-            registry=self.toolbox.registry,
+            tools=self.toolbox.registry,
             settings=self.settings,
             choose_tools=tool_chooser(self.toolbox.registry, self.toolbox.selector),
         )
 
     async def turn(self, message, caller=ALICE, **kwargs):
-        created = await self.context.create(CreateConversationRequest(), caller.caller_id)
+        created = await self.store.create(Conversation(caller_id=caller.caller_id))
         request = TurnRequest(created.conversation_id, caller, message, **kwargs)
         turn = await self.orchestrator.begin(request)
         return [event async for event in turn.events()]
@@ -273,31 +274,16 @@ async def test_each_degradation_branch_offers_every_context_filtered_tool(catalo
 
 @pytest.fixture
 def app(catalog_path, api, monkeypatch):
-    from rag_orchestrator.api.app import create_app
-    from rag_orchestrator.conversations.context import get_context_manager
-    from rag_orchestrator.loop.service import get_orchestrator, get_toolbox, toolbox_for
-
     monkeypatch.setenv("TOOL_CATALOG_PATH", str(catalog_path))
     monkeypatch.setenv("TOOL_API_URL", api.url)
     monkeypatch.setenv("TOOL_API_TOKEN", TOKEN)
     monkeypatch.setenv("LOOP_INITIAL_RAG", "false")
-    get_settings.cache_clear()
-    toolbox_for.cache_clear()
     application = create_app()
     strategy = ScriptedStrategy(
         [tool_calls(call("preview_table_config", '{"change": "hide the price column"}')), answer("Done?")]
     )
-    toolbox = get_toolbox()
-    settings = get_settings()
-    application.dependency_overrides[get_orchestrator] = lambda: Orchestrator(
-        context=get_context_manager(settings),
-        strategy=strategy,
-        registry=toolbox.registry,
-        settings=settings,
-        choose_tools=tool_chooser(toolbox.registry, toolbox.selector),
-    )
-    yield TestClient(application)
-    toolbox_for.cache_clear()
+    application.state.services.strategy = strategy  # the app's own parts, but a scripted model
+    return TestClient(application)
 
 
 def test_a_streamed_turn_sends_the_preview_to_the_client(app):
@@ -337,14 +323,12 @@ def test_the_tools_list_shows_what_each_role_may_use(app, monkeypatch):
     assert user["rag_search"]["contexts"] is None and user["rag_search"]["core"] is True
     assert app.get("/api/v1/agent/tools").status_code == 401
     monkeypatch.setenv("ALLOW_ANONYMOUS", "true")
-    get_settings.cache_clear()
-    assert app.get("/api/v1/agent/tools").json() == {"tools": []}
+    anonymous_allowed = TestClient(create_app())
+    assert anonymous_allowed.get("/api/v1/agent/tools").json() == {"tools": []}
 
 
 def test_a_bad_catalogue_stops_the_app_at_start(tmp_path, monkeypatch):
-    from rag_orchestrator.api.app import create_app
     from rag_orchestrator.errors import ConfigError
-    from rag_orchestrator.loop.service import toolbox_for
 
     bad = {
         "name": "x",
@@ -355,11 +339,8 @@ def test_a_bad_catalogue_stops_the_app_at_start(tmp_path, monkeypatch):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump({"tools": [bad]}))
     monkeypatch.setenv("TOOL_CATALOG_PATH", str(path))
-    get_settings.cache_clear()
-    toolbox_for.cache_clear()
     with pytest.raises(ConfigError, match=r"tool 'x': http.extra"):
         create_app(["health", "chat_stream"])
-    toolbox_for.cache_clear()
 
 
 async def test_the_index_is_cached_in_s3_and_reused(aws_stack, catalog_path):

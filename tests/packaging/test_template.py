@@ -327,16 +327,13 @@ def test_conversations_table(resources):
         "SK": "S",
         "GSI1PK": "S",
         "GSI1SK": "S",
-        "GSI2PK": "S",
-        "GSI2SK": "S",
         "GSI3PK": "S",
         "GSI3SK": "S",
     }
     indexes = {i["IndexName"]: i for i in props["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {"ByCaller", "ByUser", "ByArchive"}
+    assert set(indexes) == {"ByCaller", "ByArchive"}
     for name, (hash_key, range_key) in {
         "ByCaller": ("GSI1PK", "GSI1SK"),
-        "ByUser": ("GSI2PK", "GSI2SK"),
         "ByArchive": ("GSI3PK", "GSI3SK"),
     }.items():
         assert indexes[name]["KeySchema"] == [
@@ -344,7 +341,6 @@ def test_conversations_table(resources):
             {"AttributeName": range_key, "KeyType": "RANGE"},
         ], name
     assert indexes["ByCaller"]["Projection"] == {"ProjectionType": "ALL"}
-    assert indexes["ByUser"]["Projection"] == {"ProjectionType": "ALL"}
     archive = indexes["ByArchive"]["Projection"]
     assert archive["ProjectionType"] == "INCLUDE"
     assert set(archive["NonKeyAttributes"]) == {"callerId", "lastMessageAt", "updatedAt", "status"}

@@ -10,6 +10,8 @@ import pytest
 
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.messages import Role
+from rag_orchestrator.domain.passage_formats import context_passages
+from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import ConfigError, ProviderError, ProviderHTTPError, RagError
 from rag_orchestrator.providers.extractive import ExtractiveStrategy
 from rag_orchestrator.retrieval import answers as answers_module
@@ -25,15 +27,13 @@ from rag_orchestrator.retrieval.answers import (
     collect_answer,
 )
 from rag_orchestrator.retrieval.citation_check import CitationFilter, strip_unknown
-from rag_orchestrator.retrieval.models import Passage
 from rag_orchestrator.retrieval.prompt import (
     DEFAULT_TEMPLATE,
     build_prompt,
-    context_passages,
     load_template,
     parse_template,
 )
-from rag_orchestrator.retrieval.sanitize import FILTERED
+from rag_orchestrator.sanitize import FILTERED
 from tests.fakes.scripted import ScriptedStrategy, answer
 
 REFUNDS = Passage(

@@ -1,4 +1,4 @@
-"""Every error answers with DESIGN.md's error JSON and never a stack trace."""
+"""Every error answers with the error JSON of docs/errors.md and never a stack trace."""
 
 import pytest
 from fastapi import APIRouter

@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from rag_orchestrator.config import load_settings
+from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import VectorStoreUnavailable
 from rag_orchestrator.retrieval.chroma_http import ChromaNotFound, ChromaReader, api_url
-from rag_orchestrator.retrieval.models import Passage
 from rag_orchestrator.retrieval.vector_store import VectorStore
 
 BASE = "/api/v2/tenants/acme/databases/kb/collections"

@@ -8,17 +8,17 @@ from typing import ClassVar
 
 import pytest
 
-from rag_orchestrator.api.auth import Caller
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.conversations.context import ContextManager
 from rag_orchestrator.conversations.memory import MemoryConversationStore
-from rag_orchestrator.domain.conversations import CreateConversationRequest, MessageResponse
+from rag_orchestrator.domain.callers import Caller
+from rag_orchestrator.domain.conversations import Conversation, MessageResponse, estimate_tokens
 from rag_orchestrator.domain.messages import Role, ToolResult
+from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import Conflict, ConversationNotFound, DuplicateClientMessage, ProviderHTTPError
-from rag_orchestrator.loop.orchestrator import Orchestrator, TurnRequest
-from rag_orchestrator.loop.service import tool_chooser
+from rag_orchestrator.loop.orchestrator import Orchestrator
+from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.toolsets import tool_chooser
 from rag_orchestrator.providers import events as se
-from rag_orchestrator.retrieval.models import Passage
 from rag_orchestrator.tools.registry import ToolRegistry
 from tests.fakes.scripted import MemorySearchTool, ScriptedStrategy, answer, call, tool_calls
 
@@ -55,20 +55,21 @@ class SlowTool:
 class Harness:
     def __init__(self, strategy, *, tools=None, search=None, **env):
         self.settings = load_settings(conversation_storage="memory", **env)
-        self.context = ContextManager(MemoryConversationStore(), window_size=20)
+        self.store = MemoryConversationStore()
         self.search = search or MemorySearchTool(PASSAGES)
         self.registry = ToolRegistry([self.search, *(tools or [])], timeout_seconds=0.5)
         self.strategy = strategy
         self.orchestrator = Orchestrator(
-            context=self.context,
+            store=self.store,
             strategy=strategy,
-            registry=self.registry,
+            tools=self.registry,
             settings=self.settings,
             choose_tools=tool_chooser(self.registry),
+            search=self.search,
         )
 
     async def conversation(self, caller=ALICE) -> str:
-        created = await self.context.create(CreateConversationRequest(), caller.caller_id)
+        created = await self.store.create(Conversation(caller_id=caller.caller_id))
         return created.conversation_id
 
     async def turn(self, conversation_id, message="How do I run the tests?", caller=ALICE, **kwargs):
@@ -78,12 +79,16 @@ class Harness:
         return turn, events
 
     async def stored(self, conversation_id, caller=ALICE):
-        page = await self.context.messages(conversation_id, caller.caller_id, limit=100)
+        page = await self.store.messages(conversation_id, caller.caller_id, limit=100)
         return page.items
 
 
 def types(events):
     return [e.type for e in events]
+
+
+def statuses(events):
+    return [e.status for e in events if e.type == "StatusUpdate"]
 
 
 def assert_one_terminal(events):
@@ -103,15 +108,16 @@ async def test_one_tool_turn_streams_every_event_and_stores_the_turn():
     cid = await h.conversation()
     _, events = await h.turn(cid)
 
-    assert types(events)[:3] == ["StatusUpdate", "ToolCallStart", "ToolCallResult"]
-    assert types(events)[3:-2] == ["ResponseChunk"] * 4
+    assert types(events)[:4] == ["StatusUpdate", "StatusUpdate", "ToolCallStart", "ToolCallResult"]
+    assert types(events)[4:-2] == ["StatusUpdate", *["ResponseChunk"] * 4]
     assert types(events)[-2:] == ["Sources", "Completed"]
+    assert statuses(events) == ["Searching the knowledge base", "Iteration 1 of 10", "Iteration 2 of 10"]
     assert_one_terminal(events)
     assert (
         "".join(e.content for e in events if e.type == "ResponseChunk") == "Run make test [source:guide#0]."
     )
-    assert events[1].arguments == {"query": "tests"} and events[2].success
-    assert events[-2].sources == [
+    assert events[2].arguments == {"query": "tests"} and events[3].success
+    assert [s.model_dump(mode="json") for s in events[-2].sources] == [
         {
             "documentId": "guide",
             "title": "Guide",
@@ -123,14 +129,14 @@ async def test_one_tool_turn_streams_every_event_and_stores_the_turn():
         }
     ]
     completed = events[-1]
-    assert (completed.iterations_used, completed.tokens_used) == (2, 20)
+    assert (completed.iterations_used, completed.tokens_used, completed.finish_reason) == (2, 20, "stop")
 
     stored = await h.stored(cid)
     assert [m.role for m in stored] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]
     assert stored[-1].message_id == completed.message_id
     assert stored[-1].content == "Run make test [source:guide#0]."
-    conversation = await h.context.get(cid, "alice")
-    user_tokens = h.context.estimate_tokens("How do I run the tests?")
+    conversation = await h.store.get(cid, "alice")
+    user_tokens = estimate_tokens("How do I run the tests?")
     assert (conversation.message_count, conversation.tool_calls_count) == (4, 1)
     assert conversation.total_tokens == user_tokens + 20
 
@@ -156,7 +162,7 @@ async def test_initial_search_can_be_switched_off():
     cid = await h.conversation()
     _, events = await h.turn(cid)
     assert h.search.queries == []
-    assert types(events) == ["ResponseChunk", "Completed"]
+    assert types(events) == ["StatusUpdate", "ResponseChunk", "Completed"]
 
 
 async def test_knowledge_search_failure_degrades_and_the_turn_goes_on():
@@ -168,24 +174,37 @@ async def test_knowledge_search_failure_degrades_and_the_turn_goes_on():
     )
     cid = await h.conversation()
     _, events = await h.turn(cid)
-    assert [e.status for e in events if e.type == "StatusUpdate"] == [
+    assert statuses(events) == [
         "Searching the knowledge base",
         "Knowledge base unavailable",
+        "Iteration 1 of 10",
     ]
     assert events[-1].type == "Completed"
 
 
-async def test_iteration_cap_makes_one_last_call_without_tools():
-    strategy = ScriptedStrategy([tool_calls(call("rag_search", '{"query": "x"}')), answer("Best effort.")])
-    strategy.iterations = [tool_calls(call("rag_search", '{"query": "x"}'))] * 3 + [answer("Best effort.")]
+async def test_the_iteration_cap_counts_every_model_call_and_the_last_is_made_without_tools():
+    strategy = ScriptedStrategy(
+        [tool_calls(call("rag_search", '{"query": "x"}'))] * 2 + [answer("Best effort.")]
+    )
     h = Harness(strategy, loop_max_iterations=3)
     cid = await h.conversation()
     _, events = await h.turn(cid)
-    assert len(strategy.requests) == 4
-    last_tools, last_ctx = strategy.requests[-1][1], strategy.requests[-1][2]
-    assert last_tools == [] and not last_ctx.allow_tools
-    assert "Iteration limit reached" in [e.status for e in events if e.type == "StatusUpdate"]
-    assert events[-1].type == "Completed" and events[-1].iterations_used == 4
+    assert len(strategy.requests) == 3
+    assert [bool(tools) for _, tools, _ in strategy.requests] == [True, True, False]
+    assert not strategy.requests[-1][2].allow_tools
+    iterations = [e for e in events if e.type == "StatusUpdate" and e.status.startswith("Iteration")]
+    assert [e.status for e in iterations] == ["Iteration 1 of 3", "Iteration 2 of 3", "Iteration 3 of 3"]
+    assert "iteration limit" in iterations[-1].details
+    assert events[-1].type == "Completed"
+    assert (events[-1].iterations_used, events[-1].finish_reason) == (3, "max_iterations")
+
+
+async def test_a_one_call_cap_answers_without_tools_and_was_not_cut():
+    h = Harness(ScriptedStrategy([answer("Straight away.")]), loop_max_iterations=1)
+    cid = await h.conversation()
+    _, events = await h.turn(cid)
+    assert h.strategy.requests[0][1] == []
+    assert (events[-1].iterations_used, events[-1].finish_reason) == (1, "stop")
 
 
 async def test_a_model_that_keeps_calling_tools_without_tools_still_ends():
@@ -195,8 +214,8 @@ async def test_a_model_that_keeps_calling_tools_without_tools_still_ends():
     )
     cid = await h.conversation()
     _, events = await h.turn(cid)
-    assert len(h.strategy.requests) == 3
-    assert events[-1].type == "Completed"
+    assert len(h.strategy.requests) == 2
+    assert events[-1].type == "Completed" and events[-1].finish_reason == "max_iterations"
     stored = await h.stored(cid)
     assert all(not (m.tool_calls and m.role is Role.ASSISTANT and m is stored[-1]) for m in stored)
 
@@ -283,7 +302,7 @@ async def test_final_only_mode_sends_no_chunks():
     cid = await h.conversation()
     turn, events = await h.turn(cid, mode=StreamingMode.FINAL_ONLY)
     assert "ResponseChunk" not in types(events)
-    assert turn.outcome.content == "Whole answer."
+    assert turn.record.content == "Whole answer."
     assert h.strategy.requests[0][2].streaming_mode is StreamingMode.FINAL_ONLY
 
 
@@ -300,7 +319,7 @@ async def test_provider_failure_ends_with_one_safe_error_and_keeps_the_conversat
     turn, events = await h.turn(cid)
     assert_one_terminal(events)
     assert events[-1].type == "Error" and events[-1].error == "Model provider answered HTTP 500"
-    assert turn.outcome.failure is not None
+    assert turn.record.failure is not None
     stored = await h.stored(cid)
     assert [m.role for m in stored] == [Role.USER]
     _, events = await h.turn(cid, "Try again")  # the lock was released
@@ -338,7 +357,7 @@ async def test_a_client_that_goes_away_interrupts_the_turn_and_frees_the_convers
     cid = await h.conversation()
     turn = await h.orchestrator.begin(TurnRequest(cid, ALICE, "hi"))
     stream = turn.events()
-    assert (await anext(stream)).type == "ResponseChunk"
+    assert [(await anext(stream)).type for _ in range(2)] == ["StatusUpdate", "ResponseChunk"]
     await stream.aclose()
     stored = await h.stored(cid)
     assert [m.role for m in stored] == [Role.USER]
@@ -352,7 +371,14 @@ async def test_anonymous_callers_get_answers_without_tools():
     cid = await h.conversation(anonymous)
     _, events = await h.turn(cid, caller=anonymous)
     assert h.strategy.requests[0][1] == [] and h.search.queries == []
-    assert types(events) == ["ResponseChunk", "Completed"]
+    assert types(events) == ["StatusUpdate", "ResponseChunk", "Completed"]
+
+
+async def test_the_user_messages_metadata_is_stored_with_it():
+    h = Harness(ScriptedStrategy([answer("ok")]))
+    cid = await h.conversation()
+    await h.turn(cid, metadata={"screen": "orders"})
+    assert [m.metadata for m in await h.stored(cid)] == [{"screen": "orders"}, None]
 
 
 def test_schema_errors_follow_each_schema_object_not_a_stale_validator():

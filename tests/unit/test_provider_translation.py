@@ -17,9 +17,7 @@ from rag_orchestrator.providers import (
     FinalResponse,
     IterationComplete,
     IterationContext,
-    ReasoningChunk,
     StreamingMode,
-    ToolCallDetected,
     ToolCallsComplete,
     Usage,
     create_strategy,
@@ -234,26 +232,30 @@ TOOLS = [
 def test_progressive_answer_streams_chunks_then_final():
     events = feed_all(StreamingMode.PROGRESSIVE, ANSWER)
     assert events == [
-        ReasoningChunk("think"),
         ContentChunk("Hel"),
         ContentChunk("lo"),
         FinalResponse("Hello", "think"),
-        IterationComplete(Usage(10, 2, 12), should_continue=False),
+        IterationComplete(Usage(10, 2, 12)),
     ]
 
 
 def test_final_only_has_no_chunks_and_the_same_result():
     progressive = feed_all(StreamingMode.PROGRESSIVE, ANSWER)
     final_only = feed_all(StreamingMode.FINAL_ONLY, ANSWER)
-    assert final_only == [e for e in progressive if not isinstance(e, ContentChunk | ReasoningChunk)]
+    assert final_only == [e for e in progressive if not isinstance(e, ContentChunk)]
 
 
-def test_tool_calls_end_the_iteration_with_continue_and_estimated_usage():
+def test_tool_calls_end_the_iteration_whole_with_estimated_usage():
     events = feed_all(StreamingMode.PROGRESSIVE, TOOLS)
-    detected, complete, done = events
-    assert isinstance(detected, ToolCallDetected) and detected.tool_call.id == "c1"
-    assert complete == ToolCallsComplete((detected.tool_call,), "", None)
-    assert done.should_continue and done.usage.estimated
+    complete, done = events
+    assert isinstance(complete, ToolCallsComplete) and complete.reasoning is None
+    [tool_call] = complete.tool_calls
+    assert (tool_call.id, tool_call.function.name, tool_call.function.arguments) == (
+        "c1",
+        "rag_search",
+        '{"query": "x"}',
+    )
+    assert done.usage.estimated
     assert done.usage.prompt_tokens == 100  # 400 characters at ~4 per token
     assert [type(e) for e in feed_all(StreamingMode.FINAL_ONLY, TOOLS)] == [
         ToolCallsComplete,
@@ -265,7 +267,6 @@ def test_inline_think_blocks_become_reasoning():
     deltas = [ChunkDelta(content=piece) for piece in ("<thi", "nk>plan it</th", "ink>\n\nAns", "wer")]
     events = feed_all(StreamingMode.PROGRESSIVE, deltas, split_think_tags=True)
     assert "".join(e.content for e in events if isinstance(e, ContentChunk)) == "Answer"
-    assert "".join(e.content for e in events if isinstance(e, ReasoningChunk)) == "plan it"
     assert events[-2] == FinalResponse("Answer", "plan it")
 
 
@@ -311,14 +312,14 @@ async def collect(strategy, messages, tools, context) -> list:
 
 async def test_extractive_searches_first_with_a_deterministic_call():
     events = await collect(ExtractiveStrategy(), [user("How long do refunds take?")], [RAG_TOOL], ctx())
-    detected, complete, done = events
-    assert detected.tool_call.id == "call_rag_1"
-    assert json.loads(detected.tool_call.function.arguments) == {
+    complete, done = events
+    [tool_call] = complete.tool_calls
+    assert tool_call.id == "call_rag_1"
+    assert json.loads(tool_call.function.arguments) == {
         "query": "How long do refunds take?",
         "max_results": 5,
     }
-    assert complete.tool_calls == (detected.tool_call,)
-    assert done.should_continue and done.usage.estimated
+    assert done.usage.estimated
 
 
 async def test_extractive_quotes_matching_sentences_with_citations():
@@ -333,7 +334,7 @@ async def test_extractive_quotes_matching_sentences_with_citations():
     assert "Orders ship in two days" not in final.content
     assert "".join(e.content for e in events if isinstance(e, ContentChunk)) == final.content
     assert len([e for e in events if isinstance(e, ContentChunk)]) > 5  # word by word
-    assert events[-1] == IterationComplete(events[-1].usage, should_continue=False)
+    assert events[-1] == IterationComplete(events[-1].usage)
 
 
 async def test_extractive_says_plainly_when_nothing_is_found():
@@ -362,7 +363,7 @@ async def test_extractive_asks_again_on_a_new_question():
         user("shipping?"),
     ]
     events = await collect(ExtractiveStrategy(), messages, [RAG_TOOL], ctx())
-    assert isinstance(events[0], ToolCallDetected)
+    assert isinstance(events[0], ToolCallsComplete) and events[0].tool_calls[0].id == "call_rag_1"
 
 
 def test_results_parser_tolerates_other_content():

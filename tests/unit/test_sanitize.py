@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_orchestrator.retrieval.sanitize import (
+from rag_orchestrator.sanitize import (
     FILTERED,
     MAX_TAGS,
     neutralize_instructions,

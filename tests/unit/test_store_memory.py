@@ -1,14 +1,11 @@
-"""The store contract on the in-memory store (CONVERSATION_STORAGE=memory)."""
+"""The store contract on the in-memory store (CONVERSATION_STORAGE=memory), and what only it has."""
 
+import asyncio
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.memory import MemoryConversationStore
-from rag_orchestrator.conversations.store import create_store
 from rag_orchestrator.domain.messages import Role
 from rag_orchestrator.errors import Conflict
 from tests.unit.store_contract import *  # noqa: F403 - the shared cases run here against this store
@@ -20,51 +17,52 @@ def store() -> MemoryConversationStore:
     return MemoryConversationStore()
 
 
-@pytest.fixture
-def transcripts(store):
-    return store.transcripts
+async def test_of_20_turns_started_at_once_exactly_one_runs(store):
+    cid = (await store.create(conversation())).conversation_id
 
-
-def test_memory_storage_is_one_store_per_process():
-    settings = load_settings(conversation_storage="memory")
-    assert create_store(settings) is create_store(load_settings(conversation_storage="memory"))
-
-
-def test_of_20_turns_started_at_once_exactly_one_runs(store):
-    conv = store.create(conversation())
-    cid = conv.conversation_id
-    barrier = threading.Barrier(20)
-
-    def start(i: int) -> bool:
-        barrier.wait()
+    async def start(i: int) -> bool:
         try:
-            store.start_turn(cid, ALICE, message(cid, f"q{i}"), f"client-{i}", LEASE)
+            await store.start_turn(cid, ALICE, message(cid, f"q{i}"), f"client-{i}", LEASE)
         except Conflict:
             return False
         return True
 
-    with ThreadPoolExecutor(max_workers=20) as pool:
-        assert sorted(pool.map(start, range(20))) == [False] * 19 + [True]
-    assert store.get(cid, ALICE).message_count == 1
+    assert sorted(await asyncio.gather(*(start(i) for i in range(20)))) == [False] * 19 + [True]
+    assert (await store.get(cid, ALICE)).message_count == 1
 
 
-def test_20_threads_taking_turns_count_exactly(store):
-    cid = store.create(conversation()).conversation_id
+async def test_its_methods_run_on_the_event_loop_thread(store):
+    cid = (await store.create(conversation())).conversation_id
+    ran_on: set[int] = set()
+    original = store._owned
 
-    def turn(i: int) -> None:
+    def noted(*args):
+        ran_on.add(threading.get_ident())
+        return original(*args)
+
+    store._owned = noted
+    await store.start_turn(cid, ALICE, message(cid, "q"), None, LEASE)
+    await store.messages(cid, ALICE)
+    assert ran_on == {threading.get_ident()}
+
+
+def test_turns_from_20_threads_count_exactly(store):
+    """A store shared with another thread's event loop (as a test client does) stays consistent."""
+    cid = asyncio.run(store.create(conversation())).conversation_id
+
+    async def take_turn(i: int) -> None:
         while True:
             try:
-                store.start_turn(cid, ALICE, message(cid, "q"), f"client-{i}", LEASE)
+                await store.start_turn(cid, ALICE, message(cid, "q"), f"client-{i}", LEASE)
                 break
             except Conflict:
-                time.sleep(0.001)
-        store.finish_turn(cid, [message(cid, "answer", Role.ASSISTANT)], tool_calls=2, tokens=10)
+                await asyncio.sleep(0.001)
+        await store.finish_turn(cid, [message(cid, "answer", Role.ASSISTANT)], tool_calls=2, tokens=10)
 
-    with ThreadPoolExecutor(max_workers=20) as pool:
-        list(pool.map(turn, range(20)))
-    done = store.get(cid, ALICE)
-    assert (done.message_count, done.tool_calls_count, done.total_tokens) == (
-        40,
-        40,
-        20 * (1 + 10),
-    )
+    threads = [threading.Thread(target=asyncio.run, args=(take_turn(i),)) for i in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    done = asyncio.run(store.get(cid, ALICE))
+    assert (done.message_count, done.tool_calls_count, done.total_tokens) == (40, 40, 20 * (1 + 10))

@@ -8,6 +8,7 @@ import json
 import httpx
 import pytest
 
+from rag_orchestrator.domain.messages import ToolPreview
 from rag_orchestrator.tools.base import ToolContext
 from rag_orchestrator.tools.catalog import parse_catalog
 from rag_orchestrator.tools.http_tool import ClientPool, HttpTool, model_parameters
@@ -156,7 +157,7 @@ async def test_a_preview_tool_hands_the_model_preview_sent_and_the_payload_to_me
     rec = Recorder(lambda r: httpx.Response(200, json={"steps": ["a", "b"]}))
     result = await make(rec, preview="workflow_preview").execute({"orderId": "1"}, CTX)
     assert result.success and result.result == "preview_sent" and result.for_model() == "preview_sent"
-    assert result.metadata == {"preview": {"type": "workflow_preview", "payload": {"steps": ["a", "b"]}}}
+    assert result.preview == ToolPreview(type="workflow_preview", payload={"steps": ["a", "b"]})
 
 
 async def test_text_and_empty_answers():

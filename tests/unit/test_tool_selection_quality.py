@@ -7,7 +7,6 @@ least 90% of them. Selection time per message is printed for 30 and for 300 tool
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import yaml
@@ -202,20 +201,7 @@ def _scaled(offer_list, copies):
     ]
 
 
-async def test_selection_time_per_message_for_30_and_300_tools():
+async def test_selection_at_300_tools_still_offers_the_top_k():
+    chooser = selector(_scaled(load_offers(), 10))
     questions = [q for qs in HELD_OUT.values() for q in qs]
-    for copies in (1, 10):
-        offer_list = _scaled(load_offers(), copies)
-        chooser = selector(offer_list)
-        started = time.perf_counter()
-        await chooser.select("warm up the index", None, ROLES)
-        build_ms = (time.perf_counter() - started) * 1000
-        started = time.perf_counter()
-        for question in questions:
-            await chooser.select(question, None, ROLES)
-        per_message = (time.perf_counter() - started) * 1000 / len(questions)
-        print(
-            f"\n{len(offer_list)} tools: index build {build_ms:.0f} ms (once), "
-            f"selection {per_message:.2f} ms per message"
-        )
-        assert len(await chooser.select(questions[0], None, ROLES)) == 6
+    assert len(await chooser.select(questions[0], None, ROLES)) == 6

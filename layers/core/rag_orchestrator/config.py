@@ -1,4 +1,4 @@
-"""Settings: every environment variable of DESIGN.md section 4, validated once at start."""
+"""Settings: every environment variable of docs/configuration.md, validated once at start."""
 
 from __future__ import annotations
 
@@ -177,7 +177,7 @@ def _ssm(client: Any) -> Any:
     return SSMProvider(boto3_client=client)
 
 
-def load_settings(**overrides: object) -> Settings:
+def load_settings(**overrides: Any) -> Settings:
     """Build settings from the environment; raise ConfigError naming every bad variable."""
     try:
         return Settings(**overrides)

@@ -24,7 +24,21 @@ logger = Logger(service=SERVICE)
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
 
 
+def flush_metrics() -> None:
+    """Publish what has been added since the last flush (EMF on stdout); nothing when nothing was added.
+
+    Cleared either way: with POWERTOOLS_METRICS_DISABLED, Powertools keeps them otherwise."""
+    if metrics.metric_set:
+        metrics.flush_metrics()
+        metrics.provider.clear_metrics()
+
+
+def log_enabled(level: int) -> bool:
+    """Whether a record at `level` would be written: to skip building what would not be."""
+    return logger._logger.isEnabledFor(level)
+
+
 def audit_thinking(sanitized: str, **keys: object) -> None:
     """Log a sanitized reasoning trace at TRACE with the `[thinking][audit]` prefix."""
-    if logger._logger.isEnabledFor(TRACE):
+    if log_enabled(TRACE):
         logger._logger.log(TRACE, "[thinking][audit] %s", sanitized, extra=keys)

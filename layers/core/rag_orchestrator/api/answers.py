@@ -18,23 +18,24 @@ stream; once the stream has started, a failure is an `error` event with the erro
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
-from functools import lru_cache
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import Field, StrictBool
 
-from rag_orchestrator.api.auth import Caller, get_caller
+from rag_orchestrator.api.auth import get_caller
+from rag_orchestrator.api.deps import Services, get_settings, get_strategy
 from rag_orchestrator.api.errors import error_body
 from rag_orchestrator.api.query import BadRequestRoute, QueryRequest, retrieval_limits
 from rag_orchestrator.api.sse import SSE_HEADERS, encode
-from rag_orchestrator.config import Settings, get_settings
+from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import new_id
+from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.errors import BadRequest
-from rag_orchestrator.observability import metrics
-from rag_orchestrator.providers.strategies import ModelStrategy, create_strategy
+from rag_orchestrator.providers.strategies import ModelStrategy
 from rag_orchestrator.retrieval.answers import (
     AnswerEvent,
     AnswerQuery,
@@ -55,7 +56,10 @@ STREAMING_DISABLED = (
     f"Streaming answers are disabled (RAG_STREAM_ENABLED=false); POST to {ANSWER_PATH} without stream"
 )
 
-_ERRORS = {400: {"description": "Invalid request"}, 500: {"description": "Model failure"}}
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"description": "Invalid request"},
+    500: {"description": "Model failure"},
+}
 router = APIRouter(tags=["knowledge base"], route_class=BadRequestRoute)
 stream_router = APIRouter(tags=["knowledge base"], route_class=BadRequestRoute)
 
@@ -66,19 +70,9 @@ class AnswerRequest(QueryRequest):
     )
 
 
-def check_settings(settings: Settings) -> None:
-    """Called by create_app: an unreadable or malformed prompt template stops start-up."""
-    load_template(settings.rag_prompt_template_path)
-
-
-@lru_cache(maxsize=4)
-def _strategy(settings: Settings) -> ModelStrategy:
-    return create_strategy(settings)
-
-
-def get_answer_strategy(settings: Settings = Depends(get_settings)) -> ModelStrategy:
-    """One strategy per settings object, that is per process outside tests."""
-    return _strategy(settings)
+def check(services: Services) -> None:
+    """An unreadable or malformed prompt template stops start-up."""
+    load_template(services.settings.rag_prompt_template_path)
 
 
 def _query(body: AnswerRequest, request: Request, settings: Settings, streaming: bool) -> AnswerQuery:
@@ -110,18 +104,14 @@ def _payload(event: AnswerEvent, request_id: str) -> dict:
 
 
 async def _sse(
-    first: AnswerEvent, events: AsyncIterator[AnswerEvent], request_id: str
+    first: AnswerEvent, events: AsyncGenerator[AnswerEvent, None], request_id: str
 ) -> AsyncIterator[bytes]:
-    try:
-        yield encode(first.type, _payload(first, request_id), 1)
-        seq = 1
-        async with aclosing(events) as rest:  # type: ignore[type-var]
-            async for event in rest:
-                seq += 1
-                yield encode(event.type, _payload(event, request_id), seq)
-    finally:
-        # The streaming function has no Powertools handler decorator to flush EMF metrics.
-        metrics.flush_metrics()
+    yield encode(first.type, _payload(first, request_id), 1)
+    seq = 1
+    async with aclosing(events) as rest:
+        async for event in rest:
+            seq += 1
+            yield encode(event.type, _payload(event, request_id), seq)
 
 
 async def _respond(
@@ -148,7 +138,7 @@ async def answer(
     request: Request,
     caller: Caller = Depends(get_caller),
     settings: Settings = Depends(get_settings),
-    strategy: ModelStrategy = Depends(get_answer_strategy),
+    strategy: ModelStrategy = Depends(get_strategy),
 ) -> AnswerResponse:
     if body.stream:
         raise BadRequest(USE_STREAM_PATH if settings.rag_stream_enabled else STREAMING_DISABLED)
@@ -166,7 +156,7 @@ async def answer_stream(
     request: Request,
     caller: Caller = Depends(get_caller),
     settings: Settings = Depends(get_settings),
-    strategy: ModelStrategy = Depends(get_answer_strategy),
+    strategy: ModelStrategy = Depends(get_strategy),
 ):
     if not settings.rag_stream_enabled:
         raise BadRequest(STREAMING_DISABLED)
@@ -179,7 +169,7 @@ async def answer_on_streaming_function(
     request: Request,
     caller: Caller = Depends(get_caller),
     settings: Settings = Depends(get_settings),
-    strategy: ModelStrategy = Depends(get_answer_strategy),
+    strategy: ModelStrategy = Depends(get_strategy),
 ):
     """`stream: true` reaching the streaming function streams; otherwise the whole answer."""
     if body.stream and not settings.rag_stream_enabled:

@@ -1,4 +1,4 @@
-"""create_app(): one FastAPI app from the routers a function serves, with DESIGN.md's error JSON."""
+"""create_app(): one FastAPI app from the routers a function serves, with the error JSON of docs/errors.md."""
 
 from __future__ import annotations
 
@@ -8,9 +8,14 @@ from collections.abc import Iterable
 from fastapi import FastAPI
 
 from rag_orchestrator import __version__
+from rag_orchestrator.api.deps import Services
 from rag_orchestrator.api.errors import install_error_handlers
-from rag_orchestrator.api.middleware import BodySizeLimitMiddleware, RequestContextMiddleware
-from rag_orchestrator.config import get_settings
+from rag_orchestrator.api.middleware import (
+    BodySizeLimitMiddleware,
+    MetricsFlushMiddleware,
+    RequestContextMiddleware,
+)
+from rag_orchestrator.config import Settings, load_settings
 
 # Router name -> "module:attribute". Imported only when a function serves it, so a function
 # pays at cold start only for the routers it mounts.
@@ -32,21 +37,23 @@ STREAM_ROUTERS = ("health", "chat_stream", "answer_stream")
 ALL_ROUTERS = tuple(ROUTERS)
 
 
-def create_app(routers: Iterable[str] = ALL_ROUTERS) -> FastAPI:
-    """Build the app; settings are validated here, so a bad setting stops start-up."""
-    settings = get_settings()
+def create_app(routers: Iterable[str] = ALL_ROUTERS, settings: Settings | None = None) -> FastAPI:
+    """Build the app and its services; settings are validated here, so a bad setting stops start-up."""
+    services = Services(settings or load_settings())
     app = FastAPI(
         title="RAG Orchestrator",
         version=__version__,
         description="Serverless RAG chat backend: conversations, streamed agentic turns, retrieval, answers.",
     )
+    app.state.services = services
     for name in routers:
         module_name, _, attribute = ROUTERS[name].partition(":")
         module = importlib.import_module(module_name)
-        if hasattr(module, "check_settings"):  # a router's own start-up checks (e.g. a template file)
-            module.check_settings(settings)
+        if hasattr(module, "check"):  # a router's own start-up checks (a template file, the catalogue)
+            module.check(services)
         app.include_router(getattr(module, attribute))
     install_error_handlers(app)
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_request_bytes)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=services.settings.max_request_bytes)
+    app.add_middleware(MetricsFlushMiddleware)
     app.add_middleware(RequestContextMiddleware)
     return app

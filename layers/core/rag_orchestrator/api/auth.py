@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from fastapi import Depends, Request
 
-from rag_orchestrator.config import Settings, get_settings
+from rag_orchestrator.api.deps import get_settings
+from rag_orchestrator.config import Settings
+from rag_orchestrator.domain.callers import ANONYMOUS_CALLER, DEFAULT_ROLE, Caller
 from rag_orchestrator.errors import Unauthorized
-
-ANONYMOUS = "anonymous"
-DEFAULT_ROLE = "user"
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    caller_id: str
-    roles: tuple[str, ...] = (DEFAULT_ROLE,)
-
-    @property
-    def anonymous(self) -> bool:
-        return self.roles == (ANONYMOUS,)
 
 
 def _split_roles(value: object) -> tuple[str, ...]:
@@ -82,5 +69,5 @@ def get_caller(request: Request, settings: Settings = Depends(get_settings)) -> 
     if caller is not None:
         return caller
     if settings.allow_anonymous:
-        return Caller(ANONYMOUS, (ANONYMOUS,))
+        return ANONYMOUS_CALLER
     raise Unauthorized("Authentication required")

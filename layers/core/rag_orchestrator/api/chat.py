@@ -7,12 +7,14 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter, Depends, Path
 from fastapi.responses import StreamingResponse
 
-from rag_orchestrator.api.auth import Caller, get_caller
+from rag_orchestrator.api.auth import get_caller
+from rag_orchestrator.api.deps import Services, get_orchestrator
 from rag_orchestrator.api.sse import SSE_HEADERS, encode
-from rag_orchestrator.config import Settings
+from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import ChatRequest, ChatResponse
-from rag_orchestrator.loop.orchestrator import ActiveTurn, Orchestrator, TurnRequest
-from rag_orchestrator.loop.service import get_orchestrator, toolbox_for
+from rag_orchestrator.domain.passages import SourceWithSnippet
+from rag_orchestrator.loop.orchestrator import ActiveTurn, Orchestrator
+from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.providers.events import StreamingMode
 
 CONVERSATION_ID = Path(..., min_length=1, max_length=100)
@@ -21,9 +23,9 @@ router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
 stream_router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
 
 
-def check_settings(settings: Settings) -> None:
+def check(services: Services) -> None:
     """Validate the tool catalogue at start: a bad one stops the function, not its first turn."""
-    toolbox_for(settings)
+    _ = services.toolbox  # building it validates the catalogue
 
 
 def _turn_request(
@@ -36,6 +38,7 @@ def _turn_request(
         client_message_id=body.client_message_id,
         context_type=body.context_type,
         context=body.context or {},
+        metadata=body.metadata,
         mode=mode,
     )
 
@@ -50,17 +53,18 @@ async def send_message(
     turn = await orchestrator.begin(_turn_request(conversation_id, body, caller, StreamingMode.FINAL_ONLY))
     async for _ in turn.events():
         pass
-    outcome = turn.outcome
-    if outcome.failure is not None:
-        raise outcome.failure
+    record = turn.record
+    if record.failure is not None:
+        raise record.failure
     return ChatResponse(
         conversation_id=conversation_id,
-        message=outcome.content,
-        message_id=outcome.message_id,
-        tool_calls_count=outcome.tool_calls,
-        iterations_used=outcome.iterations,
-        tokens_used=outcome.tokens,
-        sources=outcome.sources,
+        message=record.content,
+        message_id=record.message_id,
+        tool_calls_count=record.tool_calls,
+        iterations_used=record.iterations,
+        tokens_used=record.tokens,
+        finish_reason=record.finish_reason,
+        sources=[SourceWithSnippet.of(p) for p in record.sources],
     )
 
 

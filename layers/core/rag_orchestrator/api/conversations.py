@@ -1,4 +1,4 @@
-"""Conversation endpoints (DESIGN.md section 5): create, list, get, read messages, soft delete.
+"""Conversation endpoints (docs/api.md): create, list, get, read messages, soft delete.
 
 Every route acts for the authenticated caller only: another caller's conversation answers 404,
 exactly like a missing one. DELETE answers 204 with no body; a second DELETE answers 404.
@@ -11,17 +11,19 @@ from enum import StrEnum
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
-from rag_orchestrator.api.auth import Caller, get_caller
-from rag_orchestrator.config import Settings, get_settings
-from rag_orchestrator.conversations.context import ContextManager, get_context_manager
+from rag_orchestrator.api.auth import get_caller
+from rag_orchestrator.api.deps import get_store
 from rag_orchestrator.conversations.cursors import MAX_CURSOR_CHARS
-from rag_orchestrator.conversations.store import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from rag_orchestrator.conversations.store import ConversationStore
+from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import (
     ConversationResponse,
     ConversationStatus,
     CreateConversationRequest,
     MessageResponse,
     Page,
+    new_conversation,
 )
 from rag_orchestrator.errors import ConversationNotFound, Unauthorized
 
@@ -35,10 +37,6 @@ class ListedStatus(StrEnum):
 
     ACTIVE = "ACTIVE"
     ARCHIVED = "ARCHIVED"
-
-
-def get_contexts(settings: Settings = Depends(get_settings)) -> ContextManager:
-    return get_context_manager(settings)
 
 
 def get_owner(caller: Caller = Depends(get_caller)) -> Caller:
@@ -64,9 +62,10 @@ CURSOR = Query(None, min_length=1, max_length=MAX_CURSOR_CHARS, description="nex
 async def create_conversation(
     body: CreateConversationRequest,
     caller: Caller = Depends(get_owner),
-    contexts: ContextManager = Depends(get_contexts),
+    store: ConversationStore = Depends(get_store),
 ) -> ConversationResponse:
-    return ConversationResponse.of(await contexts.create(body, caller.caller_id))
+    conversation, first = new_conversation(body, caller.caller_id)
+    return ConversationResponse.of(await store.create(conversation, first))
 
 
 @router.get("", response_model=Page[ConversationResponse], summary="The caller's conversations, newest first")
@@ -75,9 +74,9 @@ async def list_conversations(
     status: ListedStatus | None = Query(None),
     cursor: str | None = CURSOR,
     caller: Caller = Depends(get_owner),
-    contexts: ContextManager = Depends(get_contexts),
+    store: ConversationStore = Depends(get_store),
 ) -> Page[ConversationResponse]:
-    page = await contexts.list_conversations(
+    page = await store.list_by_caller(
         caller.caller_id,
         status=ConversationStatus(status) if status else None,
         limit=limit,
@@ -90,9 +89,9 @@ async def list_conversations(
 async def get_conversation(
     conversation_id: str = Depends(conversation_id),
     caller: Caller = Depends(get_owner),
-    contexts: ContextManager = Depends(get_contexts),
+    store: ConversationStore = Depends(get_store),
 ) -> ConversationResponse:
-    return ConversationResponse.of(await contexts.get(conversation_id, caller.caller_id))
+    return ConversationResponse.of(await store.get(conversation_id, caller.caller_id))
 
 
 @router.get(
@@ -105,9 +104,9 @@ async def list_messages(
     limit: int = LIMIT,
     cursor: str | None = CURSOR,
     caller: Caller = Depends(get_owner),
-    contexts: ContextManager = Depends(get_contexts),
+    store: ConversationStore = Depends(get_store),
 ) -> Page[MessageResponse]:
-    page = await contexts.messages(conversation_id, caller.caller_id, limit=limit, cursor=cursor)
+    page = await store.messages(conversation_id, caller.caller_id, limit=limit, cursor=cursor)
     return Page(items=[MessageResponse.of(m) for m in page.items], next_cursor=page.next_cursor)
 
 
@@ -115,7 +114,7 @@ async def list_messages(
 async def delete_conversation(
     conversation_id: str = Depends(conversation_id),
     caller: Caller = Depends(get_owner),
-    contexts: ContextManager = Depends(get_contexts),
+    store: ConversationStore = Depends(get_store),
 ) -> Response:
-    await contexts.delete(conversation_id, caller.caller_id)
+    await store.soft_delete(conversation_id, caller.caller_id)
     return Response(status_code=204)

@@ -1,4 +1,4 @@
-"""Every error becomes DESIGN.md's JSON: {"error", "message", "timestamp", "requestId"}. No stack traces."""
+"""Every error becomes the error JSON of docs/errors.md: {"error", "message", "timestamp", "requestId"}. No stack traces."""
 
 from __future__ import annotations
 

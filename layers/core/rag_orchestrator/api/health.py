@@ -11,7 +11,8 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from rag_orchestrator import tls
-from rag_orchestrator.config import Settings, get_settings
+from rag_orchestrator.api.deps import get_settings
+from rag_orchestrator.config import Settings
 
 router = APIRouter(tags=["agent"])
 CHECK_TIMEOUT_SECONDS = 3.0

@@ -5,9 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 from pydantic import ConfigDict, Field
 
-from rag_orchestrator.api.auth import Caller, get_caller
-from rag_orchestrator.config import Settings, get_settings
+from rag_orchestrator.api.auth import get_caller
+from rag_orchestrator.api.deps import get_settings
+from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
+from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.errors import Forbidden
 from rag_orchestrator.retrieval.ingestion import MAX_DOCUMENTS, aingest_documents
 from rag_orchestrator.retrieval.models import Document

@@ -1,4 +1,4 @@
-"""ASGI middleware: request ids for logs and errors, and the request body size limit."""
+"""ASGI middleware: request ids for logs and errors, metrics flushed per request, the body size limit."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_orchestrator.api.errors import error_body
-from rag_orchestrator.observability import logger
+from rag_orchestrator.observability import flush_metrics, logger
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -57,6 +57,21 @@ class RequestContextMiddleware:
             if started:
                 raise
             await send_json(send_with_id, 500, error_body(500, "An unexpected error occurred", request_id))
+
+
+class MetricsFlushMiddleware:
+    """Publishes the metrics a request added once its response is complete — after the last byte of a
+    stream — on both apps: the streaming function has no handler decorator to do it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            if scope["type"] == "http":
+                flush_metrics()
 
 
 class BodySizeLimitMiddleware:

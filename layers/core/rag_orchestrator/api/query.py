@@ -11,14 +11,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import ConfigDict, Field
 
-from rag_orchestrator.api.auth import Caller, get_caller
+from rag_orchestrator.api.auth import get_caller
+from rag_orchestrator.api.deps import get_settings
 from rag_orchestrator.api.errors import describe_validation
-from rag_orchestrator.config import Settings, get_settings
+from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
+from rag_orchestrator.domain.callers import Caller
+from rag_orchestrator.domain.passages import SourceWithSnippet
 from rag_orchestrator.errors import BadRequest
-from rag_orchestrator.retrieval.models import Passage, Source
-from rag_orchestrator.retrieval.sanitize import MAX_SOURCE, MAX_TAG, MAX_TAGS
 from rag_orchestrator.retrieval.search import MAX_QUERY_CHARS, search
+from rag_orchestrator.sanitize import MAX_SOURCE, MAX_TAG, MAX_TAGS
 
 
 class BadRequestRoute(APIRoute):
@@ -51,17 +53,9 @@ class QueryRequest(CamelModel):
     tags: list[str] | None = Field(None, max_length=MAX_TAGS)
 
 
-class QueryResult(Source):
-    snippet: str
-
-    @classmethod
-    def from_passage(cls, passage: Passage) -> QueryResult:
-        return cls(**Source.of(passage).model_dump(), snippet=passage.snippet)
-
-
 class QueryResponse(CamelModel):
     query: str
-    results: list[QueryResult]
+    results: list[SourceWithSnippet]
     latency_ms: int
 
 
@@ -91,6 +85,6 @@ async def query(
     )
     return QueryResponse(
         query=body.query,
-        results=[QueryResult.from_passage(p) for p in passages],
+        results=[SourceWithSnippet.of(p) for p in passages],
         latency_ms=round((time.perf_counter() - started) * 1000),
     )

@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends
 
-from rag_orchestrator.api.auth import Caller, get_caller
-from rag_orchestrator.config import Settings
+from rag_orchestrator.api.auth import get_caller
+from rag_orchestrator.api.deps import Services, get_toolbox
 from rag_orchestrator.domain.base import CamelModel
-from rag_orchestrator.loop.service import get_toolbox, toolbox_for
+from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.tools.toolbox import Toolbox
 
 router = APIRouter(tags=["agent"])
@@ -36,6 +36,6 @@ async def list_tools(
     return ToolList(tools=[ToolInfo(**tool) for tool in toolbox.listing(caller.roles)])
 
 
-def check_settings(settings: Settings) -> None:
+def check(services: Services) -> None:
     """Validate the tool catalogue at start: a bad one stops the function with a ConfigError."""
-    toolbox_for(settings)
+    _ = services.toolbox  # building it validates the catalogue

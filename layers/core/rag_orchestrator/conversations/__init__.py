@@ -1,6 +1,4 @@
-"""Conversations: the store (DynamoDB or memory), S3 transcripts, and the ContextManager over them."""
+"""Conversations: the store (DynamoDB or memory, `store.ConversationStore`), S3 transcripts, archival.
 
-from rag_orchestrator.conversations.context import ContextManager, ConversationContext, get_context_manager
-from rag_orchestrator.conversations.store import ConversationStore
-
-__all__ = ["ContextManager", "ConversationContext", "ConversationStore", "get_context_manager"]
+This package imports nothing; `factory.create_store` picks the store CONVERSATION_STORAGE names.
+"""

@@ -22,7 +22,7 @@ from typing import Any
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.archive_steps import Checkpoint, ConversationArchiver, Outcome, Result
-from rag_orchestrator.conversations.store import iso
+from rag_orchestrator.conversations.keys import iso
 from rag_orchestrator.conversations.table import Table
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.observability import logger, metrics

@@ -33,7 +33,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.contents import OFFLOADABLE, ContentOffloader, content_prefix
 from rag_orchestrator.conversations.dynamo_writes import meta_key
-from rag_orchestrator.conversations.store import iso
+from rag_orchestrator.conversations.keys import iso
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.conversations.transcripts import S3Transcripts, to_jsonl, transcript_key
 from rag_orchestrator.domain.base import utcnow
@@ -81,7 +81,7 @@ class ConversationArchiver:
     def archive(self, conversation_id: str, due_before: str) -> Result:
         """Steps 1-5 for a conversation idle since before `due_before` (ISO), or one left in CLEANUP#."""
         meta, items = self._read(conversation_id, it.META, it.MSG_END)
-        if not _archivable(meta, due_before):
+        if meta is None or not _archivable(meta, due_before):
             return SKIPPED
         self._checkpoint("read", conversation_id)
         held = self._transcripts.read(meta["s3Key"]) if meta.get("s3Key") else []
@@ -106,9 +106,10 @@ class ConversationArchiver:
     def purge(self, conversation_id: str, due_before: str) -> Result:
         """Remove every trace of a conversation DELETED before `due_before` (ISO)."""
         meta, items = self._read(conversation_id)
+        if meta is None:
+            return SKIPPED
         due = (
-            meta
-            and meta.get("status") == DELETED
+            meta.get("status") == DELETED
             and meta.get("GSI3PK", "").startswith(it.PURGE_PREFIX)
             and meta.get("GSI3SK", "") < due_before
         )
@@ -255,8 +256,8 @@ class ConversationArchiver:
                 raise StorageUnavailable(f"Could not delete {len(response['Errors'])} objects")
 
 
-def _archivable(meta: dict[str, Any] | None, due_before: str) -> bool:
-    if not meta or int(meta.get("turnLockUntil", 0)) >= time.time():
+def _archivable(meta: dict[str, Any], due_before: str) -> bool:
+    if int(meta.get("turnLockUntil", 0)) >= time.time():
         return False
     index = meta.get("GSI3PK", "")
     if meta.get("status") == ACTIVE:

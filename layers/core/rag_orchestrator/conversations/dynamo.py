@@ -1,8 +1,9 @@
 """ConversationStore on one DynamoDB table (key design in items.py) with large texts in S3.
 
-Request counts: start_turn, finish_turn, append, create and soft_delete are one write each
-(finish_turn adds BatchWriteItem calls only past 99 messages or ~3.5 MB); window and load are one
-Query; get is one GetItem; messages is a GetItem (ownership) and one Query per page.
+Every public method runs in a worker thread (boto3 blocks). Request counts: start_turn, finish_turn,
+create and soft_delete are one write each (finish_turn adds BatchWriteItem calls only past 99
+messages or ~3.5 MB); window is one Query; get is one GetItem; messages is a GetItem (ownership) and
+one Query per page. A turn therefore costs three requests: start_turn, window, finish_turn.
 """
 
 from __future__ import annotations
@@ -16,15 +17,10 @@ from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.contents import ContentOffloader
 from rag_orchestrator.conversations.cursors import CursorCodec, cursor_key
 from rag_orchestrator.conversations.dynamo_listing import list_page, start_key
-from rag_orchestrator.conversations.dynamo_writes import MessageWrites, meta_key
-from rag_orchestrator.conversations.store import (
-    DEFAULT_PAGE_SIZE,
-    check_limit,
-    iso,
-    messages_scope,
-    offset_page,
-    token_total,
-)
+from rag_orchestrator.conversations.dynamo_writes import TurnWrites, meta_key
+from rag_orchestrator.conversations.keys import iso, messages_scope
+from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit, offset_page
+from rag_orchestrator.conversations.store import in_worker_thread, token_total
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.conversations.transcripts import S3Transcripts, merge
 from rag_orchestrator.domain.base import utcnow
@@ -37,8 +33,8 @@ DELETED = ConversationStatus.DELETED.value
 TTL_GRACE = timedelta(days=7)
 
 
-class DynamoConversationStore:
-    blocking = True  # every method waits on DynamoDB or S3
+class DynamoConversationStore(TurnWrites):
+    """Conversations, listings and transcripts here; the writes of a turn in TurnWrites."""
 
     def __init__(
         self,
@@ -54,7 +50,6 @@ class DynamoConversationStore:
         self._contents = ContentOffloader(s3, bucket)
         self._transcripts = S3Transcripts(s3, bucket)
         self._cursors = CursorCodec(cursor_secret)
-        self._writes = MessageWrites(self._table, self._contents)
         self._retention = timedelta(days=deleted_retention_days)
 
     @classmethod
@@ -72,6 +67,7 @@ class DynamoConversationStore:
 
     # ------------------------------------------------------------------ conversations
 
+    @in_worker_thread
     def create(
         self, conversation: Conversation, messages: Sequence[ConversationMessage] = ()
     ) -> Conversation:
@@ -89,17 +85,18 @@ class DynamoConversationStore:
         }
         try:
             if messages:
-                self._table.transact([{"Put": put}, *self._writes.message_puts(messages)])
+                self._table.transact([{"Put": put}, *self._message_puts(messages)])
             else:
                 self._table.call("put_item", **put)
         except ConditionFailed:
             raise Conflict("A conversation with this id already exists") from None
         return conversation
 
+    @in_worker_thread
     def get(self, conversation_id: str, caller_id: str) -> Conversation:
-        response = self._table.call("get_item", Key=meta_key(conversation_id), ConsistentRead=True)
-        return self._owned(it.from_attributes(response.get("Item") or {}), conversation_id, caller_id)
+        return self._get(conversation_id, caller_id)
 
+    @in_worker_thread
     def list_by_caller(
         self,
         caller_id: str,
@@ -108,37 +105,9 @@ class DynamoConversationStore:
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
     ) -> Page[Conversation]:
-        return list_page(
-            self._table,
-            self._cursors,
-            "ByCaller",
-            f"CALLER#{caller_id}",
-            caller_id=None,
-            status=status,
-            limit=limit,
-            cursor=cursor,
-        )
+        return list_page(self._table, self._cursors, caller_id, status=status, limit=limit, cursor=cursor)
 
-    def list_by_user(
-        self,
-        user_id: str,
-        *,
-        caller_id: str | None = None,
-        status: ConversationStatus | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-        cursor: str | None = None,
-    ) -> Page[Conversation]:
-        return list_page(
-            self._table,
-            self._cursors,
-            "ByUser",
-            f"USER#{user_id}",
-            caller_id=caller_id,
-            status=status,
-            limit=limit,
-            cursor=cursor,
-        )
-
+    @in_worker_thread
     def soft_delete(self, conversation_id: str, caller_id: str) -> None:
         now = utcnow()
         try:
@@ -146,7 +115,7 @@ class DynamoConversationStore:
                 "update_item",
                 Key=meta_key(conversation_id),
                 UpdateExpression="SET #status = :deleted, deletedAt = :now, updatedAt = :now, expiresAt = :ttl, "
-                "GSI3PK = :purge, GSI3SK = :now REMOVE GSI1PK, GSI1SK, GSI2PK, GSI2SK",
+                "GSI3PK = :purge, GSI3SK = :now REMOVE GSI1PK, GSI1SK",
                 ConditionExpression="callerId = :caller AND #status <> :deleted",
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues=it.to_attributes(
@@ -162,28 +131,9 @@ class DynamoConversationStore:
         except ConditionFailed:
             raise ConversationNotFound(conversation_id) from None
 
-    def mark_archived(self, conversation_id: str, s3_key: str) -> None:
-        try:
-            self._table.call(
-                "update_item",
-                Key=meta_key(conversation_id),
-                UpdateExpression="SET #status = :archived, s3Key = :key, archivedAt = :now REMOVE GSI3PK, GSI3SK",
-                ConditionExpression="#status = :active",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=it.to_attributes(
-                    {
-                        ":archived": ConversationStatus.ARCHIVED.value,
-                        ":active": ConversationStatus.ACTIVE.value,
-                        ":key": s3_key,
-                        ":now": iso(utcnow()),
-                    }
-                ),
-            )
-        except ConditionFailed:
-            raise ConversationNotFound(conversation_id) from None
-
     # ------------------------------------------------------------------ messages
 
+    @in_worker_thread
     def messages(
         self,
         conversation_id: str,
@@ -193,7 +143,7 @@ class DynamoConversationStore:
         cursor: str | None = None,
     ) -> Page[ConversationMessage]:
         check_limit(limit)
-        conversation = self.get(conversation_id, caller_id)
+        conversation = self._get(conversation_id, caller_id)
         scope = messages_scope(conversation_id, caller_id)
         if conversation.s3_key:  # archived, or archived once and continued since
             stored = self._transcripts.read(conversation.s3_key)
@@ -208,54 +158,16 @@ class DynamoConversationStore:
         following = self._cursors.encode(position, scope) if position else None
         return Page(items=[self._message(v) for v in found], next_cursor=following)
 
+    @in_worker_thread
     def window(self, conversation_id: str, size: int) -> list[ConversationMessage]:
         meta, recent = self._read_context(conversation_id, size)
         return self._with_transcript(meta, recent, size)
 
-    def load(
-        self, conversation_id: str, caller_id: str, size: int
-    ) -> tuple[Conversation, list[ConversationMessage]]:
-        meta, recent = self._read_context(conversation_id, size)
-        conversation = self._owned(meta, conversation_id, caller_id)
-        return conversation, self._with_transcript(meta, recent, size)
-
-    def append(
-        self,
-        conversation_id: str,
-        caller_id: str,
-        messages: Sequence[ConversationMessage],
-        *,
-        tool_calls: int = 0,
-    ) -> None:
-        self._writes.append(conversation_id, caller_id, messages, tool_calls)
-
-    # ------------------------------------------------------------------ turns
-
-    def start_turn(
-        self,
-        conversation_id: str,
-        caller_id: str,
-        user_message: ConversationMessage,
-        client_message_id: str | None,
-        lease_seconds: int,
-    ) -> None:
-        self._writes.start_turn(conversation_id, caller_id, user_message, client_message_id, lease_seconds)
-
-    def finish_turn(
-        self,
-        conversation_id: str,
-        messages: Sequence[ConversationMessage],
-        *,
-        tool_calls: int,
-        tokens: int,
-        interrupted: bool = False,
-    ) -> None:
-        self._writes.finish_turn(conversation_id, messages, tool_calls, tokens, interrupted)
-
-    def abort_turn(self, conversation_id: str) -> None:
-        self._writes.abort_turn(conversation_id)
-
     # ------------------------------------------------------------------ helpers
+
+    def _get(self, conversation_id: str, caller_id: str) -> Conversation:
+        response = self._table.call("get_item", Key=meta_key(conversation_id), ConsistentRead=True)
+        return self._owned(it.from_attributes(response.get("Item") or {}), conversation_id, caller_id)
 
     @staticmethod
     def _owned(values: dict[str, Any] | None, conversation_id: str, caller_id: str) -> Conversation:
@@ -305,7 +217,7 @@ class DynamoConversationStore:
         self, meta: dict[str, Any] | None, recent: list[ConversationMessage], size: int
     ) -> list[ConversationMessage]:
         """A conversation with a transcript reaches back into it when the table runs short."""
-        archived = meta and meta.get("s3Key")
-        if not archived or len(recent) >= size:
+        key = meta.get("s3Key") if meta else None
+        if not key or len(recent) >= size:
             return recent
-        return merge(self._transcripts.read(meta["s3Key"]), recent)[-size:]
+        return merge(self._transcripts.read(key), recent)[-size:]

@@ -1,4 +1,4 @@
-"""Listing conversations from the ByCaller and ByUser indexes, and validating page cursors."""
+"""Listing a caller's conversations from the ByCaller index, and validating page cursors."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ from typing import Any
 
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.cursors import CursorCodec
-from rag_orchestrator.conversations.store import check_limit, list_scope
+from rag_orchestrator.conversations.keys import list_scope
+from rag_orchestrator.conversations.paging import check_limit
 from rag_orchestrator.conversations.table import Table
 from rag_orchestrator.domain.conversations import Conversation, ConversationStatus, Page
 from rag_orchestrator.errors import BadRequest
 
-INDEX_PREFIXES = {"ByCaller": "GSI1", "ByUser": "GSI2"}
+INDEX = "ByCaller"
+KEY_NAMES = ("PK", "SK", "GSI1PK", "GSI1SK")
 MAX_KEY_CHARS = 1024
 
 
@@ -34,36 +36,28 @@ def start_key(
 def list_page(
     table: Table,
     codec: CursorCodec,
-    index: str,
-    partition: str,
+    caller_id: str,
     *,
-    caller_id: str | None,
     status: ConversationStatus | None,
     limit: int,
     cursor: str | None,
 ) -> Page[Conversation]:
-    """One page of an index partition, most recent activity first, optionally filtered."""
+    """One page of the caller's conversations, most recent activity first, optionally by status."""
     check_limit(limit)
-    prefix = INDEX_PREFIXES[index]
-    scope = list_scope(index, partition, status, caller_id)
-    key_names = ("PK", "SK", f"{prefix}PK", f"{prefix}SK")
-    start = start_key(codec, cursor, scope, {f"{prefix}PK": partition}, key_names)
-    filters, values = [], {":pk": partition}
+    partition = f"CALLER#{caller_id}"
+    scope = list_scope(partition, status)
+    start = start_key(codec, cursor, scope, {"GSI1PK": partition}, KEY_NAMES)
+    values = {":pk": partition}
     params: dict[str, Any] = {
-        "IndexName": index,
-        "KeyConditionExpression": f"{prefix}PK = :pk",
+        "IndexName": INDEX,
+        "KeyConditionExpression": "GSI1PK = :pk",
         "ScanIndexForward": False,
     }
     if status:
-        filters.append("#status = :status")
-        values[":status"] = status.value
+        params["FilterExpression"] = "#status = :status"
         params["ExpressionAttributeNames"] = {"#status": "status"}
-    if caller_id:
-        filters.append("callerId = :caller")
-        values[":caller"] = caller_id
-    if filters:
-        params["FilterExpression"] = " AND ".join(filters)
+        values[":status"] = status.value
     params["ExpressionAttributeValues"] = it.to_attributes(values)
-    found, position = table.query_page(params, limit, start, key_names)
+    found, position = table.query_page(params, limit, start, KEY_NAMES)
     following = codec.encode(position, scope) if position else None
     return Page(items=[it.conversation_from_item(v) for v in found], next_cursor=following)

@@ -1,4 +1,4 @@
-"""The writes that add messages to a conversation: appends and the two ends of a turn.
+"""The writes that add messages to a conversation: the two ends of a turn, a part of the DynamoDB store.
 
 Each is one TransactWriteItems: the META update (condition, counters by atomic ADD, index sort
 keys, the turn lock) together with the message items.
@@ -12,7 +12,8 @@ from typing import Any
 
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.contents import ContentOffloader
-from rag_orchestrator.conversations.store import LOCK_HELD, activity_key, iso, token_total, turn_messages
+from rag_orchestrator.conversations.keys import activity_key, iso
+from rag_orchestrator.conversations.store import LOCK_HELD, in_worker_thread, turn_messages
 from rag_orchestrator.conversations.table import (
     TRANSACT_MAX_BYTES,
     TRANSACT_MAX_ITEMS,
@@ -37,12 +38,13 @@ def meta_key(conversation_id: str) -> dict[str, Any]:
     return it.to_attributes({"PK": it.pk(conversation_id), "SK": it.META})
 
 
-class MessageWrites:
-    def __init__(self, table: Table, contents: ContentOffloader) -> None:
-        self._table = table
-        self._contents = contents
+class TurnWrites:
+    """start_turn, finish_turn and abort_turn of DynamoConversationStore, which sets the two attributes."""
 
-    def message_puts(self, messages: Sequence[ConversationMessage]) -> list[dict[str, Any]]:
+    _table: Table
+    _contents: ContentOffloader
+
+    def _message_puts(self, messages: Sequence[ConversationMessage]) -> list[dict[str, Any]]:
         """Put actions for messages, keys assigned in list order, large texts moved to S3."""
         puts = []
         for message in messages:
@@ -50,21 +52,7 @@ class MessageWrites:
             puts.append({"Put": {"Item": it.to_attributes(values)}})
         return puts
 
-    def append(
-        self, conversation_id: str, caller_id: str, messages: Sequence[ConversationMessage], tool_calls: int
-    ) -> None:
-        update = self._meta_update(
-            conversation_id,
-            counts=(len(messages), token_total(messages), tool_calls),
-            condition=OWNED,
-            values={":caller": caller_id, ":deleted": DELETED},
-            reactivate=True,
-        )
-        try:
-            self._write(update, list(messages))
-        except ConditionFailed:
-            raise ConversationNotFound(conversation_id) from None
-
+    @in_worker_thread
     def start_turn(
         self,
         conversation_id: str,
@@ -82,7 +70,7 @@ class MessageWrites:
             lock="SET turnLockUntil = :until",
             reactivate=True,
         )
-        actions = [update, *self.message_puts([user_message])]
+        actions = [update, *self._message_puts([user_message])]
         if client_message_id:
             marker = it.marker_item(conversation_id, client_message_id, user_message)
             actions.append(
@@ -99,13 +87,15 @@ class MessageWrites:
         except ConditionFailed as failed:
             raise _refusal(failed, conversation_id, caller_id, client_message_id) from None
 
+    @in_worker_thread
     def finish_turn(
         self,
         conversation_id: str,
         messages: Sequence[ConversationMessage],
+        *,
         tool_calls: int,
         tokens: int,
-        interrupted: bool,
+        interrupted: bool = False,
     ) -> None:
         update = self._meta_update(
             conversation_id,
@@ -119,6 +109,7 @@ class MessageWrites:
         except ConditionFailed:
             raise ConversationNotFound(conversation_id) from None
 
+    @in_worker_thread
     def abort_turn(self, conversation_id: str) -> None:
         try:
             self._table.call(
@@ -142,14 +133,14 @@ class MessageWrites:
     ) -> dict[str, Any]:
         """The META side of a write adding messages: counters by ADD, index sort keys moved.
 
-        GSI2SK and GSI3SK are set even where their partition key is absent (no userId; not ACTIVE):
-        an item without an index's partition key is simply not in that index. `reactivate`: an
+        GSI3SK is set even where its partition key is absent (not ACTIVE): an item without an
+        index's partition key is simply not in that index. `reactivate`: an
         ARCHIVED conversation that goes on is ACTIVE again, so archival finds it again (its s3Key
         stays: the transcript keeps the older messages).
         """
         now = utcnow()
         messages, tokens, tool_calls = counts
-        sets = ["updatedAt = :now", "GSI1SK = :activity", "GSI2SK = :activity"]
+        sets = ["updatedAt = :now", "GSI1SK = :activity"]
         if messages:
             sets += ["lastMessageAt = :now", "GSI3SK = :now"]
         if reactivate:
@@ -184,7 +175,7 @@ class MessageWrites:
     def _write(self, update: dict[str, Any], messages: list[ConversationMessage]) -> None:
         """The META update and the messages in one transaction. Past a transaction's limits (100
         actions, 4 MB) the oldest messages go ahead by BatchWriteItem."""
-        puts = self.message_puts(messages)
+        puts = self._message_puts(messages)
         split, size = len(puts), 0
         while split > 0 and len(puts) - split < TRANSACT_MAX_ITEMS - 1:
             size += len(str(puts[split - 1]))

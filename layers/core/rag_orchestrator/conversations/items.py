@@ -1,7 +1,7 @@
-"""How conversations and messages map to DynamoDB items (DESIGN.md section 8).
+"""How conversations and messages map to DynamoDB items (docs/storage.md).
 
-    PK=CONV#<id>  SK=META            the conversation, with the keys of the ByCaller, ByUser and
-                                     ByArchive indexes (ByArchive: see ARCHIVE_PREFIX below)
+    PK=CONV#<id>  SK=META            the conversation, with the keys of the ByCaller and ByArchive
+                                     indexes (ByArchive: see ARCHIVE_PREFIX below)
     PK=CONV#<id>  SK=CMID#<client>   a clientMessageId already received
     PK=CONV#<id>  SK=MSG#<key>       a message
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
-from rag_orchestrator.conversations.store import activity_key, iso
+from rag_orchestrator.conversations.keys import activity_key, iso
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus
 from rag_orchestrator.domain.ids import sortable_id
 
@@ -76,8 +76,6 @@ def index_attributes(conversation: Conversation) -> dict[str, str]:
         return {}
     activity = activity_key(conversation.updated_at, conversation.conversation_id)
     keys = {"GSI1PK": f"CALLER#{conversation.caller_id}", "GSI1SK": activity}
-    if conversation.user_id:
-        keys |= {"GSI2PK": f"USER#{conversation.user_id}", "GSI2SK": activity}
     if conversation.status is ConversationStatus.ACTIVE:
         last = conversation.last_message_at or conversation.created_at
         keys |= {"GSI3PK": archive_shard(conversation.conversation_id), "GSI3SK": iso(last)}

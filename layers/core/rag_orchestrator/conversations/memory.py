@@ -1,8 +1,10 @@
-"""ConversationStore in process memory (CONVERSATION_STORAGE=memory): the DynamoDB store's
-behaviour — ownership, turn lock, clientMessageId markers, counters, cursors — without AWS.
+"""ConversationStore in process memory (CONVERSATION_STORAGE=memory): the DynamoDB store's behaviour —
+ownership, turn lock, clientMessageId markers, counters, cursors — without AWS.
 
-Stored models are never changed in place (a change replaces them), so isolating callers needs only
-fresh copies of what is mutable in them, in and out: the model itself, `metadata`, `tool_calls`.
+Nothing here waits, so every method runs on the event loop (the lock guards a store shared with
+another thread's loop, as a test client does). Stored models are never changed in place (a change
+replaces them), so isolating callers needs only fresh copies of what is mutable in them, in and out:
+the model itself, `metadata`, `tool_calls`. Archival runs on DynamoDB only: nothing here is archived.
 """
 
 from __future__ import annotations
@@ -14,24 +16,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rag_orchestrator.conversations.cursors import CursorCodec
-from rag_orchestrator.conversations.store import (
-    DEFAULT_PAGE_SIZE,
-    LOCK_HELD,
-    activity_key,
-    check_limit,
-    iso,
-    list_scope,
-    messages_scope,
-    offset_page,
-    token_total,
-    turn_messages,
-)
-from rag_orchestrator.conversations.transcripts import MemoryTranscripts, Transcripts, merge
+from rag_orchestrator.conversations.keys import activity_key, iso, list_scope, messages_scope
+from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit, offset_page
+from rag_orchestrator.conversations.store import LOCK_HELD, token_total, turn_messages
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
 from rag_orchestrator.errors import BadRequest, Conflict, ConversationNotFound, DuplicateClientMessage
 
-ACTIVE, ARCHIVED, DELETED = ConversationStatus.ACTIVE, ConversationStatus.ARCHIVED, ConversationStatus.DELETED
+ACTIVE, DELETED = ConversationStatus.ACTIVE, ConversationStatus.DELETED
 
 
 @dataclass
@@ -56,24 +48,13 @@ def _own_conversation(conversation: Conversation) -> Conversation:
 
 
 class MemoryConversationStore:
-    blocking = False  # nothing here waits, so the ContextManager calls it on the event loop
-
-    def __init__(
-        self,
-        *,
-        transcripts: Transcripts | None = None,
-        cursor_secret: bytes | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.transcripts = transcripts or MemoryTranscripts()
+    def __init__(self, *, cursor_secret: bytes | None = None, clock: Callable[[], float] = time.time) -> None:
         self._cursors = CursorCodec(cursor_secret or os.urandom(32))
         self._clock = clock
         self._records: dict[str, _Record] = {}
         self._lock = threading.Lock()
 
-    # ------------------------------------------------------------------ conversations
-
-    def create(
+    async def create(
         self, conversation: Conversation, messages: Sequence[ConversationMessage] = ()
     ) -> Conversation:
         if messages:
@@ -92,12 +73,12 @@ class MemoryConversationStore:
             )
         return conversation
 
-    def get(self, conversation_id: str, caller_id: str) -> Conversation:
+    async def get(self, conversation_id: str, caller_id: str) -> Conversation:
         with self._lock:
             conversation = self._owned(conversation_id, caller_id).conversation
         return _own_conversation(conversation)
 
-    def list_by_caller(
+    async def list_by_caller(
         self,
         caller_id: str,
         *,
@@ -105,26 +86,34 @@ class MemoryConversationStore:
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
     ) -> Page[Conversation]:
-        scope = list_scope("ByCaller", f"CALLER#{caller_id}", status, None)
-        return self._list(lambda c: c.caller_id == caller_id, scope, status, limit, cursor)
+        check_limit(limit)
+        scope = list_scope(f"CALLER#{caller_id}", status)
+        after = None
+        if cursor:
+            after = self._cursors.decode(cursor, scope).get("after")
+            if not isinstance(after, str):
+                raise BadRequest("Invalid cursor")
+        with self._lock:
+            chosen = [
+                r.conversation
+                for r in self._records.values()
+                if r.conversation.caller_id == caller_id
+                and r.conversation.status is not DELETED
+                and (status is None or r.conversation.status is status)
+            ]
+        ordered = sorted(chosen, key=lambda c: activity_key(c.updated_at, c.conversation_id), reverse=True)
+        if after is not None:
+            ordered = [c for c in ordered if activity_key(c.updated_at, c.conversation_id) < after]
+        page = [_own_conversation(c) for c in ordered[:limit]]
+        following = None
+        if len(ordered) > limit:
+            last = page[-1]
+            following = self._cursors.encode(
+                {"after": activity_key(last.updated_at, last.conversation_id)}, scope
+            )
+        return Page(items=page, next_cursor=following)
 
-    def list_by_user(
-        self,
-        user_id: str,
-        *,
-        caller_id: str | None = None,
-        status: ConversationStatus | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-        cursor: str | None = None,
-    ) -> Page[Conversation]:
-        scope = list_scope("ByUser", f"USER#{user_id}", status, caller_id)
-
-        def matches(c: Conversation) -> bool:
-            return c.user_id == user_id and (caller_id is None or c.caller_id == caller_id)
-
-        return self._list(matches, scope, status, limit, cursor)
-
-    def soft_delete(self, conversation_id: str, caller_id: str) -> None:
+    async def soft_delete(self, conversation_id: str, caller_id: str) -> None:
         with self._lock:
             record = self._owned(conversation_id, caller_id)
             now = utcnow()
@@ -132,18 +121,7 @@ class MemoryConversationStore:
                 update={"status": DELETED, "deleted_at": now, "updated_at": now}
             )
 
-    def mark_archived(self, conversation_id: str, s3_key: str) -> None:
-        with self._lock:
-            record = self._records.get(conversation_id)
-            if record is None or record.conversation.status is not ACTIVE:
-                raise ConversationNotFound(conversation_id)
-            record.conversation = record.conversation.model_copy(
-                update={"status": ARCHIVED, "s3_key": s3_key, "archived_at": utcnow()}
-            )
-
-    # ------------------------------------------------------------------ messages
-
-    def messages(
+    async def messages(
         self,
         conversation_id: str,
         caller_id: str,
@@ -151,47 +129,18 @@ class MemoryConversationStore:
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
     ) -> Page[ConversationMessage]:
-        check_limit(limit)
         with self._lock:
-            record = self._owned(conversation_id, caller_id)
-            conversation, stored = record.conversation, list(record.messages)
-        if conversation.s3_key:  # archived, or archived once and continued since
-            stored = merge(self.transcripts.read(conversation.s3_key), stored)
-        scope = messages_scope(conversation_id, caller_id)
-        page = offset_page(stored, limit, cursor, self._cursors, scope)
+            stored = list(self._owned(conversation_id, caller_id).messages)
+        page = offset_page(stored, limit, cursor, self._cursors, messages_scope(conversation_id, caller_id))
         return Page(items=[_own_message(m) for m in page.items], next_cursor=page.next_cursor)
 
-    def window(self, conversation_id: str, size: int) -> list[ConversationMessage]:
+    async def window(self, conversation_id: str, size: int) -> list[ConversationMessage]:
         with self._lock:
             record = self._records.get(conversation_id)
-            if record is None:
-                return []
-            conversation, recent = record.conversation, record.messages[-size:]
-        return self._with_transcript(conversation, recent, size)
+            recent = record.messages[-size:] if record is not None else []
+        return [_own_message(m) for m in recent]
 
-    def load(
-        self, conversation_id: str, caller_id: str, size: int
-    ) -> tuple[Conversation, list[ConversationMessage]]:
-        with self._lock:
-            record = self._owned(conversation_id, caller_id)
-            conversation, recent = record.conversation, record.messages[-size:]
-        return _own_conversation(conversation), self._with_transcript(conversation, recent, size)
-
-    def append(
-        self,
-        conversation_id: str,
-        caller_id: str,
-        messages: Sequence[ConversationMessage],
-        *,
-        tool_calls: int = 0,
-    ) -> None:
-        with self._lock:
-            record = self._owned(conversation_id, caller_id)
-            self._add(record, list(messages), tokens=token_total(messages), tool_calls=tool_calls)
-
-    # ------------------------------------------------------------------ turns
-
-    def start_turn(
+    async def start_turn(
         self,
         conversation_id: str,
         caller_id: str,
@@ -211,7 +160,7 @@ class MemoryConversationStore:
                 record.markers[client_message_id] = (user_message.message_id, iso(user_message.created_at))
             self._add(record, [user_message], tokens=user_message.token_count or 0, tool_calls=0)
 
-    def finish_turn(
+    async def finish_turn(
         self,
         conversation_id: str,
         messages: Sequence[ConversationMessage],
@@ -227,13 +176,11 @@ class MemoryConversationStore:
             record.lock_until = 0.0
             self._add(record, turn_messages(messages, interrupted), tokens=tokens, tool_calls=tool_calls)
 
-    def abort_turn(self, conversation_id: str) -> None:
+    async def abort_turn(self, conversation_id: str) -> None:
         with self._lock:
             record = self._records.get(conversation_id)
             if record is not None:
                 record.lock_until = 0.0
-
-    # ------------------------------------------------------------------ helpers
 
     def _owned(self, conversation_id: str, caller_id: str) -> _Record:
         record = self._records.get(conversation_id)
@@ -252,8 +199,6 @@ class MemoryConversationStore:
         record.messages.extend(_own_message(m) for m in messages)
         record.conversation = current.model_copy(
             update={
-                # an ARCHIVED conversation that goes on is ACTIVE again (its s3_key stays)
-                "status": ACTIVE if messages and current.status is ARCHIVED else current.status,
                 "updated_at": now,
                 "last_message_at": now if messages else current.last_message_at,
                 "message_count": current.message_count + len(messages),
@@ -261,44 +206,3 @@ class MemoryConversationStore:
                 "tool_calls_count": current.tool_calls_count + tool_calls,
             }
         )
-
-    def _with_transcript(
-        self, conversation: Conversation, recent: list[ConversationMessage], size: int
-    ) -> list[ConversationMessage]:
-        if conversation.s3_key and len(recent) < size:
-            recent = merge(self.transcripts.read(conversation.s3_key), recent)[-size:]
-        return [_own_message(m) for m in recent]
-
-    def _list(
-        self,
-        matches: Callable[[Conversation], bool],
-        scope: str,
-        status: ConversationStatus | None,
-        limit: int,
-        cursor: str | None,
-    ) -> Page[Conversation]:
-        check_limit(limit)
-        after = None
-        if cursor:
-            after = self._cursors.decode(cursor, scope).get("after")
-            if not isinstance(after, str):
-                raise BadRequest("Invalid cursor")
-        with self._lock:
-            chosen = [
-                r.conversation
-                for r in self._records.values()
-                if matches(r.conversation)
-                and r.conversation.status is not DELETED
-                and (status is None or r.conversation.status is status)
-            ]
-        ordered = sorted(chosen, key=lambda c: activity_key(c.updated_at, c.conversation_id), reverse=True)
-        if after is not None:
-            ordered = [c for c in ordered if activity_key(c.updated_at, c.conversation_id) < after]
-        page = [_own_conversation(c) for c in ordered[:limit]]
-        following = None
-        if len(ordered) > limit:
-            last = page[-1]
-            following = self._cursors.encode(
-                {"after": activity_key(last.updated_at, last.conversation_id)}, scope
-            )
-        return Page(items=page, next_cursor=following)

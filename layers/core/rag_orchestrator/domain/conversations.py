@@ -9,12 +9,20 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from rag_orchestrator.domain.base import CamelModel, new_id, utcnow
+from rag_orchestrator.domain.events import FinishReason
 from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
+from rag_orchestrator.domain.passages import SourceWithSnippet
 
 MAX_ID_LENGTH = 100
 MAX_MESSAGE_CHARS = 32_000
 MAX_METADATA_ENTRIES = 20
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters a token, at least one: for when a provider reports no usage."""
+    return max(1, len(text) // CHARS_PER_TOKEN)
 
 
 class ConversationStatus(StrEnum):
@@ -56,6 +64,31 @@ class ConversationMessage(CamelModel):
     created_at: datetime = Field(default_factory=utcnow)
     client_message_id: str | None = None
     interrupted: bool = False
+    metadata: dict[str, str] | None = None  # the app's, from the chat request (user messages)
+
+    @classmethod
+    def of(
+        cls,
+        conversation_id: str,
+        message: Message,
+        token_count: int | None = None,
+        *,
+        client_message_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> ConversationMessage:
+        """A Message as a store keeps it: a time-ordered id and a token count (estimated when not given)."""
+        return cls(
+            conversation_id=conversation_id,
+            role=message.role,
+            content=message.content,
+            tool_call_id=message.tool_call_id,
+            tool_name=message.tool_name,
+            tool_calls=message.tool_calls,
+            reasoning=message.reasoning,
+            token_count=token_count if token_count is not None else estimate_tokens(message.content),
+            client_message_id=client_message_id,
+            metadata=metadata or None,
+        )
 
     def to_message(self) -> Message:
         return Message(
@@ -81,6 +114,7 @@ class MessageResponse(CamelModel):
     created_at: datetime
     client_message_id: str | None = None
     interrupted: bool = False
+    metadata: dict[str, str] | None = None
 
     @classmethod
     def of(cls, message: ConversationMessage) -> MessageResponse:
@@ -107,6 +141,13 @@ class ConversationResponse(CamelModel):
         return cls.model_validate(conversation.model_dump())
 
 
+def _small_metadata(value: dict[str, str]) -> dict[str, str]:
+    for key, item in value.items():
+        if not key or len(key) > 64 or len(item) > 1024:
+            raise ValueError("metadata keys are 1-64 characters and values at most 1024")
+    return value
+
+
 def _strip_optional(value: str | None) -> str | None:
     if value is None:
         return None
@@ -125,14 +166,27 @@ class CreateConversationRequest(CamelModel):
     metadata: dict[str, str] = Field(default_factory=dict, max_length=MAX_METADATA_ENTRIES)
 
     _strip = field_validator("user_id", "account_id", "initial_message")(_strip_optional)
+    _metadata = field_validator("metadata")(_small_metadata)
 
-    @field_validator("metadata")
-    @classmethod
-    def _small_metadata(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, item in value.items():
-            if not key or len(key) > 64 or len(item) > 1024:
-                raise ValueError("metadata keys are 1-64 characters and values at most 1024")
-        return value
+
+def new_conversation(
+    request: CreateConversationRequest, caller_id: str
+) -> tuple[Conversation, list[ConversationMessage]]:
+    """The conversation a create request asks for, and its first message when `initialMessage` is given."""
+    now = utcnow()
+    conversation = Conversation(
+        caller_id=caller_id,
+        user_id=request.user_id,
+        account_id=request.account_id,
+        metadata=request.metadata,
+        created_at=now,
+        updated_at=now,
+    )
+    first = []
+    if request.initial_message:
+        opening = Message(role=Role.USER, content=request.initial_message)
+        first.append(ConversationMessage.of(conversation.conversation_id, opening))
+    return conversation, first
 
 
 class ChatRequest(CamelModel):
@@ -143,6 +197,8 @@ class ChatRequest(CamelModel):
     context: dict[str, Any] | None = None
     metadata: dict[str, str] = Field(default_factory=dict, max_length=MAX_METADATA_ENTRIES)
     client_message_id: str | None = Field(None, min_length=1, max_length=MAX_ID_LENGTH)
+
+    _metadata = field_validator("metadata")(_small_metadata)
 
     @field_validator("message")
     @classmethod
@@ -160,7 +216,8 @@ class ChatResponse(CamelModel):
     tool_calls_count: int = 0
     iterations_used: int = 0
     tokens_used: int = 0
-    sources: list[dict[str, Any]] = Field(default_factory=list)
+    finish_reason: FinishReason = "stop"
+    sources: list[SourceWithSnippet] = Field(default_factory=list)
     timestamp: datetime = Field(default_factory=utcnow)
 
 

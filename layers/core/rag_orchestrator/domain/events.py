@@ -1,4 +1,4 @@
-"""Stream events sent to clients (DESIGN.md section 6): a tagged union on `type`."""
+"""Stream events sent to clients (docs/streams.md): a tagged union on `type`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter
 
 from rag_orchestrator.domain.base import CamelModel, utcnow
+from rag_orchestrator.domain.passages import SourceWithSnippet
+
+# Why a turn ended: the model answered; it was still calling tools when the iteration cap was
+# reached; the caller cancelled it; its function's time ran out; a tool call waits for approval.
+FinishReason = Literal["stop", "max_iterations", "cancelled", "deadline", "awaiting_approval"]
 
 
 class _Event(CamelModel):
@@ -49,7 +54,7 @@ class Preview(_Event):
 
 class Sources(_Event):
     type: Literal["Sources"] = "Sources"
-    sources: list[dict[str, Any]]
+    sources: list[SourceWithSnippet]
 
 
 class Completed(_Event):
@@ -57,6 +62,7 @@ class Completed(_Event):
     iterations_used: int
     tokens_used: int
     message_id: str | None = None
+    finish_reason: FinishReason = "stop"
 
 
 class Error(_Event):

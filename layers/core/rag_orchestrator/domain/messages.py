@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from rag_orchestrator.domain.base import CamelModel
+from rag_orchestrator.domain.passages import Passage
 
 
 class Role(StrEnum):
@@ -47,13 +48,21 @@ class Message(BaseModel):
     reasoning: str | None = None
 
 
+class ToolPreview(BaseModel):
+    """A result shown to the user instead of the model (seed 004's previews)."""
+
+    type: str
+    payload: Any
+
+
 class ToolResult(CamelModel):
     tool_call_id: str
     tool_name: str
     result: str
     success: bool = True
     error: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    passages: list[Passage] = Field(default_factory=list)  # what a knowledge search found
+    preview: ToolPreview | None = None
 
     def for_model(self) -> str:
         """What the model reads back as the tool message's content."""

@@ -6,33 +6,33 @@ epilogue is streamed as the last chunk.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
-from rag_orchestrator.loop.citations import cited_keys
+from rag_orchestrator.domain.passages import Passage, citation_key, cited_keys
 
 
 class Finalizer(Protocol):
-    def epilogue(self, content: str, sources: list[dict[str, Any]]) -> str: ...
+    def epilogue(self, content: str, sources: list[Passage]) -> str: ...
 
 
 class DirectFinalizer:
     """The answer as the model wrote it."""
 
-    def epilogue(self, content: str, sources: list[dict[str, Any]]) -> str:
+    def epilogue(self, content: str, sources: list[Passage]) -> str:
         return ""
 
 
 class StructuredFinalizer:
     """Appends a markdown list of the sources the answer cites."""
 
-    def epilogue(self, content: str, sources: list[dict[str, Any]]) -> str:
+    def epilogue(self, content: str, sources: list[Passage]) -> str:
         cited = cited_keys(content)
         lines = [
-            f"- {s.get('title') or s['documentId']} [source:{s['documentId']}#{s['chunkIndex']}]"
+            f"- {s.title or s.document_id} {citation_key(s.document_id, s.chunk_index)}"
             for s in sources
-            if (s["documentId"], s["chunkIndex"]) in cited
+            if s.key in cited
         ]
         return "\n\n**Sources**\n" + "\n".join(lines) if lines else ""
 
 
-FINALIZERS: dict[str, type] = {"direct": DirectFinalizer, "structured": StructuredFinalizer}
+FINALIZERS: dict[str, type[Finalizer]] = {"direct": DirectFinalizer, "structured": StructuredFinalizer}

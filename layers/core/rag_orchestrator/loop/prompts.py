@@ -12,8 +12,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from rag_orchestrator.api.auth import ANONYMOUS
-from rag_orchestrator.retrieval.sanitize import sanitize_metadata
+from rag_orchestrator.domain.callers import ANONYMOUS, primary_role
+from rag_orchestrator.sanitize import sanitize_metadata
 
 BASE_PROMPT = (
     "You are a helpful assistant for a mobile and web app. Answer from the knowledge base results and "
@@ -41,7 +41,6 @@ ROLE_BLOCKS = {
         "personal data: answer general questions only, and suggest signing in for anything else."
     ),
 }
-ROLE_PRECEDENCE = ("admin", "moderator", "user")
 PREVIEW_NOTE = (
     "Some tools show the user a preview instead of returning data to you. When a tool's result is "
     "`preview_sent`, the preview is already on the user's screen: summarise it in a sentence and ask "
@@ -57,9 +56,7 @@ MAX_KEY = 64
 
 def role_block(roles: Sequence[str]) -> str:
     """The block of the most privileged role the caller has; unknown roles read as `user`."""
-    if tuple(roles) == (ANONYMOUS,):
-        return ROLE_BLOCKS[ANONYMOUS]
-    return ROLE_BLOCKS[next((role for role in ROLE_PRECEDENCE if role in roles), "user")]
+    return ROLE_BLOCKS[primary_role(roles)]
 
 
 def _clean(value: Any, depth: int = 0) -> Any:

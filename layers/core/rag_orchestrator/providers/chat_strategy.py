@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Any
 
@@ -13,10 +13,8 @@ from rag_orchestrator.providers.events import (
     FinalResponse,
     IterationComplete,
     IterationContext,
-    ReasoningChunk,
     StrategyEvent,
     StreamingMode,
-    ToolCallDetected,
     ToolCallsComplete,
     Usage,
 )
@@ -64,8 +62,6 @@ class IterationAssembler:
         events: list[StrategyEvent] = []
         if reasoning:
             self._reasoning.append(reasoning)
-            if self._progressive:
-                events.append(ReasoningChunk(reasoning))
         if content:
             self._content.append(content)
             if self._progressive:
@@ -84,8 +80,6 @@ class IterationAssembler:
                 logger.warning(
                     "model sent tool arguments that are not a JSON object", extra={"tool": call.function.name}
                 )
-            if self._progressive:
-                events.append(ToolCallDetected(call))
         if calls:
             events.append(ToolCallsComplete(tuple(calls), content, reasoning))
         else:
@@ -94,7 +88,7 @@ class IterationAssembler:
         if usage is None:
             completion = len(content) + len(reasoning or "") + sum(len(c.function.arguments) for c in calls)
             usage = Usage.estimate(prompt_chars, completion)
-        events.append(IterationComplete(usage, should_continue=bool(calls)))
+        events.append(IterationComplete(usage))
         return events
 
 
@@ -140,7 +134,7 @@ class ChatCompletionsStrategy:
 
     async def run_iteration(
         self, messages: list[Message], tools: list[dict[str, Any]], ctx: IterationContext
-    ) -> AsyncIterator[StrategyEvent]:
+    ) -> AsyncGenerator[StrategyEvent, None]:
         payload = self.build_payload(messages, tools, ctx)
         assembler = IterationAssembler(ctx.streaming_mode, split_think_tags=self._split_think_tags)
         async with aclosing(self._client.stream(payload)) as deltas:

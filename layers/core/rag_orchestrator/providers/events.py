@@ -1,7 +1,8 @@
 """What a strategy emits during one model iteration (seed 001): a tagged union on `type`.
 
-Reasoning travels only in ReasoningChunk, ToolCallsComplete.reasoning and FinalResponse.reasoning:
-the loop stores it for replay and audit, and never forwards it to a client.
+Reasoning travels only in ToolCallsComplete.reasoning and FinalResponse.reasoning: the loop stores it
+for replay and audit, and never forwards it to a client. Streamed pieces of reasoning and of tool
+calls are not events: the strategy assembles them and emits the whole.
 """
 
 from __future__ import annotations
@@ -56,18 +57,6 @@ class ContentChunk:
 
 
 @dataclass(frozen=True, slots=True)
-class ReasoningChunk:
-    content: str
-    type: Literal["ReasoningChunk"] = field(default="ReasoningChunk", init=False)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallDetected:
-    tool_call: ToolCall
-    type: Literal["ToolCallDetected"] = field(default="ToolCallDetected", init=False)
-
-
-@dataclass(frozen=True, slots=True)
 class ToolCallsComplete:
     tool_calls: tuple[ToolCall, ...]
     assistant_content: str = ""
@@ -85,23 +74,7 @@ class FinalResponse:
 @dataclass(frozen=True, slots=True)
 class IterationComplete:
     usage: Usage
-    should_continue: bool
     type: Literal["IterationComplete"] = field(default="IterationComplete", init=False)
 
 
-@dataclass(frozen=True, slots=True)
-class StatusUpdate:
-    status: str
-    phase: str | None = None
-    type: Literal["StatusUpdate"] = field(default="StatusUpdate", init=False)
-
-
-StrategyEvent = (
-    ContentChunk
-    | ReasoningChunk
-    | ToolCallDetected
-    | ToolCallsComplete
-    | FinalResponse
-    | IterationComplete
-    | StatusUpdate
-)
+StrategyEvent = ContentChunk | ToolCallsComplete | FinalResponse | IterationComplete

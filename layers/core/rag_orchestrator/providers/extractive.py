@@ -8,23 +8,22 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rag_orchestrator.domain.messages import FunctionCall, Message, Role, ToolCall
+from rag_orchestrator.domain.passage_formats import context_passages
 from rag_orchestrator.providers.events import (
     ContentChunk,
     FinalResponse,
     IterationComplete,
     IterationContext,
     StrategyEvent,
-    ToolCallDetected,
     ToolCallsComplete,
     Usage,
 )
 from rag_orchestrator.providers.strategies import StrategyMetadata
-from rag_orchestrator.retrieval.prompt import context_passages
 
 if TYPE_CHECKING:
     from rag_orchestrator.config import Settings
@@ -163,7 +162,7 @@ class ExtractiveStrategy:
 
     async def run_iteration(
         self, messages: list[Message], tools: list[dict[str, Any]], ctx: IterationContext
-    ) -> AsyncIterator[StrategyEvent]:
+    ) -> AsyncGenerator[StrategyEvent, None]:
         start = last_user_index(messages)
         question = messages[start].content if start >= 0 else ""
         prompt_chars = sum(len(m.content) for m in messages)
@@ -174,10 +173,8 @@ class ExtractiveStrategy:
             call = ToolCall(
                 id=f"call_rag_{ctx.iteration}", function=FunctionCall(name=RAG_SEARCH, arguments=arguments)
             )
-            if ctx.progressive:
-                yield ToolCallDetected(call)
             yield ToolCallsComplete((call,), "", None)
-            yield IterationComplete(Usage.estimate(prompt_chars, len(arguments)), should_continue=True)
+            yield IterationComplete(Usage.estimate(prompt_chars, len(arguments)))
             return
         knowledge = [m for m in messages if m.role is Role.SYSTEM]
         passages = [p for m in [*results, *knowledge] for p in parse_knowledge(m.content)]
@@ -186,7 +183,7 @@ class ExtractiveStrategy:
             for word in re.findall(r"\s*\S+", answer):
                 yield ContentChunk(word)
         yield FinalResponse(answer, None)
-        yield IterationComplete(Usage.estimate(prompt_chars, len(answer)), should_continue=False)
+        yield IterationComplete(Usage.estimate(prompt_chars, len(answer)))
 
     async def aclose(self) -> None:
         return None

@@ -14,7 +14,7 @@ import json
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -142,7 +142,7 @@ class ChatClient:
         if self._http is None:
             await close_shared_http_client()
 
-    async def stream(self, payload: Mapping[str, Any]) -> AsyncIterator[ChunkDelta]:
+    async def stream(self, payload: Mapping[str, Any]) -> AsyncGenerator[ChunkDelta, None]:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout
         attempt = 0
@@ -172,7 +172,9 @@ class ChatClient:
                 )
                 await asyncio.sleep(delay)
 
-    async def _stream_once(self, payload: Mapping[str, Any], deadline: float) -> AsyncIterator[ChunkDelta]:
+    async def _stream_once(
+        self, payload: Mapping[str, Any], deadline: float
+    ) -> AsyncGenerator[ChunkDelta, None]:
         http = self._http or shared_http_client()
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
         async with contextlib.AsyncExitStack() as stack:

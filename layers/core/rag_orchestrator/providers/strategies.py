@@ -7,7 +7,7 @@ extractive strategy never imports httpx.
 from __future__ import annotations
 
 import importlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -36,7 +36,7 @@ class ModelStrategy(Protocol):
 
     def run_iteration(
         self, messages: list[Message], tools: list[dict[str, Any]], ctx: IterationContext
-    ) -> AsyncIterator[StrategyEvent]:
+    ) -> AsyncGenerator[StrategyEvent, None]:
         """One model call: chunks (PROGRESSIVE only), then ToolCallsComplete or FinalResponse,
         then IterationComplete. Implementations are `async def` generators."""
         ...

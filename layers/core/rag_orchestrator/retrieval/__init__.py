@@ -6,5 +6,5 @@ for ingestion's calls; searches speak Chroma's REST API themselves (`chroma_http
 Public surface (import from the modules):
 `search.search` / `search.search_sync`, `ingestion.ingest_documents` / `ingestion.aingest_documents`,
 `embedders.get_embedder`, `vector_store.get_vector_store`, `models.Passage`, `models.Document`,
-`sanitize.sanitize_metadata` / `sanitize.sanitize_for_prompt`, `s3_ingest.ingest_s3_event`.
+`s3_ingest.ingest_s3_event` (sanitising lives in `rag_orchestrator.sanitize`, below every package).
 """

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from rag_orchestrator.domain.base import CamelModel, new_id
+from rag_orchestrator.domain.passages import Passage, Source, drawn_on
 from rag_orchestrator.errors import ProviderError, ProviderStreamError, RagError
-from rag_orchestrator.loop.citations import cited_keys
-from rag_orchestrator.observability import logger, metrics
+from rag_orchestrator.observability import log_enabled, logger, metrics
 from rag_orchestrator.providers.events import (
     ContentChunk,
     FinalResponse,
@@ -35,7 +35,6 @@ from rag_orchestrator.providers.events import (
     Usage,
 )
 from rag_orchestrator.retrieval.citation_check import CitationFilter, strip_unknown
-from rag_orchestrator.retrieval.models import Passage, Source
 from rag_orchestrator.retrieval.prompt import build_prompt
 from rag_orchestrator.retrieval.search import search
 
@@ -105,7 +104,7 @@ AnswerEvent = SourcesEvent | DeltaEvent | DoneEvent | ErrorEvent
 
 async def answer_events(
     request: AnswerQuery, settings: Settings, strategy: ModelStrategy
-) -> AsyncIterator[AnswerEvent]:
+) -> AsyncGenerator[AnswerEvent, None]:
     started = time.perf_counter()
     keys = {"query_id": request.query_id, "top_k": request.top_k, "streaming": request.streaming}
     logger.info("answer started", extra={**keys, "threshold": request.threshold})
@@ -116,9 +115,9 @@ async def answer_events(
         yield ErrorEvent(_failed(exc, keys, started))
 
 
-async def collect_answer(events: AsyncIterator[AnswerEvent]) -> AnswerResponse:
+async def collect_answer(events: AsyncGenerator[AnswerEvent, None]) -> AnswerResponse:
     """The `done` answer of an event stream; raises the `error` event's error."""
-    async with aclosing(events) as stream:  # type: ignore[type-var]
+    async with aclosing(events) as stream:
         async for event in stream:
             if isinstance(event, ErrorEvent):
                 raise event.error
@@ -129,7 +128,7 @@ async def collect_answer(events: AsyncIterator[AnswerEvent]) -> AnswerResponse:
 
 async def _answer(
     request: AnswerQuery, settings: Settings, strategy: ModelStrategy, started: float, keys: dict
-) -> AsyncIterator[AnswerEvent]:
+) -> AsyncGenerator[AnswerEvent, None]:
     found = await search(
         request.query,
         top_k=request.top_k,
@@ -146,7 +145,7 @@ async def _answer(
         return
 
     prompt = build_prompt(request.query, passages, settings)
-    if logger.isEnabledFor(logging.DEBUG):
+    if log_enabled(logging.DEBUG):
         logger.debug(
             "answer prompt",
             extra={**keys, "document_ids": [p.document_id for p in passages], "prompt": prompt.system},
@@ -163,7 +162,7 @@ async def _answer(
     final: str | None = None
     usage = Usage()
     chunked = False
-    async with aclosing(strategy.run_iteration(prompt.messages, [], ctx)) as events:  # type: ignore[type-var]
+    async with aclosing(strategy.run_iteration(prompt.messages, [], ctx)) as events:
         async for event in events:
             if isinstance(event, ContentChunk):
                 chunked = True
@@ -187,9 +186,7 @@ async def _answer(
             "removed citations to passages not in the context",
             extra={**keys, "citations": [f"{doc}#{index}" for doc, index in removed]},
         )
-    cited = cited_keys(answer)
-    sources = [p for p in passages if (p.document_id, p.chunk_index) in cited] or passages
-    yield DoneEvent(_finish(answer, sources, passages, usage, started, keys))
+    yield DoneEvent(_finish(answer, drawn_on(answer, passages), passages, usage, started, keys))
 
 
 def _finish(

@@ -158,7 +158,7 @@ class ChromaReader:
             return answer
         error = answer.get("error") if isinstance(answer, dict) else None
         if error == "NotFoundError":
-            raise ChromaNotFound(str(answer.get("message", "")))  # type: ignore[union-attr]
+            raise ChromaNotFound(str(answer.get("message", "")))
         error_type = str(error) if error else f"HTTP {response.status_code}"
         detail = answer.get("message") if isinstance(answer, dict) else response.text
         logger.error(

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from rag_orchestrator.retrieval.sanitize import (
+from rag_orchestrator.sanitize import (
     MAX_SOURCE,
     MAX_TITLE,
     sanitize_metadata,
@@ -58,7 +58,7 @@ def _units(text: str, size: int, overlap: int) -> list[_Unit]:
     """Whole paragraphs where they fit; else their sentences; a sentence over `size` is cut at words."""
     # Pieces cut mid-sentence leave room for the overlap, which matters most there.
     word_piece = max(size - overlap, size // 2)
-    units = []
+    units: list[_Unit] = []
     for paragraph in _PARAGRAPH_BREAK.split(text):
         paragraph = paragraph.strip()
         if not paragraph:

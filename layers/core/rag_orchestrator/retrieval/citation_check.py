@@ -1,6 +1,6 @@
 """Checking an answer's citations against the passages its prompt held (seed 003 R-01).
 
-A citation `[source:documentId#chunkIndex]` (parsed with `loop.citations.CITATION`) to a passage that was
+A citation `[source:documentId#chunkIndex]` (parsed with `domain.passages.CITATION`) to a passage that was
 not in the context is removed, with the spaces before it. `CitationFilter` does the same to a stream of
 text deltas, holding back only what could still grow into a citation, so the concatenated deltas equal
 `strip_unknown` of the whole text.
@@ -11,11 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from rag_orchestrator.loop.citations import CITATION
-
-CITATION_FORMAT = "[source:documentId#chunkIndex]"
-
-Key = tuple[str, int]
+from rag_orchestrator.domain.passages import CITATION, Key
 
 _CITED = re.compile(r"[ \t]*" + CITATION.pattern)
 # The tail of a text that more text could turn into a citation, with the spaces before it:
@@ -23,10 +19,6 @@ _CITED = re.compile(r"[ \t]*" + CITATION.pattern)
 _OPEN_TAIL = re.compile(
     r"[ \t]*\[(?:s(?:o(?:u(?:r(?:c(?:e(?::(?:[^\]#\s]+(?:#\d*)?)?)?)?)?)?)?)?)?\Z|[ \t]+\Z"
 )
-
-
-def citation_key(document_id: str, chunk_index: int) -> str:
-    return f"[source:{document_id}#{chunk_index}]"
 
 
 def strip_unknown(text: str, allowed: Collection[Key]) -> tuple[str, list[Key]]:

@@ -1,20 +1,18 @@
-"""The retrieval layer's data: documents to ingest and the passages a search returns."""
+"""Documents to ingest (the passages a search returns are `domain.passages.Passage`)."""
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field, computed_field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from rag_orchestrator.domain.base import CamelModel
-from rag_orchestrator.retrieval.sanitize import (
+from rag_orchestrator.sanitize import (
     MAX_DOCUMENT_ID,
     MAX_SOURCE,
     MAX_TAG,
     MAX_TAGS,
     MAX_TITLE,
-    truncate,
 )
 
-SNIPPET_CHARS = 300
 MAX_DOCUMENT_CHARS = 500_000
 
 
@@ -37,42 +35,3 @@ class Document(CamelModel):
         if any(len(tag) > MAX_TAG for tag in tags):
             raise ValueError(f"each tag must have at most {MAX_TAG} characters")
         return tags
-
-
-class Passage(CamelModel):
-    """A retrieved chunk: where it comes from, how well it matched (cosine similarity), and its text."""
-
-    document_id: str
-    title: str
-    chunk_index: int
-    score: float
-    source: str | None = None
-    tags: list[str] = Field(default_factory=list)
-    text: str
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def snippet(self) -> str:
-        return truncate(" ".join(self.text.split()), SNIPPET_CHARS)
-
-
-class Source(CamelModel):
-    """A passage as a client sees it among an answer's sources (seed 003's Citation)."""
-
-    document_id: str
-    title: str
-    chunk_index: int
-    score: float
-    source: str | None = None
-    tags: list[str]
-
-    @classmethod
-    def of(cls, passage: Passage) -> Source:
-        return cls(
-            document_id=passage.document_id,
-            title=passage.title,
-            chunk_index=passage.chunk_index,
-            score=round(passage.score, 4),
-            source=passage.source,
-            tags=passage.tags,
-        )

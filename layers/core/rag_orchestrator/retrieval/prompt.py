@@ -11,15 +11,12 @@ is the user message. Placeholders:
     $citation_format  [source:documentId#chunkIndex]
     $passage_count    how many passages there are
 
-Title, source and tags are sanitised (CL-04) and escaped as attribute values; the text is sanitised,
-truncated to `RAG_CONTEXT_MAX_CHARS`, and cannot close its block. `context_passages` reads the blocks
-back: the offline extractive strategy answers from them.
+The blocks are written by `domain.passage_formats.render_context` (text truncated to
+`RAG_CONTEXT_MAX_CHARS`), which also reads them back for the offline extractive strategy.
 """
 
 from __future__ import annotations
 
-import html
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -27,29 +24,17 @@ from string import Template
 from typing import TYPE_CHECKING
 
 from rag_orchestrator.domain.messages import Message, Role
+from rag_orchestrator.domain.passage_formats import render_context
+from rag_orchestrator.domain.passages import CITATION_FORMAT, Passage
 from rag_orchestrator.errors import ConfigError
-from rag_orchestrator.loop.citations import CITATION
-from rag_orchestrator.retrieval.citation_check import CITATION_FORMAT, citation_key
-from rag_orchestrator.retrieval.sanitize import (
-    FILTERED,
-    MAX_SOURCE,
-    MAX_TITLE,
-    sanitize_for_prompt,
-    sanitize_metadata,
-    sanitize_tags,
-)
 
 if TYPE_CHECKING:
     from rag_orchestrator.config import Settings
-    from rag_orchestrator.retrieval.models import Passage
 
 DEFAULT_TEMPLATE = Path(__file__).with_name("prompts") / "rag_answer.txt"
 FIELDS = ("context", "citation_format", "passage_count")
 MAX_TEMPLATE_CHARS = 50_000
 VARIABLE = "RAG_PROMPT_TEMPLATE_PATH"
-
-_PASSAGE_TAG = re.compile(r"<\s*/?\s*passage\b", re.IGNORECASE)
-_BLOCK = re.compile(r'<passage\b[^>]*?\bcitation="([^"]*)"[^>]*>\n?(.*?)\n?</passage>', re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,23 +72,6 @@ def parse_template(text: str, origin: str = "the template") -> Template:
     return template
 
 
-def render_passage(number: int, passage: Passage, max_chars: int) -> str:
-    attributes = {
-        "number": str(number),
-        "citation": citation_key(passage.document_id, passage.chunk_index),
-        "title": sanitize_metadata(passage.title, MAX_TITLE),
-        "source": sanitize_metadata(passage.source, MAX_SOURCE) if passage.source else "",
-        "tags": ", ".join(sanitize_tags(passage.tags)),
-    }
-    head = " ".join(f'{name}="{html.escape(value)}"' for name, value in attributes.items() if value)
-    text = _PASSAGE_TAG.sub(FILTERED, sanitize_for_prompt(passage.text.strip(), max_chars))
-    return f"<passage {head}>\n{text}\n</passage>"
-
-
-def render_context(passages: list[Passage], max_chars: int) -> str:
-    return "\n\n".join(render_passage(n, p, max_chars) for n, p in enumerate(passages, start=1))
-
-
 def build_prompt(question: str, passages: list[Passage], settings: Settings) -> AnswerPrompt:
     system = load_template(settings.rag_prompt_template_path).substitute(
         context=render_context(passages, settings.rag_context_max_chars),
@@ -112,13 +80,3 @@ def build_prompt(question: str, passages: list[Passage], settings: Settings) -> 
     )
     messages = [Message(role=Role.SYSTEM, content=system), Message(role=Role.USER, content=question)]
     return AnswerPrompt(messages=messages, system=system)
-
-
-def context_passages(prompt: str) -> list[tuple[str, int, str]]:
-    """(documentId, chunkIndex, text) of each passage block in a prompt built here."""
-    found = []
-    for block in _BLOCK.finditer(prompt):
-        key = CITATION.fullmatch(html.unescape(block.group(1)))
-        if key:
-            found.append((key.group(1), int(key.group(2)), block.group(2)))
-    return found

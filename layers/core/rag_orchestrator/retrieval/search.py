@@ -7,12 +7,12 @@ import time
 from collections.abc import Sequence
 
 from rag_orchestrator.config import Settings
+from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import BadRequest
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.embedders import get_embedder
-from rag_orchestrator.retrieval.models import Passage
-from rag_orchestrator.retrieval.sanitize import MAX_SOURCE, sanitize_metadata, sanitize_tags
 from rag_orchestrator.retrieval.vector_store import get_vector_store
+from rag_orchestrator.sanitize import MAX_SOURCE, sanitize_metadata, sanitize_tags
 
 MAX_QUERY_CHARS = 2000
 

@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 import httpx
 
 from rag_orchestrator.config import Settings
+from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import ConfigError, VectorStoreUnavailable
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.chroma_http import (
@@ -27,7 +28,6 @@ from rag_orchestrator.retrieval.chroma_http import (
     QueryRow,
 )
 from rag_orchestrator.retrieval.chunking import Chunk
-from rag_orchestrator.retrieval.models import Passage
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -82,14 +82,19 @@ class VectorStore:
             raise ValueError("one embedding per chunk")
         for start in range(0, len(chunks), UPSERT_BATCH):
             part = chunks[start : start + UPSERT_BATCH]
-            self._call(
-                lambda c, part=part, start=start: c.upsert(
+            vectors = [list(e) for e in embeddings[start : start + len(part)]]
+
+            def put(
+                c: Collection, part: Sequence[Chunk] = part, vectors: list[list[float]] = vectors
+            ) -> None:
+                c.upsert(
                     ids=[chunk.id for chunk in part],
-                    embeddings=[list(e) for e in embeddings[start : start + len(part)]],
+                    embeddings=vectors,  # type: ignore[arg-type]
                     documents=[chunk.text for chunk in part],
-                    metadatas=[chunk.metadata for chunk in part],
+                    metadatas=[chunk.metadata for chunk in part],  # type: ignore[misc]
                 )
-            )
+
+            self._call(put)
 
     def delete_document(self, document_id: str, *, keep_first: int = 0) -> None:
         """Delete the document's chunks, or only those from chunkIndex `keep_first` on (a re-ingested tail)."""

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from rag_orchestrator.domain.messages import ToolResult
+from rag_orchestrator.domain.passages import Passage
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +27,12 @@ class Tool(Protocol):
     parameters: dict[str, Any]
 
     async def execute(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
+
+
+class SearchTool(Tool, Protocol):
+    """A knowledge search that is also a tool: `rag_search`, which the loop also calls before the model."""
+
+    async def search(self, query: str) -> list[Passage]: ...
 
 
 def definition(tool: Tool) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The tool catalogue (DESIGN.md section 7): HTTP tools declared in YAML or JSON, validated at start.
+"""The tool catalogue (docs/tools.md): HTTP tools declared in YAML or JSON, validated at start.
 
 Every problem is a ConfigError that names the tool and the field. With no TOOL_CATALOG_PATH the
 catalogue is empty: only `rag_search` is offered. `catalog.example.yaml` beside this module documents
@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from rag_orchestrator.api.auth import ANONYMOUS
 from rag_orchestrator.config import Settings, _ssm_secret, in_lambda
+from rag_orchestrator.domain.callers import ANONYMOUS
 from rag_orchestrator.errors import ConfigError
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 

@@ -19,9 +19,9 @@ from urllib.parse import quote
 import httpx
 
 from rag_orchestrator import tls
-from rag_orchestrator.domain.messages import ToolResult
+from rag_orchestrator.domain.messages import ToolPreview, ToolResult
 from rag_orchestrator.observability import logger
-from rag_orchestrator.retrieval.sanitize import strip_control, truncate
+from rag_orchestrator.sanitize import strip_control, truncate
 from rag_orchestrator.tools.base import ToolContext, failure
 from rag_orchestrator.tools.catalog import (
     PATH_PARAM,
@@ -228,7 +228,7 @@ class HttpTool:
                 tool_call_id="",
                 tool_name=self.name,
                 result=PREVIEW_SENT,
-                metadata={"preview": {"type": self.preview, "payload": payload}},
+                preview=ToolPreview(type=self.preview, payload=payload),
             )
         return ToolResult(tool_call_id="", tool_name=self.name, result=text)
 

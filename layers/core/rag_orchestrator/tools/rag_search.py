@@ -2,34 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.messages import ToolResult
+from rag_orchestrator.domain.passage_formats import format_passages
+from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.tools.base import ToolContext
 
 NAME = "rag_search"
-
-
-def format_passages(passages: list[Any]) -> str:
-    """The JSON the model (and the extractive strategy) reads: {"results": [...]}."""
-    return json.dumps(
-        {
-            "results": [
-                {
-                    "documentId": p.document_id,
-                    "chunkIndex": p.chunk_index,
-                    "title": p.title,
-                    "source": p.source,
-                    "score": round(p.score, 4),
-                    "text": p.text,
-                }
-                for p in passages
-            ]
-        },
-        ensure_ascii=False,
-    )
 
 
 class RagSearchTool:
@@ -74,7 +55,7 @@ class RagSearchTool:
         max_results: int | None = None,
         source: str | None = None,
         tags: list[str] | None = None,
-    ) -> list[Any]:
+    ) -> list[Passage]:
         from rag_orchestrator.retrieval.search import search
 
         return await search(
@@ -97,5 +78,5 @@ class RagSearchTool:
             tool_call_id="",
             tool_name=self.name,
             result=format_passages(passages),
-            metadata={"passages": [p.model_dump(by_alias=True) for p in passages]},
+            passages=passages,
         )

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from rag_orchestrator.api.auth import ANONYMOUS
+from rag_orchestrator.domain.callers import may_use_tools
 from rag_orchestrator.observability import logger, metrics
 from rag_orchestrator.retrieval.embedders import Embedder
 
@@ -41,7 +41,7 @@ class Offer:
     roles: tuple[str, ...] | None = None  # None: every authenticated role
 
     def usable_by(self, roles: Sequence[str]) -> bool:
-        if not roles or tuple(roles) == (ANONYMOUS,):
+        if not may_use_tools(roles):
             return False
         return self.roles is None or not set(self.roles).isdisjoint(roles)
 

@@ -10,7 +10,7 @@ import httpx
 from rag_orchestrator.config import Settings
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.embedders import Embedder
-from rag_orchestrator.tools.base import Tool
+from rag_orchestrator.tools.base import SearchTool
 from rag_orchestrator.tools.catalog import Catalog, Lookup, environment_secret, load_catalog
 from rag_orchestrator.tools.http_tool import ClientPool, HttpTool
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
@@ -25,6 +25,7 @@ class Toolbox:
     catalog: Catalog
     registry: ToolRegistry
     selector: ToolSelector
+    search: SearchTool  # rag_search, also called by the loop before the first model call
 
     def preview_type(self, name: str) -> str | None:
         return getattr(self.registry.get(name), "preview", None)
@@ -79,7 +80,7 @@ def _cache(settings: Settings) -> Any:
 def build_toolbox(
     settings: Settings,
     *,
-    rag_search: Tool | None = None,
+    rag_search: SearchTool | None = None,
     embedder: Embedder | None = _DEFAULT,
     transport: httpx.AsyncBaseTransport | None = None,
     lookup: Lookup = environment_secret,
@@ -112,4 +113,4 @@ def build_toolbox(
         min_score=settings.tool_selection_min_score,
         cache=_cache(settings) if cache is _DEFAULT else cache,
     )
-    return Toolbox(catalog=catalog, registry=registry, selector=selector)
+    return Toolbox(catalog=catalog, registry=registry, selector=selector, search=rag_search)

@@ -1,0 +1,100 @@
+"""`python -m devserver.import_graph`: which package of rag_orchestrator imports which, and the layer order.
+
+Reads every module's imports (top-level and inside functions) with `ast`; nothing is imported. A
+package is a subpackage (`api`, `loop`, …) or a module at the package root (`config`, `errors`, …).
+tests/unit/test_layering.py holds the code to LAYERS: no import runs up, no two packages import
+each other.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+PACKAGE = "rag_orchestrator"
+ROOT = Path(__file__).resolve().parent.parent / "layers" / "core" / PACKAGE
+
+# Bottom to top; a package may import only from its own layer or the layers below it.
+LAYERS: list[set[str]] = [
+    {"domain", "errors", "observability", "tls", "aws", "sanitize", "__init__"},
+    {"config"},
+    {"providers", "conversations", "retrieval"},
+    {"tools"},
+    {"loop"},
+    {"api", "cli"},
+]
+
+
+def package_of(module: str) -> str:
+    """`rag_orchestrator.loop.steps` -> `loop`; `rag_orchestrator.config` -> `config`."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def module_name(path: Path) -> str:
+    relative = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(relative.parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports(path: Path) -> set[str]:
+    """The rag_orchestrator modules a file imports, anywhere in it."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith(PACKAGE)}
+        elif isinstance(node, ast.ImportFrom) and node.module == PACKAGE:  # from rag_orchestrator import aws
+            found |= {
+                f"{PACKAGE}.{alias.name}" if _is_module(alias.name) else PACKAGE for alias in node.names
+            }
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PACKAGE + "."):
+            found.add(node.module)
+    return found
+
+
+def _is_module(name: str) -> bool:
+    return (ROOT / f"{name}.py").exists() or (ROOT / name).is_dir()
+
+
+def package_graph() -> dict[str, set[str]]:
+    """package -> the other packages it imports from."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in sorted(ROOT.rglob("*.py")):
+        source = package_of(module_name(path))
+        graph[source] |= {package_of(target) for target in imports(path)} - {source}
+    return dict(graph)
+
+
+def layer_of(package: str) -> int:
+    for index, members in enumerate(LAYERS):
+        if package in members:
+            return index
+    raise KeyError(f"{package} is in no layer of devserver/import_graph.py")
+
+
+def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((a, b) for a, targets in graph.items() for b in targets if layer_of(b) > layer_of(a))
+
+
+def mutual(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((a, b) for a, targets in graph.items() for b in targets if a < b and a in graph.get(b, ()))
+
+
+def main() -> int:
+    graph = package_graph()
+    for index in range(len(LAYERS) - 1, -1, -1):
+        for package in sorted(LAYERS[index] & set(graph)):
+            targets = ", ".join(sorted(graph[package])) or "-"
+            print(f"layer {index}  {package:14} -> {targets}")
+    problems = [f"upward: {a} -> {b}" for a, b in upward(graph)]
+    problems += [f"cycle: {a} <-> {b}" for a, b in mutual(graph)]
+    print("\n".join(problems) if problems else "no import runs up a layer; no two packages import each other")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""The composition root: the parts an app uses, built once per app from its settings, and the FastAPI
+dependencies that hand them to routes.
+
+`create_app` puts one `Services` on `app.state`; each part is built on first use, so a function pays
+at cold start only for what its first request needs. Tests replace parts with
+`app.dependency_overrides[get_orchestrator] = ...` or build an app from their own settings.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, cast
+
+from fastapi import Request
+
+from rag_orchestrator.config import Settings
+
+if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
+    from rag_orchestrator.conversations.store import ConversationStore
+    from rag_orchestrator.loop.orchestrator import Orchestrator
+    from rag_orchestrator.providers.strategies import ModelStrategy
+    from rag_orchestrator.tools.toolbox import Toolbox
+
+
+class Services:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @cached_property
+    def store(self) -> ConversationStore:
+        from rag_orchestrator.conversations.factory import create_store
+
+        return create_store(self.settings)
+
+    @cached_property
+    def toolbox(self) -> Toolbox:
+        """rag_search and the catalogue's tools; building it validates the catalogue (ConfigError)."""
+        from rag_orchestrator.tools.toolbox import build_toolbox
+
+        return build_toolbox(self.settings)
+
+    @cached_property
+    def strategy(self) -> ModelStrategy:
+        """The model strategy of MODEL_STRATEGY, for turns and answers alike."""
+        from rag_orchestrator.providers.strategies import create_strategy
+
+        return create_strategy(self.settings)
+
+    @cached_property
+    def orchestrator(self) -> Orchestrator:
+        from rag_orchestrator.loop.finalizers import FINALIZERS
+        from rag_orchestrator.loop.orchestrator import Orchestrator
+        from rag_orchestrator.loop.toolsets import tool_chooser
+
+        toolbox = self.toolbox
+        return Orchestrator(
+            store=self.store,
+            strategy=self.strategy,
+            tools=toolbox.registry,
+            settings=self.settings,
+            choose_tools=tool_chooser(toolbox.registry, toolbox.selector),
+            search=toolbox.search,
+            finalizer=FINALIZERS[self.settings.loop_finalizer](),
+        )
+
+
+def services(request: Request) -> Services:
+    return cast(Services, request.app.state.services)
+
+
+def get_settings(request: Request) -> Settings:
+    return services(request).settings
+
+
+def get_store(request: Request) -> ConversationStore:
+    return services(request).store
+
+
+def get_toolbox(request: Request) -> Toolbox:
+    return services(request).toolbox
+
+
+def get_strategy(request: Request) -> ModelStrategy:
+    return services(request).strategy
+
+
+def get_orchestrator(request: Request) -> Orchestrator:
+    return services(request).orchestrator

@@ -1,0 +1,24 @@
+"""Keys and scopes shared by the stores: index sort keys in time order, and what a page cursor is bound to."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def iso(moment: datetime) -> str:
+    """Fixed-width UTC ISO-8601, so index sort keys order as time does."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def activity_key(moment: datetime, conversation_id: str) -> str:
+    """GSI1SK: most recent activity, then the id to keep keys unique."""
+    return f"{iso(moment)}#{conversation_id}"
+
+
+def list_scope(partition: str, status: str | None) -> str:
+    """What a listing cursor is bound to: the same caller's listing with the same filter."""
+    return f"ByCaller|{partition}|{status or '*'}"
+
+
+def messages_scope(conversation_id: str, caller_id: str) -> str:
+    return f"messages|{conversation_id}|{caller_id}"

@@ -1,0 +1,78 @@
+"""How passages are written into a model's context, and read back (the offline extractive model reads them).
+
+Two formats: the `rag_search` tool's JSON result `{"results": [...]}`, and the answer prompt's blocks
+
+    <passage number="1" citation="[source:doc-7#2]" title="…" source="…" tags="a, b">
+    text
+    </passage>
+
+Title, source and tags are sanitised (seed 003 CL-04) and escaped as attribute values; the text is
+sanitised, truncated, and cannot close its block.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Sequence
+
+from rag_orchestrator.domain.passages import CITATION, Passage, citation_key
+from rag_orchestrator.sanitize import (
+    FILTERED,
+    MAX_SOURCE,
+    MAX_TITLE,
+    sanitize_for_prompt,
+    sanitize_metadata,
+    sanitize_tags,
+)
+
+_PASSAGE_TAG = re.compile(r"<\s*/?\s*passage\b", re.IGNORECASE)
+_BLOCK = re.compile(r'<passage\b[^>]*?\bcitation="([^"]*)"[^>]*>\n?(.*?)\n?</passage>', re.DOTALL)
+
+
+def format_passages(passages: Sequence[Passage]) -> str:
+    """The JSON a `rag_search` result gives the model: {"results": [...]}."""
+    return json.dumps(
+        {
+            "results": [
+                {
+                    "documentId": p.document_id,
+                    "chunkIndex": p.chunk_index,
+                    "title": p.title,
+                    "source": p.source,
+                    "score": round(p.score, 4),
+                    "text": p.text,
+                }
+                for p in passages
+            ]
+        },
+        ensure_ascii=False,
+    )
+
+
+def render_passage(number: int, passage: Passage, max_chars: int) -> str:
+    attributes = {
+        "number": str(number),
+        "citation": citation_key(passage.document_id, passage.chunk_index),
+        "title": sanitize_metadata(passage.title, MAX_TITLE),
+        "source": sanitize_metadata(passage.source, MAX_SOURCE) if passage.source else "",
+        "tags": ", ".join(sanitize_tags(passage.tags)),
+    }
+    head = " ".join(f'{name}="{html.escape(value)}"' for name, value in attributes.items() if value)
+    text = _PASSAGE_TAG.sub(FILTERED, sanitize_for_prompt(passage.text.strip(), max_chars))
+    return f"<passage {head}>\n{text}\n</passage>"
+
+
+def render_context(passages: Sequence[Passage], max_chars: int) -> str:
+    return "\n\n".join(render_passage(n, p, max_chars) for n, p in enumerate(passages, start=1))
+
+
+def context_passages(prompt: str) -> list[tuple[str, int, str]]:
+    """(documentId, chunkIndex, text) of each passage block in a prompt built with `render_context`."""
+    found = []
+    for block in _BLOCK.finditer(prompt):
+        key = CITATION.fullmatch(html.unescape(block.group(1)))
+        if key:
+            found.append((key.group(1), int(key.group(2)), block.group(2)))
+    return found

@@ -1,0 +1,62 @@
+"""What the loop takes in — a turn request — and what it needs from the rest of the system, as Protocols.
+
+The composition root (api/deps.py) wires the real parts; tests and benchmarks wire scripted ones.
+The store's part is `conversations.store.TurnStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rag_orchestrator.domain.callers import Caller
+from rag_orchestrator.domain.messages import ToolCall, ToolResult
+from rag_orchestrator.domain.passages import Passage
+from rag_orchestrator.providers.events import StreamingMode
+from rag_orchestrator.tools.base import Tool, ToolContext
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    conversation_id: str
+    caller: Caller
+    message: str
+    client_message_id: str | None = None
+    context_type: str | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
+    mode: StreamingMode = StreamingMode.PROGRESSIVE
+
+
+@dataclass(frozen=True)
+class Toolset:
+    """The tools offered for one turn, with the system prompt that goes with them."""
+
+    names: list[str]
+    definitions: list[dict[str, Any]]
+    system_prompt: str
+
+
+class Tools(Protocol):
+    """The tool registry (tools/registry.py): definitions for the model, execution that never raises."""
+
+    def get(self, name: str) -> Tool | None: ...
+
+    def definitions(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]: ...
+
+    async def execute_all(
+        self, calls: Sequence[ToolCall], ctx: ToolContext, allowed: Iterable[str] | None = None
+    ) -> list[ToolResult]: ...
+
+
+class KnowledgeSearch(Protocol):
+    """The initial knowledge search before the first model call (LOOP_INITIAL_RAG)."""
+
+    async def search(self, query: str) -> list[Passage]: ...
+
+
+class ToolChooser(Protocol):
+    """Picks the tools and the system prompt for a turn (loop/toolsets.py)."""
+
+    async def __call__(self, request: TurnRequest) -> Toolset: ...
