@@ -9,16 +9,16 @@
     │   └── ConversationNotFound      also for another caller's conversation
     ├── Conflict                      409: a turn already running, a repeated clientMessageId
     │   └── DuplicateClientMessage    a clientMessageId this conversation has already received
-    ├── PayloadTooLarge               413
     ├── DependencyUnavailable         503: DynamoDB, S3 or Chroma cannot be reached
     │   ├── StorageUnavailable
     │   ├── VectorStoreUnavailable
     │   └── EmbedderUnavailable       the embedding service failed or refused (never names the key)
-    ├── ProviderError                 the model provider failed (500 to REST callers, an Error event on streams)
-    │   ├── ProviderHTTPError         a non-2xx answer; `retryable` says whether a retry may help
-    │   ├── ProviderTimeout           total or idle timeout
-    │   └── ProviderStreamError       a broken stream or an in-band error object
-    └── ToolError                     a tool failed; goes back to the model as an unsuccessful result
+    └── ProviderError                 the model provider failed (500 to REST callers, an Error event on streams)
+        ├── ProviderHTTPError         a non-2xx answer; `retryable` says whether a retry may help
+        ├── ProviderTimeout           total or idle timeout
+        └── ProviderStreamError       a broken stream or an in-band error object
+
+A tool's failure is not an exception here: it goes back to the model as an unsuccessful ToolResult.
 
 `message` is always safe to show a client: no stack trace, secret, prompt or reasoning.
 """
@@ -84,11 +84,6 @@ class DuplicateClientMessage(Conflict):
         self.created_at = created_at
 
 
-class PayloadTooLarge(RagError):
-    status_code = 413
-    error = "Payload too large"
-
-
 class DependencyUnavailable(RagError):
     status_code = 503
     error = "Service unavailable"
@@ -128,7 +123,3 @@ class ProviderTimeout(ProviderError):
 
 class ProviderStreamError(ProviderError):
     error = "Model provider stream failed"
-
-
-class ToolError(RagError):
-    error = "Tool execution failed"
