@@ -172,7 +172,7 @@ def test_a_collection_of_another_embedder_is_refused(collection):
     settings = get_settings()
     ingest_documents(DOCS[:1], settings)
     other = VectorStore(settings, "bedrock/amazon.titan-embed-text-v2:0/1024")
-    with pytest.raises(ConfigError, match="holds vectors of hashing-v1/1024"):
+    with pytest.raises(ConfigError, match="holds vectors of hashing-v2/1024"):
         other.count()
 
 
