@@ -33,6 +33,10 @@ def get_embedder(settings: Settings) -> Embedder:
         from rag_orchestrator.retrieval.embedders.hashing import HashingEmbedder
 
         return HashingEmbedder(settings.embedding_dimensions)
+    if provider == "wordllama":
+        from rag_orchestrator.retrieval.embedders.wordllama import WordLlamaEmbedder
+
+        return WordLlamaEmbedder(settings.embedding_dimensions)
     if provider == "openai_compatible":
         from rag_orchestrator.retrieval.embedders.openai_compatible import OpenAICompatibleEmbedder
 
