@@ -11,7 +11,8 @@ ANSWERING_KINDS = frozenset({"prose", "command"})
 MIN_LEAD_IN_WORDS = 8  # "Install it with pip:" introduces an answer; a long sentence ending in ":" may be one
 MAX_EXAMPLE_CHARS = 120
 
-_PLAIN_WORD = re.compile(r"^[(\"'“‘*_]*[A-Za-z][a-z'’-]*[)\"'”’*_,.;:!?]*$")
+_PLAIN_WORD = re.compile(r"^[(\"'“‘*]*[^\W_](?:[^\W_]|['’.%+/-])*[)\"'”’*,.;:!?]*$")  # "HTTPX", "3.8+." too
+_INLINE_CODE = re.compile(r"``?[^`]+``?")
 _URL = re.compile(r"\S*(?:https?://|www\.)\S*|\S+\.(?:svg|png|jpe?g|gif|html?|ya?ml)\S*")
 _PROMPT = re.compile(r"^\s*(\$|>>>|%)\s+")
 _COMMAND = re.compile(
@@ -50,9 +51,9 @@ def repeats_question(segment: Segment, question: str) -> bool:
 
 
 def is_code_like(text: str) -> bool:
-    """Mostly identifiers, calls and symbols rather than words: a line of code that reads as prose."""
-    tokens = text.split()
-    return len(tokens) > 1 and sum(bool(_PLAIN_WORD.match(t)) for t in tokens) * 2 < len(tokens)
+    """No more words than identifiers, calls and symbols (inline `code` counts as a word): code as prose."""
+    tokens = _INLINE_CODE.sub("code", text).split()
+    return len(tokens) > 1 and sum(bool(_PLAIN_WORD.match(t)) for t in tokens) * 2 <= len(tokens)
 
 
 def is_mostly_links(text: str) -> bool:
@@ -92,10 +93,10 @@ def skip_reason(segment: Segment, question: str, example: str | None = None) -> 
         return "lead-in"
     if repeats_question(segment, question):
         return "repeats the question"
-    if segment.kind == "prose" and is_code_like(segment.text):
-        return "code"
     if is_mostly_links(segment.text):
         return "link"
+    if segment.kind == "prose" and is_code_like(segment.text):
+        return "code"
     return None
 
 
