@@ -52,11 +52,21 @@ class QueryRequest(CamelModel):
 
 
 class QueryResult(Source):
-    snippet: str
+    text: str = Field(description="the whole chunk")
+    snippet: str = Field(description="text[snippetStart:snippetEnd]: the sentences matching the query")
+    snippet_start: int
+    snippet_end: int
 
     @classmethod
     def from_passage(cls, passage: Passage) -> QueryResult:
-        return cls(**Source.of(passage).model_dump(), snippet=passage.snippet)
+        excerpt = passage.excerpt
+        return cls(
+            **Source.of(passage).model_dump(),
+            text=passage.text,
+            snippet=excerpt.text,
+            snippet_start=excerpt.start,
+            snippet_end=excerpt.end,
+        )
 
 
 class QueryResponse(CamelModel):

@@ -11,8 +11,8 @@ from rag_orchestrator.retrieval.sanitize import (
     MAX_TAG,
     MAX_TAGS,
     MAX_TITLE,
-    truncate,
 )
+from rag_orchestrator.text.snippets import Snippet, centre_snippet
 
 SNIPPET_CHARS = 300
 MAX_DOCUMENT_CHARS = 500_000
@@ -49,11 +49,17 @@ class Passage(CamelModel):
     source: str | None = None
     tags: list[str] = Field(default_factory=list)
     text: str
+    query: str = Field("", exclude=True, repr=False)  # what found it: the snippet centres on its words
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def snippet(self) -> str:
-        return truncate(" ".join(self.text.split()), SNIPPET_CHARS)
+        return self.excerpt.text
+
+    @property
+    def excerpt(self) -> Snippet:
+        """At most SNIPPET_CHARS of the text around the sentences that share the query's words."""
+        return centre_snippet(self.text, self.query, SNIPPET_CHARS)
 
 
 class Source(CamelModel):
