@@ -25,6 +25,7 @@ BENCHMARKS = {
     "streaming": "bench.streaming",
     "dynamodb": "bench.dynamodb",
     "size": "bench.size",
+    "embedders": "bench.embedders",
 }
 
 
