@@ -88,7 +88,7 @@ def test_make_dev_stack_serves_health_answers_the_readme_question_and_stops_ever
         found = _post(f"{base}/api/v1/query", {"query": "How do I run the tests with make test?", "topK": 3})
         assert found["results"], "the sample knowledge base was not ingested"
         answer = _ask_as_the_readme_shows(base, "How do I run the tests?")
-        assert "make test" in answer and "[source:docs/README.md#" in answer, answer
+        assert answer.startswith("`make test`") and "[source:docs/README.md#" in answer, answer
         assert "curl" not in answer, answer
         children = _children(process.pid)
         assert len(children) >= 2  # moto and chroma

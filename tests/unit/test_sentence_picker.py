@@ -14,6 +14,7 @@ from rag_orchestrator.providers.sentence_rules import (
     repeats_question,
     skip_reason,
     wants_number,
+    wants_steps,
 )
 from rag_orchestrator.retrieval.embedders.hashing import HashingEmbedder
 from rag_orchestrator.text.sentences import Segment, segments
@@ -90,11 +91,13 @@ def test_code_like_text_and_link_heavy_text_are_recognised():
     assert not is_mostly_links("Trusted by NASA for [Mars missions since 2020](https://github.com/readme)!")
 
 
-def test_sentences_that_refer_back_and_questions_that_want_numbers():
+def test_sentences_that_refer_back_and_questions_that_want_numbers_or_steps():
     assert refers_back(one("This means other features will not work."))
     assert not refers_back(one("Thread safety comes first."))
     assert wants_number("How many lines of code is it?") and wants_number("Since which version is it there?")
     assert not wants_number("Who created Python?")
+    assert wants_steps("How do I run the tests?") and wants_steps("how to install it")
+    assert not wants_steps("How many tests are there?")
 
 
 # --- scoring, merging, composing ------------------------------------------------------------------

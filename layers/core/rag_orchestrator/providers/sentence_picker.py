@@ -5,7 +5,8 @@ skips it (headings, table rows, code, lines of links, lead-ins ending with a col
 repeat the question, sentences the chunking cut). Candidates are scored by the question's words they
 share, each weighted by how rare it is among the candidates, together with the cosine similarity of
 their embeddings when an embedding function is given, a little for the rank of their passage, and a
-little for holding a number when the question asks for one. The best sentence is quoted with the
+little for holding a number when the question asks for one, or a command when it asks how to do
+something. The best sentence is quoted with the
 sentences beside it in its paragraph that score well too or that it refers back to; a second passage
 is quoted when it scores nearly as well.
 """
@@ -23,6 +24,7 @@ from rag_orchestrator.providers.sentence_rules import (
     refers_back,
     skip_reason,
     wants_number,
+    wants_steps,
 )
 from rag_orchestrator.text.sentences import Segment, segments
 from rag_orchestrator.text.words import content_words, normalize
@@ -37,7 +39,7 @@ MIN_SCORE = 0.2  # below it no sentence answers: the answer says so
 NEIGHBOUR_RATIO = 0.8  # a neighbour joins the quote when it scores this share of the best sentence
 FOLLOWER_RATIO = 0.3  # a next sentence that refers back ("This means…") joins from this share
 SECOND_QUOTE_RATIO = 0.85
-LEXICAL_WEIGHT, EMBEDDING_WEIGHT, RANK_WEIGHT, NUMBER_BONUS = 0.5, 0.5, 0.1, 0.1
+LEXICAL_WEIGHT, EMBEDDING_WEIGHT, RANK_WEIGHT, ANSWER_TYPE_BONUS = 0.5, 0.5, 0.1, 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +113,13 @@ def score(question: str, pool: list[Candidate], embed: EmbedBatch | None = None)
     if embed is not None and pool:
         vectors = embed([question, *(c.text for c in pool)])
         similar = [max(cosine(vectors[0], v), 0.0) for v in vectors[1:]]
-    numeric = wants_number(question)
+    numeric, steps = wants_number(question), wants_steps(question)
     scores = []
     for c, lex, sim in zip(pool, lexical, similar, strict=True):
         value = LEXICAL_WEIGHT * lex + EMBEDDING_WEIGHT * sim + RANK_WEIGHT / (1 + c.rank)
-        if numeric and any(ch.isdigit() for ch in c.segment.text):
-            value += NUMBER_BONUS
+        holds_command = c.segment.kind == "command" or c.text != c.segment.text  # or introduces one
+        if (numeric and any(ch.isdigit() for ch in c.segment.text)) or (steps and holds_command):
+            value += ANSWER_TYPE_BONUS
         if len(c.words) < 3:
             value *= 0.8  # fragments ("Ctrl-C.") rarely answer alone
         if c.text.rstrip("*_ ").endswith(":"):

@@ -25,6 +25,9 @@ _ANAPHORA = re.compile(
     r"^(this|that|these|those|it|its|they|their|such|thus|therefore|so|then|otherwise|however|here)\b",
     re.IGNORECASE,
 )
+_HOW_TO_QUESTION = re.compile(
+    r"^\s*(how (do|can|should|would|could|may) (i|we|you|one)|how to)\b", re.IGNORECASE
+)
 _NUMERIC_QUESTION = re.compile(
     r"^\s*(how (many|much|long|old|big|large|often)|when|since when|(what|which) (year|version|date|port|number|size))\b"
     r"|\b(since|in|from) (what|which) (year|version)",
@@ -108,3 +111,8 @@ def refers_back(segment: Segment) -> bool:
 def wants_number(question: str) -> bool:
     """How many, how long, when, which version…: the answer holds a number."""
     return bool(_NUMERIC_QUESTION.search(question))
+
+
+def wants_steps(question: str) -> bool:
+    """How do I…, how to…: the answer is something to do, and a command says it best."""
+    return bool(_HOW_TO_QUESTION.search(question))
