@@ -7,9 +7,9 @@ import pytest
 from rag_orchestrator.providers.sentence_picker import NOTHING_FOUND, Passage, compose_answer, pick
 from rag_orchestrator.providers.sentence_rules import (
     example_after,
-    is_code_like,
     is_cut_off,
     is_mostly_links,
+    reads_as_code,
     refers_back,
     repeats_question,
     skip_reason,
@@ -85,8 +85,8 @@ def test_sentences_the_chunking_cut_are_skipped():
 
 
 def test_code_like_text_and_link_heavy_text_are_recognised():
-    assert is_code_like("conn.send(h11.Request(method='GET', target='/'))")
-    assert not is_code_like("Install `httpx` with pip, then import it.")
+    assert reads_as_code("conn.send(h11.Request(method='GET', target='/'))")
+    assert not reads_as_code("Install `httpx` with pip, then import it.")
     assert is_mostly_links("ch/x/actions/workflows/test.yml/badge.svg)](https://github.com/x/actions)")
     assert not is_mostly_links("Trusted by NASA for [Mars missions since 2020](https://github.com/readme)!")
 

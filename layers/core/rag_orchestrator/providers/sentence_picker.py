@@ -140,23 +140,18 @@ def quote(best: Candidate, pool: list[Candidate], scores: dict[int, float]) -> l
     }
     chosen = [best]
 
-    def joins(neighbour: Candidate | None, linked: bool) -> bool:
-        return (
-            neighbour is not None
-            and (linked or scores[id(neighbour)] >= NEIGHBOUR_RATIO * scores[id(best)])
-            and sum(len(c.text) for c in chosen) + len(neighbour.text) <= MAX_QUOTE_CHARS
-        )
+    def joins(neighbour: Candidate, linked: bool) -> bool:
+        return (linked or scores[id(neighbour)] >= NEIGHBOUR_RATIO * scores[id(best)]) and sum(
+            len(c.text) for c in chosen
+        ) + len(neighbour.text) <= MAX_QUOTE_CHARS
 
     before, after = same.get(best.position - 1), same.get(best.position + 1)
-    if joins(before, refers_back(best.segment)):
-        chosen.insert(0, before)  # type: ignore[arg-type]
-    follows = (
-        after is not None
-        and refers_back(after.segment)
-        and scores[id(after)] >= FOLLOWER_RATIO * scores[id(best)]
-    )
-    if joins(after, follows):
-        chosen.append(after)  # type: ignore[arg-type]
+    if before is not None and joins(before, refers_back(best.segment)):
+        chosen.insert(0, before)
+    if after is not None and joins(
+        after, refers_back(after.segment) and scores[id(after)] >= FOLLOWER_RATIO * scores[id(best)]
+    ):
+        chosen.append(after)
     return chosen
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from rag_orchestrator.text.sentences import Segment
+from rag_orchestrator.text.sentences import INLINE_CODE, PROMPT, Segment
 from rag_orchestrator.text.words import content_words, normalize
 
 ANSWERING_KINDS = frozenset({"prose", "command"})
@@ -12,9 +12,7 @@ MIN_LEAD_IN_WORDS = 8  # "Install it with pip:" introduces an answer; a long sen
 MAX_EXAMPLE_CHARS = 120
 
 _PLAIN_WORD = re.compile(r"^[(\"'“‘*]*[^\W_](?:[^\W_]|['’.%+/-])*[)\"'”’*,.;:!?]*$")  # "HTTPX", "3.8+." too
-_INLINE_CODE = re.compile(r"``?[^`]+``?")
 _URL = re.compile(r"\S*(?:https?://|www\.)\S*|\S+\.(?:svg|png|jpe?g|gif|html?|ya?ml)\S*")
-_PROMPT = re.compile(r"^\s*(\$|>>>|%)\s+")
 _COMMAND = re.compile(
     r"^(pip3?|pipx|python3?|uv|uvx|poetry|conda|make|npm|npx|yarn|pnpm|git|docker|curl|wget|brew|apt(-get)?|"
     r"cargo|go|sam|aws|pytest|ruff|tox|nox|[\w.-]+ --?[\w-]+)\b"
@@ -53,9 +51,9 @@ def repeats_question(segment: Segment, question: str) -> bool:
     return len(said & set(content_words(question))) * 2 >= len(said)
 
 
-def is_code_like(text: str) -> bool:
+def reads_as_code(text: str) -> bool:
     """No more words than identifiers, calls and symbols (inline `code` counts as a word): code as prose."""
-    tokens = _INLINE_CODE.sub("code", text).split()
+    tokens = INLINE_CODE.sub("code", text).split()
     return len(tokens) > 1 and sum(bool(_PLAIN_WORD.match(t)) for t in tokens) * 2 <= len(tokens)
 
 
@@ -82,7 +80,7 @@ def example_after(segment: Segment, following: Segment | None) -> str | None:
         return None
     if following.kind == "command":
         return following.text
-    line = _PROMPT.sub("", following.text).strip()
+    line = PROMPT.sub("", following.text).strip()
     if following.kind != "code" or not _COMMAND.match(line) or len(line) > MAX_EXAMPLE_CHARS or "`" in line:
         return None
     return f"`{line}`"
@@ -98,7 +96,7 @@ def skip_reason(segment: Segment, question: str, example: str | None = None) -> 
         return "repeats the question"
     if is_mostly_links(segment.text):
         return "link"
-    if segment.kind == "prose" and is_code_like(segment.text):
+    if segment.kind == "prose" and reads_as_code(segment.text):
         return "code"
     return None
 

@@ -21,14 +21,14 @@ _TABLE = re.compile(r"^\s*(\||\+[-=+]{2,})|\S\s+\|\s+\S.*\|")
 _LIST_ITEM = re.compile(r"^(\s*)([-*+•]|\d{1,3}[.)])\s+")
 _TRAILING_FENCE = re.compile(r"\s*(```|~~~|\[filtered\])\s*$")  # chunking may join a fence to its last line
 _INNER_MARKER = re.compile(r"[-*+•]\s+")
-_PROMPT = re.compile(r"^\s*(\$|>>>|\.\.\.|%|#!)(\s|$)")
+PROMPT = re.compile(r"^\s*(\$|>>>|\.\.\.|%|#!)(\s|$)")
 _DIRECTIVE = re.compile(r"^\s*\.\.\s+[\w:-]+::|^\s*:[\w-]+:\s")
 _CODE_START = re.compile(
     r"^\s*(import \w|from [\w.]+ import |def \w|class \w+[(:]|async def |@\w|pip install |curl |"
     r"python3? -|uv |npm |make \w|export \w+=|\w+\s*=\s*[\w\[{(\"'])"
 )
 _LINK = re.compile(r"!?\[[^\]]*\]\([^)]*\)|<https?://[^>]*>|https?://\S+|`[^`]*<[^>]+>`_")
-_INLINE_CODE = re.compile(r"``?[^`]+``?")
+INLINE_CODE = re.compile(r"``?[^`]+``?")
 # A sentence ends at . ! or ? (perhaps closed by quotes or brackets) before a space and a capital,
 # digit, quote, bracket or backtick, or before a list marker (chunking joins a long list's lines);
 # "e.g. Foo" and "etc. Then" are not ends.
@@ -78,9 +78,9 @@ def is_link_only(line: str) -> bool:
 
 def is_code_like(line: str) -> bool:
     """A shell or REPL prompt, a statement, a directive, or a line of inline code and punctuation only."""
-    if _PROMPT.match(line) or _CODE_START.match(line) or _DIRECTIVE.match(line):
+    if PROMPT.match(line) or _CODE_START.match(line) or _DIRECTIVE.match(line):
         return True
-    return "`" in line and not re.search(r"[^\W\d_]{2,}", _INLINE_CODE.sub(" ", line))
+    return "`" in line and not re.search(r"[^\W\d_]{2,}", INLINE_CODE.sub(" ", line))
 
 
 def line_kind(line: str) -> Kind | None:
@@ -174,7 +174,7 @@ def segments(text: str) -> list[Segment]:
             flush()  # a heading's underline or a rule: nothing to read
             continue
         # Inside a paragraph a line of links or inline code is wrapped prose ("visit\n[StackOverflow](…)").
-        if kind is not None and not (kind in ("code", "link") and paragraph and not _PROMPT.match(line.raw)):
+        if kind is not None and not (kind in ("code", "link") and paragraph and not PROMPT.match(line.raw)):
             single(line, kind)
             continue
         if _LIST_ITEM.match(line.raw):
