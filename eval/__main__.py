@@ -141,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     embedders = [e.strip() for e in args.embedders.split(",") if e.strip()] or default_embedders()
     questions = load_questions()
-    print(f"{len(questions)} questions about {len(corpus_documents())} documents (eval/corpus/SOURCES.md)")
+    answerable = sum(q.document is not None for q in questions)
+    print(
+        f"{answerable} questions about {len(corpus_documents())} documents (eval/corpus/SOURCES.md), "
+        f"{len(questions) - answerable} off-topic"
+    )
 
     local = ROOT / ".local" / "eval"
     shutil.rmtree(

@@ -17,7 +17,7 @@ NOT_CORPUS = "SOURCES.md"  # where the documents come from, beside them
 @dataclass(frozen=True, slots=True)
 class Question:
     question: str
-    document: str
+    document: str | None  # None: nothing in the corpus answers it, and the answer should say so
     facts: tuple[str, ...]
 
 
@@ -32,11 +32,21 @@ class Tally:
     nothing_found: int = 0
     answer_chars: int = 0
     count: int = 0
+    off_topic: int = 0
+    declined: int = 0
     misses: list[str] = field(default_factory=list)
 
     def add(
         self, question: Question, ranked_documents: list[str], passages: list[str], answer: str, nothing: bool
     ) -> None:
+        if question.document is None:
+            self.off_topic += 1
+            self.declined += nothing
+            if not nothing:
+                self.misses.append(
+                    f"{question.question} (off-topic)\n      expected no answer; got: {answer}"
+                )
+            return
         self.count += 1
         self.hits_at_1 += question.document in ranked_documents[:1]
         self.hits_at_3 += question.document in ranked_documents[:3]
@@ -65,12 +75,13 @@ class Tally:
             "answer accuracy": share(self.correct),
             "nothing found": str(self.nothing_found),
             "mean answer chars": str(round(self.answer_chars / self.count)) if self.count else "-",
+            "off-topic declined": f"{self.declined}/{self.off_topic}",
         }
 
 
 def load_questions(path: Path = QUESTIONS) -> list[Question]:
     items = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return [Question(i["question"], i["document"], tuple(i["facts"])) for i in items]
+    return [Question(i["question"], i.get("document"), tuple(i.get("facts", ()))) for i in items]
 
 
 def corpus_documents(directory: Path = CORPUS) -> list[dict]:
