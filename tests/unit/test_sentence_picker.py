@@ -6,6 +6,7 @@ import pytest
 
 from rag_orchestrator.providers.sentence_picker import NOTHING_FOUND, Passage, compose_answer, pick
 from rag_orchestrator.providers.sentence_rules import (
+    context_of,
     example_after,
     is_cut_off,
     is_mostly_links,
@@ -75,6 +76,21 @@ def test_a_lead_in_followed_by_a_command_answers_with_it():
     assert example_after(*not_a_command) is None
 
 
+def test_a_sentence_is_read_with_its_lists_lead_in_or_the_name_its_paragraph_describes():
+    listed = segments(
+        "By default, `load_dotenv()` will:\n\n- Not override existing variables.\n- Read `.env`."
+    )
+    assert [context_of(listed, i) for i in range(3)] == [None, listed[0].text, listed[0].text]
+    named = segments("### `unparse()`\n\nConvert a dictionary back into XML. It returns a string.")
+    assert [context_of(named, i) for i in range(3)] == [None, "`unparse()`:", None]
+    signature = segments("get(key[, default])\n\n   Return the value for *key*.")
+    assert context_of(signature, 1) == "get(key[, default]):"
+    plain = segments(
+        "## Installation\n\nInstall it with pip.\n\nraise Exception('x').with_traceback(tb)\n\nIt chains."
+    )
+    assert [context_of(plain, i) for i in (1, 3)] == [None, None]
+
+
 def test_sentences_the_chunking_cut_are_skipped():
     text = "continues from the chunk before. A whole sentence. To report it, please use the"
     first, whole, last = segments(text)
@@ -133,6 +149,19 @@ def test_adjacent_sentences_of_one_paragraph_merge_into_one_quote_with_one_citat
             "The downside is that test runs are not completed. This means JUnit XML output will not function normally.",
         )
     ]
+
+
+def test_a_list_item_is_quoted_with_its_lead_in_said_once():
+    passage = Passage(
+        "dotenv",
+        0,
+        "By default, `load_dotenv()` will:\n\n- Look for a `.env` file.\n"
+        "- **Not override** existing environment variables (`override=False`).\n\nOther text.",
+    )
+    [(_, text)] = pick("Does load_dotenv override variables already set in the environment?", [passage])
+    assert text == (
+        "By default, `load_dotenv()` will: **Not override** existing environment variables (`override=False`)."
+    )
 
 
 def test_a_second_passage_that_answers_nearly_as_well_is_quoted_too():

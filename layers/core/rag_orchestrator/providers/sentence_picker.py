@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from rag_orchestrator.providers.sentence_rules import (
+    context_of,
     example_after,
     is_cut_off,
     refers_back,
@@ -59,8 +60,13 @@ class Candidate:
     rank: int  # of its passage among the retrieved ones
     position: int  # among its passage's segments
     segment: Segment
-    text: str  # what is quoted: the sentence, and the command it introduces if any
+    body: str  # the sentence, and the command it introduces if any
+    context: str | None  # what it is read with: its list's lead-in, or the name its paragraph describes
     words: frozenset[str]
+
+    @property
+    def text(self) -> str:
+        return f"{self.context} {self.body}" if self.context else self.body
 
 
 def candidates(question: str, passages: Iterable[Passage]) -> list[Candidate]:
@@ -80,8 +86,10 @@ def candidates(question: str, passages: Iterable[Passage]) -> list[Candidate]:
             if key in quoted or cut or skip_reason(segment, question, example):
                 continue
             quoted.add(key)
-            text = f"{segment.text} {example}" if example else segment.text
-            found.append(Candidate(passage, rank, position, segment, text, frozenset(content_words(text))))
+            body = f"{segment.text} {example}" if example else segment.text
+            context = context_of(parts, position)
+            words = frozenset(content_words(f"{context or ''} {body}"))
+            found.append(Candidate(passage, rank, position, segment, body, context, words))
     return found
 
 
@@ -117,7 +125,7 @@ def score(question: str, pool: list[Candidate], embed: EmbedBatch | None = None)
     scores = []
     for c, lex, sim in zip(pool, lexical, similar, strict=True):
         value = LEXICAL_WEIGHT * lex + EMBEDDING_WEIGHT * sim + RANK_WEIGHT / (1 + c.rank)
-        holds_command = c.segment.kind == "command" or c.text != c.segment.text  # or introduces one
+        holds_command = c.segment.kind == "command" or c.body != c.segment.text  # or introduces one
         if (numeric and any(ch.isdigit() for ch in c.segment.text)) or (steps and holds_command):
             value += ANSWER_TYPE_BONUS
         if len(c.words) < 3:
@@ -155,6 +163,15 @@ def quote(best: Candidate, pool: list[Candidate], scores: dict[int, float]) -> l
     return chosen
 
 
+def join(chosen: list[Candidate]) -> str:
+    """The quoted sentences in order, a context they share said once."""
+    parts = [
+        _clip(c.text if i == 0 or c.context != chosen[i - 1].context else c.body)
+        for i, c in enumerate(chosen)
+    ]
+    return " ".join(parts)
+
+
 def pick(
     question: str, passages: Iterable[Passage], embed: EmbedBatch | None = None
 ) -> list[tuple[Passage, str]]:
@@ -174,7 +191,7 @@ def pick(
             continue
         chosen = quote(best, pool, scores)
         said.extend(c.words for c in chosen)
-        quotes.append((best.passage, " ".join(_clip(c.text) for c in chosen)))
+        quotes.append((best.passage, join(chosen)))
     return quotes
 
 

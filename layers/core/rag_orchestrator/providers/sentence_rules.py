@@ -10,6 +10,7 @@ from rag_orchestrator.text.words import content_words, normalize
 ANSWERING_KINDS = frozenset({"prose", "command"})
 MIN_LEAD_IN_WORDS = 8  # "Install it with pip:" introduces an answer; a long sentence ending in ":" may be one
 MAX_EXAMPLE_CHARS = 120
+MAX_CONTEXT_CHARS = 80
 
 _PLAIN_WORD = re.compile(r"^[(\"'“‘*]*[^\W_](?:[^\W_]|['’.%+/-])*[)\"'”’*,.;:!?]*$")  # "HTTPX", "3.8+." too
 _URL = re.compile(r"\S*(?:https?://|www\.)\S*|\S+\.(?:svg|png|jpe?g|gif|html?|ya?ml)\S*")
@@ -18,6 +19,7 @@ _COMMAND = re.compile(
     r"cargo|go|sam|aws|pytest|ruff|tox|nox|[\w.-]+ --?[\w-]+)\b"
 )
 _LINK_TARGET = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|`([^`<]*)<[^>]+>`_")
+_SIGNATURE = re.compile(r"[\w.]+\(.*\):?")  # get(key[, default])
 _ENDS_SENTENCE = re.compile(r"[.!?:;)\"'`*_”’>]\s*$")
 _ANAPHORA = re.compile(
     r"^(this|that|these|those|it|its|they|their|such|thus|therefore|so|then|otherwise|however|here)\b",
@@ -84,6 +86,27 @@ def example_after(segment: Segment, following: Segment | None) -> str | None:
     if following.kind != "code" or not _COMMAND.match(line) or len(line) > MAX_EXAMPLE_CHARS or "`" in line:
         return None
     return f"`{line}`"
+
+
+def context_of(parts: list[Segment], position: int) -> str | None:
+    """What a sentence is read with: the lead-in of the list it is an item of ("By default it will:"), or
+    the name its paragraph describes, a heading or signature in code right above it ("`unparse()`")."""
+    segment = parts[position]
+    if segment.item:
+        earlier = next((p for p in reversed(parts[:position]) if not p.item), None)
+        if earlier is None or earlier.kind != "prose" or not earlier.text.endswith(":"):
+            return None
+        return earlier.text if len(earlier.text) <= MAX_CONTEXT_CHARS else None
+    if position == 0 or parts[position - 1].block == segment.block:
+        return None  # not the first sentence of its paragraph
+    above = parts[position - 1]
+    if above.kind == "heading":
+        name = above.text.lstrip("#=").strip()
+        names_code = "`" in name  # "### `unparse()`", not "## Installation"
+    else:
+        name = above.text
+        names_code = bool(_SIGNATURE.fullmatch(name)) and (above.kind == "code" or reads_as_code(name))
+    return f"{name.rstrip(':')}:" if names_code and len(name) <= MAX_CONTEXT_CHARS else None
 
 
 def skip_reason(segment: Segment, question: str, example: str | None = None) -> str | None:

@@ -45,6 +45,7 @@ class Segment:
     text: str
     kind: Kind
     block: int  # sentences of one paragraph or list item share it
+    item: bool = False  # part of a list item
 
 
 @dataclass(slots=True)
@@ -124,9 +125,11 @@ def segments(text: str) -> list[Segment]:
             first, last = paragraph[0], paragraph[-1]
             marker = _LIST_ITEM.match(first.raw)
             begin = first.start + (marker.end() if marker else len(first.raw) - len(first.raw.lstrip()))
+            item = marker is not None
             for s, e in _sentence_spans(text, begin, last.end):
-                s = inner.end() if s > begin and (inner := _INNER_MARKER.match(text, s)) else s
-                found.append(Segment(s, e, " ".join(text[s:e].split()), "prose", block))
+                if s > begin and (inner := _INNER_MARKER.match(text, s)):
+                    s, item = inner.end(), True
+                found.append(Segment(s, e, " ".join(text[s:e].split()), "prose", block, item))
             block += 1
             paragraph.clear()
 
