@@ -36,7 +36,7 @@ LOCAL_DEFAULTS = {
 
 
 # The offline embedders score a right passage far below DESIGN's 0.6 (hashing 0.05-0.45, wordllama
-# 0.17-0.75: docs/retrieval.md), which would hide everything from a local /query; these apply only when
+# 0.18-0.78: docs/retrieval.md), which would hide everything from a local /query; these apply only when
 # RAG_SIMILARITY_THRESHOLD is unset.
 LOCAL_SIMILARITY_THRESHOLDS = {"hashing": "0.1", "wordllama": "0.15"}
 
