@@ -8,7 +8,7 @@ import unicodedata
 _WORD = re.compile(r"[^\W_]+")
 _FUNCTION_WORDS = """
     a about above after again all also am an and any are as at be been before being below between both but
-    by can could did do does doing done down during each either else few for from further get gets got had
+    by can could did do does doing done during each either else few for from further get gets got had
     has have having he her here hers him his how i if in into is it its itself just let lets like may me
     might more most must my need no nor not now of off on once only onto or other our ours out over own
     please same shall she should so some such tell than that the their theirs them then there these they
