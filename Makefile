@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(CURDIR)/.venv-sam/bin:$(PATH)
 
-.PHONY: dev test test-fast lint checks fmt invoke bench build validate lock setup clean
+.PHONY: dev test test-fast lint checks fmt invoke bench eval build validate lock setup clean
 
 setup:
 	@bash devserver/bootstrap.sh
@@ -38,6 +38,9 @@ invoke: setup  ## make invoke FN=archive EVENT=events/schedule.json
 bench: setup  ## benchmarks (see bench/README.md)
 	@bash devserver/bootstrap.sh bench
 	@$(PY) -m bench $(BENCH_ARGS)
+
+eval: setup  ## answer quality on eval/questions.yaml: hit@1/hit@3, answer accuracy (see docs/retrieval.md)
+	@$(PY) -m eval $(EVAL_ARGS)
 
 validate:
 	@bash devserver/bootstrap.sh sam

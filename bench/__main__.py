@@ -28,6 +28,7 @@ BENCHMARKS = {
     "archival": "bench.archival",
     "answers": "bench.answers",
     "size": "bench.size",
+    "embedders": "bench.embedders",
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from devserver.stack import ROOT
 from rag_orchestrator.config import Settings
+from rag_orchestrator.errors import ConfigError
 from rag_orchestrator.retrieval.ingestion import ingest_documents
 
 
@@ -24,5 +25,8 @@ def sample_documents() -> list[dict]:
 
 def ingest_sample_knowledge_base(settings: Settings) -> str:
     documents = sample_documents()
-    result = ingest_documents(documents, settings)
+    try:
+        result = ingest_documents(documents, settings)
+    except ConfigError as exc:  # a local store filled by an earlier embedder (hashing-v1, say)
+        raise ConfigError(f"{exc} (the local store is .local/chroma: `make clean` empties it)") from None
     return f"{len(documents)} documents, {sum(r['chunks'] for r in result)} chunks"

@@ -35,9 +35,10 @@ LOCAL_DEFAULTS = {
 }
 
 
-# The hashing embedder scores a right passage around 0.05-0.45 (docs/retrieval.md), so the documented 0.6
-# would hide everything from a local /query; this applies only when RAG_SIMILARITY_THRESHOLD is unset.
-HASHING_SIMILARITY_THRESHOLD = "0.1"
+# The offline embedders score a right passage far below the documented default 0.6 (hashing 0.05-0.45, wordllama
+# 0.18-0.78: docs/retrieval.md), which would hide everything from a local /query; these apply only when
+# RAG_SIMILARITY_THRESHOLD is unset.
+LOCAL_SIMILARITY_THRESHOLDS = {"hashing": "0.1", "wordllama": "0.15"}
 
 
 def apply_local_defaults(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -45,8 +46,9 @@ def apply_local_defaults(environ: dict[str, str] | None = None) -> dict[str, str
     environ = os.environ if environ is None else environ
     for key, value in LOCAL_DEFAULTS.items():
         environ.setdefault(key, value)
-    if environ.get("EMBEDDING_PROVIDER") == "hashing":
-        environ.setdefault("RAG_SIMILARITY_THRESHOLD", HASHING_SIMILARITY_THRESHOLD)
+    threshold = LOCAL_SIMILARITY_THRESHOLDS.get(environ.get("EMBEDDING_PROVIDER", ""))
+    if threshold:
+        environ.setdefault("RAG_SIMILARITY_THRESHOLD", threshold)
     return environ
 
 

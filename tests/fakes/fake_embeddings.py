@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from rag_orchestrator.retrieval.embedders.hashing import HashingEmbedder
+from rag_orchestrator.text.hashing import HashingEmbedder
 
 DIMENSIONS = 16
 

@@ -1,4 +1,5 @@
-"""`make dev`'s stack as a newcomer starts it: health answers 200 with every part up; SIGTERM stops all."""
+"""`make dev`'s stack as a newcomer starts it: health answers 200 with every part up, the README's sample
+question is answered from the sample knowledge base; SIGTERM stops all."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from urllib.request import Request, urlopen
 import pytest
 
 from devserver.stack import ROOT, free_port, wait_http
+from tests.fakes.sse import parse_sse
 
 pytestmark = pytest.mark.integration
 
@@ -32,14 +34,27 @@ def _alive(pid: int) -> bool:
 
 
 def _post(url: str, body: dict, caller: str = "newcomer") -> dict:
-    request = Request(
-        url, json.dumps(body).encode(), {"Content-Type": "application/json", "X-Caller-Id": caller}
-    )
-    with urlopen(request, timeout=30) as response:
+    with urlopen(_request(url, body, caller), timeout=30) as response:
         return json.loads(response.read())
 
 
-def test_make_dev_stack_serves_health_and_stops_every_child(tmp_path):
+def _request(url: str, body: dict, caller: str = "newcomer") -> Request:
+    return Request(
+        url, json.dumps(body).encode(), {"Content-Type": "application/json", "X-Caller-Id": caller}
+    )
+
+
+def _ask_as_the_readme_shows(base: str, question: str) -> str:
+    """A conversation, then one streamed turn (the README's curl lines); the streamed answer."""
+    conversation = _post(f"{base}/api/v1/chat/conversations", {})["conversationId"]
+    url = f"{base}/api/v1/chat/conversations/{conversation}/messages/stream"
+    with urlopen(_request(url, {"message": question}), timeout=60) as response:
+        messages = parse_sse(response.read().decode())
+    assert messages[-1].event == "Completed", messages[-1]
+    return "".join(m.data["content"] for m in messages if m.event == "ResponseChunk")
+
+
+def test_make_dev_stack_serves_health_answers_the_readme_question_and_stops_every_child(tmp_path):
     port = free_port()
     env = {
         key: value
@@ -72,6 +87,9 @@ def test_make_dev_stack_serves_health_and_stops_every_child(tmp_path):
             assert json.loads(response.read())["info"]["title"] == "RAG Orchestrator"
         found = _post(f"{base}/api/v1/query", {"query": "How do I run the tests with make test?", "topK": 3})
         assert found["results"], "the sample knowledge base was not ingested"
+        answer = _ask_as_the_readme_shows(base, "How do I run the tests?")
+        assert answer.startswith("`make test`") and "[source:docs/README.md#" in answer, answer
+        assert "curl" not in answer, answer
         children = _children(process.pid)
         assert len(children) >= 2  # moto and chroma
     finally:

@@ -172,7 +172,7 @@ def test_a_collection_of_another_embedder_is_refused(collection):
     settings = load_settings()
     ingest_documents(DOCS[:1], settings)
     other = VectorStore(settings, "bedrock/amazon.titan-embed-text-v2:0/1024")
-    with pytest.raises(ConfigError, match="holds vectors of hashing-v1/1024"):
+    with pytest.raises(ConfigError, match="holds vectors of hashing-v2/1024"):
         other.count()
 
 
@@ -211,9 +211,41 @@ def test_ingest_and_query_routes(client):
     assert isinstance(body["latencyMs"], int)
     assert [r["documentId"] for r in body["results"]] == ["deploy", "chroma-guide"]
     first = body["results"][0]
-    assert set(first) == {"documentId", "title", "chunkIndex", "score", "source", "tags", "snippet"}
+    assert set(first) == {
+        "documentId", "title", "chunkIndex", "score", "source", "tags", "text", "snippet", "snippetStart",
+        "snippetEnd",
+    }  # fmt: skip
+    assert first["text"] == DOCS[2]["text"]
+    assert first["snippet"] == first["text"][first["snippetStart"] : first["snippetEnd"]]
     assert first["snippet"].startswith("Deploy the stack with sam build")
     assert first["tags"] == ["deploy", "ops"]
+
+
+def test_query_shows_a_fact_from_the_middle_of_a_chunk(client):
+    before = " ".join(
+        f"Section {i} of the facilities handbook covers parking, badges and visitors." for i in range(5)
+    )
+    after = " ".join(
+        f"Section {i} explains the cafeteria opening hours and the recycling rules." for i in range(5, 9)
+    )
+    fact = "The vault door code is 4417 and only the night manager may change it."
+    text = f"{before} {fact} {after}"
+    # One chunk, and the fact past the 300 characters the snippet used to take from its start.
+    assert text.index(fact) > 300 and len(text) < 800
+    document = {"documentId": "handbook", "title": "Facilities handbook", "text": text}
+    client.post("/api/v1/ingest", json={"documents": [document, *DOCS]}, headers=CALLER)
+
+    response = client.post(
+        "/api/v1/query",
+        json={"query": "What is the code of the vault door?", "similarityThreshold": 0.0},
+        headers=CALLER,
+    )
+    best = response.json()["results"][0]
+    assert (best["documentId"], best["chunkIndex"]) == ("handbook", 0)
+    assert best["text"] == text
+    assert fact in best["snippet"] and len(best["snippet"]) <= 300
+    assert best["snippet"] == text[best["snippetStart"] : best["snippetEnd"]]
+    assert 0 < best["snippetStart"] <= text.index(fact)
 
 
 def test_query_defaults_come_from_settings(client, monkeypatch):

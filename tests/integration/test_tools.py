@@ -24,7 +24,7 @@ from rag_orchestrator.loop.orchestrator import Orchestrator
 from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.prompts import PREVIEW_NOTE, ROLE_BLOCKS
 from rag_orchestrator.loop.toolsets import tool_chooser
-from rag_orchestrator.retrieval.embedders.hashing import HashingEmbedder
+from rag_orchestrator.text.hashing import HashingEmbedder
 from rag_orchestrator.tools.index_cache import PREFIX
 from rag_orchestrator.tools.toolbox import build_toolbox
 from tests.fakes.fake_tool_api import FakeToolAPI

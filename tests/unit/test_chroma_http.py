@@ -15,7 +15,7 @@ from rag_orchestrator.retrieval.chroma_http import ChromaNotFound, ChromaReader,
 from rag_orchestrator.retrieval.vector_store import VectorStore
 
 BASE = "/api/v2/tenants/acme/databases/kb/collections"
-EMBEDDER = "hashing-v1/4"
+EMBEDDER = "hashing-v2/4"
 
 
 def collection(collection_id: str, embedder: str = EMBEDDER) -> httpx.Response:

@@ -1,4 +1,5 @@
-"""Embedders: the offline hashing one, the OpenAI-compatible one against a fake server, Bedrock via Stubber."""
+"""Embedders: the offline hashing and wordllama ones, the OpenAI-compatible one against a fake server, Bedrock
+via Stubber."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError, EmbedderUnavailable
 from rag_orchestrator.retrieval.embedders import Embedder, get_embedder
 from rag_orchestrator.retrieval.embedders.bedrock import DEFAULT_MODEL, BedrockEmbedder
-from rag_orchestrator.retrieval.embedders.hashing import HashingEmbedder, tokenize
 from rag_orchestrator.retrieval.embedders.openai_compatible import OpenAICompatibleEmbedder
+from rag_orchestrator.retrieval.embedders.wordllama import WordLlamaEmbedder
+from rag_orchestrator.text.hashing import HashingEmbedder, tokenize
 from tests.fakes.fake_embeddings import FakeEmbeddings, expected_vector, serve_fake_embeddings
 
 
@@ -43,7 +45,7 @@ def test_hashing_is_stable_across_processes():
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     code = (
-        "from rag_orchestrator.retrieval.embedders.hashing import HashingEmbedder;"
+        "from rag_orchestrator.text.hashing import HashingEmbedder;"
         "print(HashingEmbedder(64).embed('stable vectors across restarts')[:8])"
     )
     runs = {
@@ -75,6 +77,15 @@ def test_hashing_folds_accents_case_and_inflection():
     assert tokenize("The cat and the hat") == ["cat", "hat"]
 
 
+def test_hashing_stems_words_so_a_plural_meets_its_singular():
+    embedder = HashingEmbedder()
+    question = embedder.embed("How do I run the tests?")
+    assert cosine(question, embedder.embed("make test runs the suite")) > cosine(
+        question, embedder.embed("make dev runs the stack")
+    )
+    assert embedder.name == "hashing-v2/1024"
+
+
 def test_hashing_handles_empty_text():
     vector = HashingEmbedder(32).embed("  the of and  ")
     assert vector == [0.0] * 32
@@ -101,6 +112,26 @@ def test_factory_builds_the_openai_compatible_embedder_without_calling_it():
     assert isinstance(embedder, OpenAICompatibleEmbedder)
     assert embedder.url == "http://127.0.0.1:9/v1/embeddings"
     assert embedder.name == "openai_compatible/nomic-embed-text"
+
+
+# ---------------------------------------------------------------------------- wordllama
+def test_wordllama_loads_its_packaged_weights_without_a_network():
+    # The suite blocks every address beyond loopback: a download attempt would fail here.
+    embedder = get_embedder(load_settings(conversation_storage="memory", embedding_provider="wordllama"))
+    assert isinstance(embedder, WordLlamaEmbedder)
+    assert embedder.name == "wordllama/l2_supercat/256" and embedder.dimensions == 256
+    tides, moon, bread = embedder.embed_batch(
+        ["What makes ocean tides?", "The Moon's gravity pulls on the oceans.", "Bake sourdough bread."]
+    )
+    assert len(tides) == 256
+    assert math.isclose(math.sqrt(sum(v * v for v in tides)), 1.0, rel_tol=1e-5)
+    assert cosine(tides, moon) > cosine(tides, bread)
+    assert len(WordLlamaEmbedder(64).embed("short")) == 64
+
+
+def test_wordllama_refuses_dimensions_it_does_not_have():
+    with pytest.raises(ConfigError, match="EMBEDDING_DIMENSIONS must be one of"):
+        WordLlamaEmbedder(1024)
 
 
 # ---------------------------------------------------------------------------- openai-compatible

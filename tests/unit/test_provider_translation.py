@@ -23,13 +23,7 @@ from rag_orchestrator.providers import (
     create_strategy,
 )
 from rag_orchestrator.providers.chat_strategy import IterationAssembler
-from rag_orchestrator.providers.extractive import (
-    NOTHING_FOUND,
-    ExtractiveStrategy,
-    Passage,
-    compose_answer,
-    parse_results,
-)
+from rag_orchestrator.providers.extractive import ExtractiveStrategy, parse_results
 from rag_orchestrator.providers.openai_compat import RetryPolicy, error_detail, parse_retry_after, retry_delay
 from rag_orchestrator.providers.openai_wire import (
     ChunkDelta,
@@ -41,6 +35,7 @@ from rag_orchestrator.providers.openai_wire import (
     parse_usage,
 )
 from rag_orchestrator.providers.reasoning import ThinkTagSplitter, sanitize_reasoning
+from rag_orchestrator.providers.sentence_picker import NOTHING_FOUND, Passage, compose_answer
 
 RAG_TOOL = {"type": "function", "function": {"name": "rag_search", "description": "Search", "parameters": {}}}
 

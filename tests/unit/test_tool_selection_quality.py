@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from rag_orchestrator.retrieval.embedders.hashing import HashingEmbedder
+from rag_orchestrator.text.hashing import HashingEmbedder
 from rag_orchestrator.tools.catalog import parse_catalog
 from rag_orchestrator.tools.selection import ToolSelector
 from rag_orchestrator.tools.toolbox import offers

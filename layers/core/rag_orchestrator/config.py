@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     chroma_database: str = "default_database"
     chroma_collection: str = Field("knowledge-base", min_length=3, max_length=512)
 
-    embedding_provider: Literal["hashing", "openai_compatible", "bedrock"] = "hashing"
+    embedding_provider: Literal["hashing", "wordllama", "openai_compatible", "bedrock"] = "hashing"
     embedding_base_url: str | None = None
     embedding_model: str | None = None
     embedding_api_key: SecretStr | None = None

@@ -17,7 +17,7 @@ from rag_orchestrator.api.errors import describe_validation
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
-from rag_orchestrator.domain.passages import SourceWithSnippet
+from rag_orchestrator.domain.passages import Passage, Source
 from rag_orchestrator.errors import BadRequest
 from rag_orchestrator.retrieval.search import MAX_QUERY_CHARS, search
 from rag_orchestrator.sanitize import MAX_SOURCE, MAX_TAG, MAX_TAGS
@@ -53,9 +53,27 @@ class QueryRequest(CamelModel):
     tags: list[str] | None = Field(None, max_length=MAX_TAGS)
 
 
+class QueryResult(Source):
+    text: str = Field(description="the whole chunk")
+    snippet: str = Field(description="text[snippetStart:snippetEnd]: the sentences matching the query")
+    snippet_start: int
+    snippet_end: int
+
+    @classmethod
+    def from_passage(cls, passage: Passage) -> QueryResult:
+        excerpt = passage.excerpt
+        return cls(
+            **Source.of(passage).model_dump(),
+            text=passage.text,
+            snippet=excerpt.text,
+            snippet_start=excerpt.start,
+            snippet_end=excerpt.end,
+        )
+
+
 class QueryResponse(CamelModel):
     query: str
-    results: list[SourceWithSnippet]
+    results: list[QueryResult]
     latency_ms: int
 
 
@@ -85,6 +103,6 @@ async def query(
     )
     return QueryResponse(
         query=body.query,
-        results=[SourceWithSnippet.of(p) for p in passages],
+        results=[QueryResult.from_passage(p) for p in passages],
         latency_ms=round((time.perf_counter() - started) * 1000),
     )

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pydantic import Field, computed_field
 
 from rag_orchestrator.domain.base import CamelModel
-from rag_orchestrator.sanitize import truncate
+from rag_orchestrator.text.snippets import Snippet, centre_snippet
 
 SNIPPET_CHARS = 300
 CITATION = re.compile(r"\[source:([^\]#\s]+)#(\d+)\]")
@@ -51,11 +51,17 @@ class Passage(Source):
     """A retrieved chunk: where it comes from, how well it matched, and its text."""
 
     text: str
+    query: str = Field("", exclude=True, repr=False)  # what found it: the snippet centres on its words
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def snippet(self) -> str:
-        return truncate(" ".join(self.text.split()), SNIPPET_CHARS)
+        return self.excerpt.text
+
+    @property
+    def excerpt(self) -> Snippet:
+        """At most SNIPPET_CHARS of the text around the sentences that share the query's words."""
+        return centre_snippet(self.text, self.query, SNIPPET_CHARS)
 
 
 class SourceWithSnippet(Source):

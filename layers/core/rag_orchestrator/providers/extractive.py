@@ -1,15 +1,14 @@
 """The offline strategy (`extractive`): deterministic, no model, no network.
 
-On a new question it calls `rag_search`; then it answers by quoting the sentences of the results
-that share the most words with the question, each with its `[source:documentId#chunkIndex]`.
+On a new question it calls `rag_search`; then it answers by quoting the sentences of the results that
+answer best (`sentence_picker`), each quote followed by its `[source:documentId#chunkIndex]`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncGenerator, Iterable
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 from rag_orchestrator.domain.messages import FunctionCall, Message, Role, ToolCall
@@ -23,6 +22,7 @@ from rag_orchestrator.providers.events import (
     ToolCallsComplete,
     Usage,
 )
+from rag_orchestrator.providers.sentence_picker import EmbedBatch, Passage, compose_answer
 from rag_orchestrator.providers.strategies import StrategyMetadata
 
 if TYPE_CHECKING:
@@ -30,35 +30,6 @@ if TYPE_CHECKING:
 
 RAG_SEARCH = "rag_search"
 MAX_RESULTS = 5
-MAX_SENTENCES = 3
-MAX_SENTENCE_CHARS = 400
-NOTHING_FOUND = "I could not find anything about that in the knowledge base."
-INTRO = "Here is what the knowledge base says:"
-
-_WORD = re.compile(r"[^\W_]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_STOPWORDS = frozenset(
-    {
-        "the", "and", "for", "are", "but", "not", "you", "your", "with", "this", "that", "from", "have",
-        "has", "had", "was", "were", "will", "would", "can", "could", "what", "when", "where", "which",
-        "who", "whom", "why", "how", "does", "did", "doing", "done", "into", "onto", "about", "than",
-        "then", "there", "their", "they", "them", "our", "out", "any", "all", "its", "also", "been",
-        "being", "some", "such", "very", "just", "more", "most", "other", "only", "own", "same", "too",
-        "should", "shall", "may", "might", "must", "let", "lets", "please", "tell", "know", "want",
-        "need", "like", "get", "got",
-    }
-)  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class Passage:
-    document_id: str
-    chunk_index: int
-    text: str
-
-    @property
-    def citation(self) -> str:
-        return f"[source:{self.document_id}#{self.chunk_index}]"
 
 
 def parse_results(content: str) -> list[Passage]:
@@ -109,56 +80,12 @@ def rag_results_after(messages: list[Message], start: int) -> list[Message]:
     ]
 
 
-def words(text: str) -> set[str]:
-    found = set()
-    for word in _WORD.findall(text.lower()):
-        if len(word) < 3 or word in _STOPWORDS:
-            continue
-        if len(word) > 4 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]  # refunds ~ refund
-        found.add(word)
-    return found
-
-
-def sentences(text: str) -> list[str]:
-    found = []
-    for part in _SENTENCE_END.split(text):
-        part = " ".join(part.split())
-        if part:
-            found.append(part if len(part) <= MAX_SENTENCE_CHARS else part[: MAX_SENTENCE_CHARS - 1] + "…")
-    return found
-
-
-def compose_answer(question: str, passages: Iterable[Passage]) -> str:
-    """The best-matching sentences with their citations, or a plain statement that nothing was found."""
-    asked = words(question)
-    ranked: list[tuple[int, int, int, str, Passage]] = []
-    seen_passages: set[tuple[str, int]] = set()
-    for rank, passage in enumerate(passages):
-        if (passage.document_id, passage.chunk_index) in seen_passages:
-            continue
-        seen_passages.add((passage.document_id, passage.chunk_index))
-        for position, sentence in enumerate(sentences(passage.text)):
-            overlap = len(asked & words(sentence))
-            if overlap:
-                ranked.append((-overlap, rank, position, sentence, passage))
-    ranked.sort(key=lambda item: item[:3])
-    lines: list[str] = []
-    quoted: list[set[str]] = []  # overlapping chunks repeat sentences, sometimes with a few words more
-    for _, _, _, sentence, passage in ranked:
-        key = words(sentence)
-        if any(key <= earlier or earlier <= key for earlier in quoted):
-            continue
-        quoted.append(key)
-        lines.append(f"- {sentence} {passage.citation}")
-        if len(lines) == MAX_SENTENCES:
-            break
-    return "\n".join([INTRO, *lines]) if lines else NOTHING_FOUND
-
-
 class ExtractiveStrategy:
     name = "extractive"
     metadata = StrategyMetadata(provider="extractive", model="extractive", reasoning=False)
+
+    def __init__(self, embed: EmbedBatch | None = None) -> None:
+        self.embed = embed  # scores sentences by embedding too; None: by shared words alone
 
     async def run_iteration(
         self, messages: list[Message], tools: list[dict[str, Any]], ctx: IterationContext
@@ -178,7 +105,7 @@ class ExtractiveStrategy:
             return
         knowledge = [m for m in messages if m.role is Role.SYSTEM]
         passages = [p for m in [*results, *knowledge] for p in parse_knowledge(m.content)]
-        answer = compose_answer(question, passages)
+        answer = compose_answer(question, passages, self.embed)
         if ctx.progressive:
             for word in re.findall(r"\s*\S+", answer):
                 yield ContentChunk(word)
@@ -190,4 +117,11 @@ class ExtractiveStrategy:
 
 
 def create(settings: Settings, **_: object) -> ExtractiveStrategy:
-    return ExtractiveStrategy()
+    return ExtractiveStrategy(sentence_embedder(settings))
+
+
+def sentence_embedder(settings: Settings) -> EmbedBatch:
+    """The hashing embedder: offline and cheap, so scoring sentences never waits for a service."""
+    from rag_orchestrator.text.hashing import HashingEmbedder
+
+    return HashingEmbedder(settings.embedding_dimensions).embed_batch

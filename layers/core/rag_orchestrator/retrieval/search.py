@@ -41,7 +41,7 @@ def search_sync(
         tags=sanitize_tags(list(tags or ())),
         modality=modality,
     )
-    passages = [p for p in found if p.score >= threshold]
+    passages = [p.model_copy(update={"query": query}) for p in found if p.score >= threshold]
     logger.info(
         "knowledge base searched",
         extra={

@@ -30,9 +30,13 @@ def get_embedder(settings: Settings) -> Embedder:
     """The embedder EMBEDDING_PROVIDER names, created once per configuration; imports only its module."""
     provider = settings.embedding_provider
     if provider == "hashing":
-        from rag_orchestrator.retrieval.embedders.hashing import HashingEmbedder
+        from rag_orchestrator.text.hashing import HashingEmbedder
 
         return HashingEmbedder(settings.embedding_dimensions)
+    if provider == "wordllama":
+        from rag_orchestrator.retrieval.embedders.wordllama import WordLlamaEmbedder
+
+        return WordLlamaEmbedder(settings.embedding_dimensions)
     if provider == "openai_compatible":
         from rag_orchestrator.retrieval.embedders.openai_compatible import OpenAICompatibleEmbedder
 

@@ -1,0 +1,214 @@
+"""The sentence picker: each rule that skips a sentence, scoring, merging and the answer it composes."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_orchestrator.providers.sentence_picker import NOTHING_FOUND, Passage, compose_answer, pick
+from rag_orchestrator.providers.sentence_rules import (
+    context_of,
+    example_after,
+    is_cut_off,
+    is_mostly_links,
+    reads_as_code,
+    refers_back,
+    repeats_question,
+    skip_reason,
+    wants_number,
+    wants_steps,
+)
+from rag_orchestrator.text.hashing import HashingEmbedder
+from rag_orchestrator.text.sentences import Segment, segments
+
+
+def one(text: str) -> Segment:
+    [segment] = segments(text)
+    return segment
+
+
+# --- the rules, one by one ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("## Running the tests", "heading"),
+        ("| `make test` | runs the suite |", "table"),
+        ("```\nmake test\n```", "code"),
+        ("[![build](https://ci.example.org/badge.svg)](https://ci.example.org)", "link"),
+        ("`make test`", "code"),
+        ("Install it with pip:", "lead-in"),
+        ("raise Exception('foo').with_traceback(tb)", "code"),
+        ("Docs: https://a.example.org/x and https://b.example.org/y", "link"),
+    ],
+)
+def test_sentences_that_cannot_answer_are_skipped_with_their_reason(text, reason):
+    [segment] = [s for s in segments(text)]
+    assert skip_reason(segment, "How do I run the tests?") == reason
+
+
+def test_a_sentence_that_answers_is_kept():
+    assert skip_reason(one("Run make test to run the whole suite."), "How do I run the tests?") is None
+    assert (
+        skip_reason(one("`make test`: run the whole suite"), "How do I run the tests?") is None
+    )  # a command
+
+
+def test_a_line_repeating_the_question_is_skipped_but_a_statement_with_its_words_is_not():
+    question = "How do I run the tests?"
+    assert repeats_question(one('-d \'{"message": "How do I run the tests?"}\' please'), question)
+    assert repeats_question(one("How can I run tests?"), question)  # an FAQ's question
+    assert not repeats_question(one("Express shipping costs extra."), "Does express shipping cost extra?")
+    assert skip_reason(one("Express shipping costs extra."), "Does express shipping cost extra?") is None
+
+
+def test_a_long_sentence_ending_with_a_colon_may_answer_and_a_short_one_introduces():
+    long = one("If the finally clause executes a return, the saved exception is discarded:")
+    assert skip_reason(long, "What happens to the saved exception?") is None
+    assert skip_reason(one("For example:"), "What happens?") == "lead-in"
+
+
+def test_a_lead_in_followed_by_a_command_answers_with_it():
+    lead_in, command = segments("To add HTTP/2 support, use:\n\n```shell\n$ pip install httpx[http2]\n```")
+    assert example_after(lead_in, command) == "`pip install httpx[http2]`"
+    assert skip_reason(lead_in, "How do I get HTTP/2?", example_after(lead_in, command)) is None
+    not_a_command = segments("The result:\n\n```python\nx = {'a': 1}\n```")
+    assert example_after(*not_a_command) is None
+
+
+def test_a_sentence_is_read_with_its_lists_lead_in_or_the_name_its_paragraph_describes():
+    listed = segments(
+        "By default, `load_dotenv()` will:\n\n- Not override existing variables.\n- Read `.env`."
+    )
+    assert [context_of(listed, i) for i in range(3)] == [None, listed[0].text, listed[0].text]
+    named = segments("### `unparse()`\n\nConvert a dictionary back into XML. It returns a string.")
+    assert [context_of(named, i) for i in range(3)] == [None, "`unparse()`:", None]
+    signature = segments("get(key[, default])\n\n   Return the value for *key*.")
+    assert context_of(signature, 1) == "get(key[, default]):"
+    plain = segments(
+        "## Installation\n\nInstall it with pip.\n\nraise Exception('x').with_traceback(tb)\n\nIt chains."
+    )
+    assert [context_of(plain, i) for i in (1, 3)] == [None, None]
+
+
+def test_sentences_the_chunking_cut_are_skipped():
+    text = "continues from the chunk before. A whole sentence. To report it, please use the"
+    first, whole, last = segments(text)
+    assert is_cut_off(first, text, first=True, last=False)
+    assert not is_cut_off(whole, text, first=False, last=False)
+    assert is_cut_off(last, text, first=False, last=True)
+    assert not is_cut_off(one("Ends well."), "Ends well.", first=True, last=True)
+
+
+def test_code_like_text_and_link_heavy_text_are_recognised():
+    assert reads_as_code("conn.send(h11.Request(method='GET', target='/'))")
+    assert not reads_as_code("Install `httpx` with pip, then import it.")
+    assert is_mostly_links("ch/x/actions/workflows/test.yml/badge.svg)](https://github.com/x/actions)")
+    assert not is_mostly_links("Trusted by NASA for [Mars missions since 2020](https://github.com/readme)!")
+
+
+def test_sentences_that_refer_back_and_questions_that_want_numbers_or_steps():
+    assert refers_back(one("This means other features will not work."))
+    assert not refers_back(one("Thread safety comes first."))
+    assert wants_number("How many lines of code is it?") and wants_number("Since which version is it there?")
+    assert not wants_number("Who created Python?")
+    assert wants_steps("How do I run the tests?") and wants_steps("how to install it")
+    assert not wants_steps("How many tests are there?")
+
+
+# --- scoring, merging, composing ------------------------------------------------------------------
+
+README = Passage(
+    "docs/README.md",
+    0,
+    "## Two commands\n\n```bash\nmake dev    # set up and run the whole stack locally\n"
+    "make test   # set up and run the whole suite (unit, integration, packaging)\n```\n\n"
+    "| variable | default |\n|---|---|\n| `TESTS` | `all` |\n\n"
+    'Try it:\n\n```bash\ncurl -d \'{"message": "How do I run the tests?"}\' localhost:8000\n```',
+)
+
+
+def test_the_readme_question_is_answered_with_make_test_not_the_curl_line_or_a_heading():
+    answer = compose_answer("How do I run the tests?", [README], HashingEmbedder().embed_batch)
+    assert answer.startswith("`make test`: set up and run the whole suite")
+    assert answer.endswith("[source:docs/README.md#0]")
+    assert "curl" not in answer and "Two commands" not in answer and "|" not in answer
+
+
+def test_adjacent_sentences_of_one_paragraph_merge_into_one_quote_with_one_citation():
+    passage = Passage(
+        "timeout",
+        3,
+        "The thread method starts a timer for each test. The downside is that test runs are not completed. "
+        "This means JUnit XML output will not function normally.\n\nUnrelated paragraph about JUnit XML.",
+    )
+    quotes = pick("Why is JUnit XML output missing?", [passage])
+    assert quotes == [
+        (
+            passage,
+            "The downside is that test runs are not completed. This means JUnit XML output will not function normally.",
+        )
+    ]
+
+
+def test_a_list_item_is_quoted_with_its_lead_in_said_once():
+    passage = Passage(
+        "dotenv",
+        0,
+        "By default, `load_dotenv()` will:\n\n- Look for a `.env` file.\n"
+        "- **Not override** existing environment variables (`override=False`).\n\nOther text.",
+    )
+    [(_, text)] = pick("Does load_dotenv override variables already set in the environment?", [passage])
+    assert text == (
+        "By default, `load_dotenv()` will: **Not override** existing environment variables (`override=False`)."
+    )
+
+
+def test_a_second_passage_that_answers_nearly_as_well_is_quoted_too():
+    passages = [
+        Passage("a", 0, "Refunds are paid by bank transfer."),
+        Passage("b", 2, "Refunds on gift cards are paid as store credit."),
+        Passage("c", 1, "Shipping takes two days."),
+    ]
+    answer = compose_answer("How are refunds paid?", passages)
+    assert answer.split("\n\n") == [
+        "Refunds are paid by bank transfer. [source:a#0]",
+        "Refunds on gift cards are paid as store credit. [source:b#2]",
+    ]
+
+
+def test_nothing_answers_when_no_sentence_shares_words_or_meaning():
+    passages = [Passage("a", 0, "Refunds are paid within 14 days.")]
+    assert compose_answer("Which colour is the logo?", passages) == NOTHING_FOUND
+    assert compose_answer("Which colour is the logo?", []) == NOTHING_FOUND
+    assert (
+        compose_answer("How do I run the tests?", [Passage("h", 0, "# Tests\n\n| a | b |")]) == NOTHING_FOUND
+    )
+
+
+def test_embedding_similarity_decides_between_sentences_sharing_as_many_words():
+    passage = Passage("d", 0, "The pool opens at nine on weekdays. The pool shuts at six on weekdays.")
+
+    def towards(word: str):
+        def embed(texts: list[str]) -> list[list[float]]:
+            return [[1.0, 0.0] if word in t or t.endswith("?") else [0.0, 1.0] for t in texts]
+
+        return embed
+
+    question = "What time is the pool closed on weekdays?"
+    assert pick(question, [passage], towards("shuts")) == [(passage, "The pool shuts at six on weekdays.")]
+    assert pick(question, [passage], towards("opens")) == [(passage, "The pool opens at nine on weekdays.")]
+
+
+def test_the_same_sentence_in_overlapping_chunks_is_quoted_once():
+    passages = [
+        Passage("readme", 0, "Run make test to run the whole suite."),
+        Passage("readme", 1, "Run make test to run the whole suite. Make dev starts the stack."),
+    ]
+    assert compose_answer("How do I run the test suite?", passages).count("whole suite") == 1
+
+
+def test_answers_are_deterministic():
+    question = "How do I run the tests?"
+    answers = {compose_answer(question, [README], HashingEmbedder().embed_batch) for _ in range(3)}
+    assert len(answers) == 1
