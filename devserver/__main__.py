@@ -42,7 +42,8 @@ def main() -> int:
         from devserver.resources import create_resources
 
         create_resources(
-            settings.conversations_table, [settings.transcripts_bucket, settings.documents_bucket]
+            settings.conversations_table,
+            [settings.transcripts_bucket, settings.documents_bucket, settings.attachments_bucket],
         )
         services.append(start_chroma(settings.chroma_url, local / "chroma", local / "logs" / "chroma.log"))
         from devserver.sample import ingest_sample_knowledge_base

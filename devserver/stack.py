@@ -26,6 +26,10 @@ LOCAL_DEFAULTS = {
     "CONVERSATIONS_TABLE": "rag-orchestrator-conversations-local",
     "TRANSCRIPTS_BUCKET": "rag-orchestrator-transcripts-local",
     "DOCUMENTS_BUCKET": "rag-orchestrator-documents-local",
+    "ATTACHMENTS_BUCKET": "rag-orchestrator-attachments-local",
+    # Offline engines whose models ship in their wheels (dev dependencies); no caption model offline.
+    "ATTACHMENT_OCR_BACKEND": "rapidocr",
+    "ATTACHMENT_SPEECH_BACKEND": "pocketsphinx",
     "CHROMA_URL": "http://127.0.0.1:8001",
     "AUTH_MODE": "dev",
     "MODEL_STRATEGY": "extractive",

@@ -1,0 +1,125 @@
+"""Speech to text: pocketsphinx (offline, English, WAV; dev and tests) and any Whisper-compatible endpoint."""
+
+from __future__ import annotations
+
+import io
+import threading
+import wave
+from functools import lru_cache
+from typing import Any
+
+import httpx
+
+from rag_orchestrator import tls
+from rag_orchestrator.attachments.engines import EngineUnavailable, UnreadableFile, UnsupportedContent, Upload
+from rag_orchestrator.config import Settings
+from rag_orchestrator.observability import logger
+
+SAMPLE_RATE = 16_000  # the en-us acoustic model's
+WAV_TYPES = frozenset({"audio/wav", "audio/x-wav", "audio/wave"})
+# File names for the multipart upload: Whisper servers tell the format from the extension.
+EXTENSIONS = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp4": "mp4",
+    "audio/x-m4a": "m4a",
+    "audio/ogg": "ogg",
+    "audio/webm": "webm",
+}
+
+
+def pcm16_mono(body: bytes) -> bytes:
+    """A 16-bit PCM WAV as 16 kHz mono samples (channels averaged, resampled linearly)."""
+    import numpy as np
+
+    try:
+        with wave.open(io.BytesIO(body)) as reader:
+            channels, width, rate = reader.getnchannels(), reader.getsampwidth(), reader.getframerate()
+            frames = reader.readframes(reader.getnframes())
+    except (wave.Error, EOFError, ValueError):
+        raise UnreadableFile("the WAV file could not be decoded") from None
+    if width != 2:
+        raise UnsupportedContent("the offline speech engine reads 16-bit PCM WAV only")
+    samples = np.frombuffer(frames[: len(frames) - len(frames) % (2 * channels)], dtype="<i2")
+    mono = samples.reshape(-1, channels).mean(axis=1)
+    if rate != SAMPLE_RATE and len(mono):
+        positions = np.arange(0, len(mono), rate / SAMPLE_RATE)
+        mono = np.interp(positions, np.arange(len(mono)), mono)
+    return mono.astype("<i2").tobytes()
+
+
+@lru_cache(maxsize=1)
+def _decoder() -> Any:
+    from pocketsphinx import Decoder
+
+    return Decoder(samprate=SAMPLE_RATE, loglevel="FATAL")  # the en-us model inside the wheel
+
+
+class PocketsphinxTranscriber:
+    _lock = threading.Lock()  # one decoder per process, one utterance at a time
+
+    def transcribe(self, upload: Upload) -> str:
+        from pocketsphinx import Segmenter
+
+        if upload.content_type not in WAV_TYPES:
+            raise UnsupportedContent("the offline speech engine reads WAV only")
+        pcm = pcm16_mono(upload.body())
+        utterances = []
+        with self._lock:
+            decoder = _decoder()
+            for speech in Segmenter(sample_rate=SAMPLE_RATE).segment(io.BytesIO(pcm)):
+                decoder.start_utt()
+                decoder.process_raw(speech.pcm, full_utt=True)
+                decoder.end_utt()
+                hypothesis = decoder.hyp()
+                if hypothesis is not None and hypothesis.hypstr.strip():
+                    utterances.append(hypothesis.hypstr.strip())
+        return "\n".join(utterances)
+
+
+class WhisperTranscriber:
+    """POST {base}/audio/transcriptions (multipart: file, model), as OpenAI and compatible servers take it."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        *,
+        timeout_seconds: float = 120.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._url = base_url.rstrip("/") + "/audio/transcriptions"
+        self._model = model
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._timeout = timeout_seconds
+        self._transport = transport
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WhisperTranscriber:
+        return cls(
+            settings.attachment_whisper_base_url or "",
+            settings.attachment_whisper_model,
+            settings.secret("attachment_whisper_api_key"),
+            timeout_seconds=settings.model_timeout_seconds,
+        )
+
+    def transcribe(self, upload: Upload) -> str:
+        name = f"audio.{EXTENSIONS.get(upload.content_type, 'bin')}"
+        files = {"file": (name, upload.body(), upload.content_type)}
+        data = {"model": self._model, "response_format": "json"}
+        try:
+            with httpx.Client(timeout=self._timeout, verify=tls.context(), transport=self._transport) as http:
+                response = http.post(self._url, files=files, data=data, headers=self._headers)
+        except httpx.HTTPError as exc:
+            logger.warning("speech endpoint unreachable", extra={"error_type": type(exc).__name__})
+            raise EngineUnavailable("the speech engine did not answer") from None
+        if response.status_code >= 400:
+            logger.warning("speech endpoint refused", extra={"status": response.status_code})
+            raise EngineUnavailable("the speech engine did not answer")
+        try:
+            return str(response.json().get("text") or "").strip()
+        except (ValueError, AttributeError):
+            raise EngineUnavailable("the speech engine answered without a transcript") from None
