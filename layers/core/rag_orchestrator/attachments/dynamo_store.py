@@ -98,8 +98,7 @@ class DynamoAttachmentStore:
 
     @in_worker_thread
     def finish(self, attachment: Attachment) -> bool:
-        done = attachment.model_copy(update={"lease_until": None, "updated_at": utcnow()})
-        values = self._contents.offload(to_item(done))
+        values = self._contents.offload(to_item(attachment))
         try:
             self._table.call(
                 "put_item",

@@ -191,6 +191,7 @@ class Attachments:
                 "segments": segments,
                 "size_bytes": stored.size,
                 "updated_at": utcnow(),
+                "lease_until": None,
             }
         )
         metrics.add_metric(name=f"Attachments{status.value.title()}", unit="Count", value=1)

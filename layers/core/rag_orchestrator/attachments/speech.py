@@ -50,6 +50,34 @@ def pcm16_mono(body: bytes) -> bytes:
     return mono.astype("<i2").tobytes()
 
 
+WINDOW_SECONDS = 20  # one utterance at most this long: pocketsphinx slows down on longer ones
+QUIET_SEARCH_SECONDS = 5  # where in a window's end to look for the quietest moment to cut at
+
+
+def windows(pcm: bytes) -> list[bytes]:
+    """16 kHz samples in pieces of at most WINDOW_SECONDS, cut at the quietest 0.1 s near each end.
+
+    Whole utterances, not pocketsphinx's VAD segments: the segmenter clips word onsets, and short
+    pieces lose the language model's context (the fixture's transcript went from right to garbled)."""
+    import numpy as np
+
+    samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32)
+    window, search, frame = (
+        WINDOW_SECONDS * SAMPLE_RATE,
+        QUIET_SEARCH_SECONDS * SAMPLE_RATE,
+        SAMPLE_RATE // 10,
+    )
+    pieces, start = [], 0
+    while len(samples) - start > window:
+        tail = samples[start + window - search : start + window]
+        energy = np.abs(tail[: len(tail) // frame * frame]).reshape(-1, frame).mean(axis=1)
+        cut = start + window - search + int(np.argmin(energy)) * frame + frame // 2
+        pieces.append(pcm[start * 2 : cut * 2])
+        start = cut
+    pieces.append(pcm[start * 2 :])
+    return pieces
+
+
 @lru_cache(maxsize=1)
 def _decoder() -> Any:
     from pocketsphinx import Decoder
@@ -61,17 +89,14 @@ class PocketsphinxTranscriber:
     _lock = threading.Lock()  # one decoder per process, one utterance at a time
 
     def transcribe(self, upload: Upload) -> str:
-        from pocketsphinx import Segmenter
-
         if upload.content_type not in WAV_TYPES:
             raise UnsupportedContent("the offline speech engine reads WAV only")
-        pcm = pcm16_mono(upload.body())
         utterances = []
         with self._lock:
             decoder = _decoder()
-            for speech in Segmenter(sample_rate=SAMPLE_RATE).segment(io.BytesIO(pcm)):
+            for piece in windows(pcm16_mono(upload.body())):
                 decoder.start_utt()
-                decoder.process_raw(speech.pcm, full_utt=True)
+                decoder.process_raw(piece, full_utt=True)
                 decoder.end_utt()
                 hypothesis = decoder.hyp()
                 if hypothesis is not None and hypothesis.hypstr.strip():

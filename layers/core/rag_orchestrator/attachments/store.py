@@ -24,5 +24,5 @@ class AttachmentStore(Protocol):
         ...
 
     async def finish(self, attachment: Attachment) -> bool:
-        """Store the final status, detail, size and segments of an attachment this worker holds."""
+        """Store the attachment as given (its final status) if it is still PROCESSING; False if not."""
         ...
