@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from devserver.stack import ROOT, apply_local_defaults, start_chroma, start_moto
+from devserver.stack import ROOT, S3_EVENTS_PATH, apply_local_defaults, start_chroma, start_moto
 
 
 def _interrupt(*_: object) -> None:
@@ -38,7 +38,8 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     started = time.perf_counter()
     try:
-        services.append(start_moto(env["AWS_ENDPOINT_URL"], local / "logs" / "moto.log"))
+        events = f"http://127.0.0.1:{settings.port}{S3_EVENTS_PATH}"  # S3 -> AttachmentFunction, locally
+        services.append(start_moto(env["AWS_ENDPOINT_URL"], local / "logs" / "moto.log", notify=events))
         from devserver.resources import create_resources
 
         create_resources(

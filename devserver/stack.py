@@ -39,6 +39,8 @@ LOCAL_DEFAULTS = {
 }
 
 
+S3_EVENTS_PATH = "/_local/s3-events"  # where the dev app takes the S3 events the moto server sends
+
 # The hashing embedder scores a right passage around 0.05-0.45 (docs/retrieval.md), so the documented 0.6
 # would hide everything from a local /query; this applies only when RAG_SIMILARITY_THRESHOLD is unset.
 HASHING_SIMILARITY_THRESHOLD = "0.1"
@@ -109,9 +111,12 @@ def _spawn(name: str, argv: list[str], url: str, health_path: str, log: Path, ti
     return service
 
 
-def start_moto(url: str, log: Path) -> Service:
+def start_moto(url: str, log: Path, notify: str | None = None) -> Service:
+    """The moto server; with `notify`, uploads under attachments/ are sent there as S3 events."""
     host, port = host_port(url)
     argv = [sys.executable, "-m", "devserver.moto_serial", "-H", host, "-p", str(port)]
+    if notify:
+        argv += ["--notify", notify]
     return _spawn("moto", argv, url, "/moto-api/", log, timeout=60)
 
 

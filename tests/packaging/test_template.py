@@ -583,7 +583,7 @@ def test_no_wildcard_actions_after_the_sam_transform(tmp_path):
     assert {f"{f}Role" for f in FUNCTIONS} <= set(roles)
     for logical_id, role in roles.items():
         for policy in role["Properties"].get("Policies", []):
-            for statement in as_list(policy["PolicyDocument"]["Statement"]):
+            for statement in policy_statements(policy["PolicyDocument"]):
                 assert statement["Effect"] != "Allow" or not wildcard_actions(statement), (
                     logical_id,
                     statement,
