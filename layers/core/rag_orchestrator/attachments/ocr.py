@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import logging
 import threading
 from functools import lru_cache
 from typing import Any
@@ -21,8 +20,7 @@ def _rapidocr() -> Any:
     """One engine per process: loading its models takes seconds."""
     from rapidocr import RapidOCR
 
-    logging.getLogger("RapidOCR").setLevel(logging.WARNING)
-    return RapidOCR()
+    return RapidOCR(params={"Global.log_level": "warning"})  # its own INFO lines would flood the logs
 
 
 class RapidOcrReader:
