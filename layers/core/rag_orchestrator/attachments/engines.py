@@ -13,6 +13,18 @@ from typing import Protocol
 
 from rag_orchestrator.config import Settings
 
+# Each audio type's format name, as Transcribe's MediaFormat and Whisper's file extensions have it.
+AUDIO_FORMATS = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp4": "mp4",
+    "audio/x-m4a": "m4a",
+    "audio/ogg": "ogg",
+    "audio/webm": "webm",
+}
+
 
 class ReadFailure(Exception):
     reason = "processing failed"

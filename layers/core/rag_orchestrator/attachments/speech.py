@@ -11,23 +11,18 @@ from typing import Any
 import httpx
 
 from rag_orchestrator import tls
-from rag_orchestrator.attachments.engines import EngineUnavailable, UnreadableFile, UnsupportedContent, Upload
+from rag_orchestrator.attachments.engines import (
+    AUDIO_FORMATS,
+    EngineUnavailable,
+    UnreadableFile,
+    UnsupportedContent,
+    Upload,
+)
 from rag_orchestrator.config import Settings
 from rag_orchestrator.observability import logger
 
 SAMPLE_RATE = 16_000  # the en-us acoustic model's
 WAV_TYPES = frozenset({"audio/wav", "audio/x-wav", "audio/wave"})
-# File names for the multipart upload: Whisper servers tell the format from the extension.
-EXTENSIONS = {
-    "audio/wav": "wav",
-    "audio/x-wav": "wav",
-    "audio/wave": "wav",
-    "audio/mpeg": "mp3",
-    "audio/mp4": "mp4",
-    "audio/x-m4a": "m4a",
-    "audio/ogg": "ogg",
-    "audio/webm": "webm",
-}
 
 
 def pcm16_mono(body: bytes) -> bytes:
@@ -132,7 +127,7 @@ class WhisperTranscriber:
         )
 
     def transcribe(self, upload: Upload) -> str:
-        name = f"audio.{EXTENSIONS.get(upload.content_type, 'bin')}"
+        name = f"audio.{AUDIO_FORMATS.get(upload.content_type, 'bin')}"  # servers go by the extension
         files = {"file": (name, upload.body(), upload.content_type)}
         data = {"model": self._model, "response_format": "json"}
         try:

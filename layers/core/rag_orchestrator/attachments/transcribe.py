@@ -12,21 +12,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rag_orchestrator.attachments.engines import EngineUnavailable, UnreadableFile, Upload
+from rag_orchestrator.attachments.engines import AUDIO_FORMATS, EngineUnavailable, UnreadableFile, Upload
 from rag_orchestrator.config import Settings
 from rag_orchestrator.observability import logger
 
 OUTPUT_PREFIX = "transcribe/"
-MEDIA_FORMATS = {
-    "audio/wav": "wav",
-    "audio/x-wav": "wav",
-    "audio/wave": "wav",
-    "audio/mpeg": "mp3",
-    "audio/mp4": "mp4",
-    "audio/x-m4a": "m4a",
-    "audio/ogg": "ogg",
-    "audio/webm": "webm",
-}
 FIRST_POLL_SECONDS, MAX_POLL_SECONDS = 1.0, 5.0
 
 
@@ -87,7 +77,7 @@ class AwsTranscriber:
             self._transcribe.start_transcription_job(
                 TranscriptionJobName=name,
                 LanguageCode=self._language,
-                MediaFormat=MEDIA_FORMATS[upload.content_type],
+                MediaFormat=AUDIO_FORMATS[upload.content_type],
                 Media={"MediaFileUri": f"s3://{upload.bucket}/{upload.key}"},
                 OutputBucketName=upload.bucket,
                 OutputKey=output_key,
