@@ -27,6 +27,7 @@ BENCHMARKS = {
     "selection": "bench.selection",
     "archival": "bench.archival",
     "answers": "bench.answers",
+    "attachments": "bench.attachments",
     "size": "bench.size",
     "embedders": "bench.embedders",
 }

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from devserver.stack import ROOT, apply_local_defaults, start_chroma, start_moto
+from devserver.stack import ROOT, S3_EVENTS_PATH, apply_local_defaults, start_chroma, start_moto
 
 
 def _interrupt(*_: object) -> None:
@@ -38,11 +38,13 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     started = time.perf_counter()
     try:
-        services.append(start_moto(env["AWS_ENDPOINT_URL"], local / "logs" / "moto.log"))
+        events = f"http://127.0.0.1:{settings.port}{S3_EVENTS_PATH}"  # S3 -> AttachmentFunction, locally
+        services.append(start_moto(env["AWS_ENDPOINT_URL"], local / "logs" / "moto.log", notify=events))
         from devserver.resources import create_resources
 
         create_resources(
-            settings.conversations_table, [settings.transcripts_bucket, settings.documents_bucket]
+            settings.conversations_table,
+            [settings.transcripts_bucket, settings.documents_bucket, settings.attachments_bucket],
         )
         services.append(start_chroma(settings.chroma_url, local / "chroma", local / "logs" / "chroma.log"))
         from devserver.sample import ingest_sample_knowledge_base

@@ -21,6 +21,7 @@ LAYERS: list[set[str]] = [
     {"domain", "errors", "observability", "tls", "aws", "sanitize", "text", "__init__"},
     {"config"},
     {"providers", "conversations", "retrieval"},
+    {"attachments"},
     {"tools"},
     {"loop"},
     {"api", "cli"},

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from devserver.stack import ROOT, apply_local_defaults
 
-FUNCTIONS = ("api", "chat_stream", "archive", "ingest")
+FUNCTIONS = ("api", "chat_stream", "archive", "ingest", "attachments")
 
 
 @dataclass

@@ -5,6 +5,9 @@ deep-copies the table to roll back a failed transaction, so two transactions at 
 copy taken before the other's write and lose it — something DynamoDB never does — and concurrent
 tests then fail now and then under load. Here connections are still accepted concurrently, but
 each request runs to its last byte under one lock, so every request is atomic, as in DynamoDB.
+Browser-based uploads (POST Object) are checked against their signed policy first, as S3 checks
+them (devserver/s3_post_policy.py); with `--notify URL`, uploads under attachments/ are announced
+to URL as S3 events (devserver/s3_notifications.py).
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from typing import Any
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import run_simple
+
+from devserver.s3_notifications import notify_uploads
+from devserver.s3_post_policy import enforce_post_policy
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -35,10 +41,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m devserver.moto_serial", description=__doc__)
     parser.add_argument("-H", "--host", default="127.0.0.1")
     parser.add_argument("-p", "--port", type=int, default=5000)
+    parser.add_argument("--notify", help="URL that receives S3 events for uploads under attachments/")
     args = parser.parse_args(argv)
     os.environ.setdefault("MOTO_PORT", str(args.port))  # as moto_server does (URLs moto hands out)
     app = DomainDispatcherApplication(create_backend_app)
-    run_simple(args.host, args.port, one_at_a_time(app), threaded=True, request_handler=MotoRequestHandler)
+    checked = notify_uploads(
+        enforce_post_policy(app, secret=os.environ.get("AWS_SECRET_ACCESS_KEY")), args.notify
+    )
+    run_simple(
+        args.host, args.port, one_at_a_time(checked), threaded=True, request_handler=MotoRequestHandler
+    )
 
 
 if __name__ == "__main__":

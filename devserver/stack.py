@@ -26,6 +26,10 @@ LOCAL_DEFAULTS = {
     "CONVERSATIONS_TABLE": "rag-orchestrator-conversations-local",
     "TRANSCRIPTS_BUCKET": "rag-orchestrator-transcripts-local",
     "DOCUMENTS_BUCKET": "rag-orchestrator-documents-local",
+    "ATTACHMENTS_BUCKET": "rag-orchestrator-attachments-local",
+    # Offline engines whose models ship in their wheels (dev dependencies); no caption model offline.
+    "ATTACHMENT_OCR_BACKEND": "rapidocr",
+    "ATTACHMENT_SPEECH_BACKEND": "pocketsphinx",
     "CHROMA_URL": "http://127.0.0.1:8001",
     "AUTH_MODE": "dev",
     "MODEL_STRATEGY": "extractive",
@@ -34,6 +38,8 @@ LOCAL_DEFAULTS = {
     "POWERTOOLS_METRICS_DISABLED": "true",
 }
 
+
+S3_EVENTS_PATH = "/_local/s3-events"  # where the dev app takes the S3 events the moto server sends
 
 # The offline embedders score a right passage far below the documented default 0.6 (hashing 0.05-0.45, wordllama
 # 0.18-0.78: docs/retrieval.md), which would hide everything from a local /query; these apply only when
@@ -107,9 +113,12 @@ def _spawn(name: str, argv: list[str], url: str, health_path: str, log: Path, ti
     return service
 
 
-def start_moto(url: str, log: Path) -> Service:
+def start_moto(url: str, log: Path, notify: str | None = None) -> Service:
+    """The moto server; with `notify`, uploads under attachments/ are sent there as S3 events."""
     host, port = host_port(url)
     argv = [sys.executable, "-m", "devserver.moto_serial", "-H", host, "-p", str(port)]
+    if notify:
+        argv += ["--notify", notify]
     return _spawn("moto", argv, url, "/moto-api/", log, timeout=60)
 
 

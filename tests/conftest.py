@@ -93,10 +93,9 @@ def aws_stack(moto_server: Service, monkeypatch: pytest.MonkeyPatch) -> dict[str
 
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server.url)
     monkeypatch.setenv("CONVERSATION_STORAGE", "dynamodb")
-    names = {
-        key: LOCAL_DEFAULTS[key] for key in ("CONVERSATIONS_TABLE", "TRANSCRIPTS_BUCKET", "DOCUMENTS_BUCKET")
-    }
-    create_resources(names["CONVERSATIONS_TABLE"], [names["TRANSCRIPTS_BUCKET"], names["DOCUMENTS_BUCKET"]])
+    buckets = ("TRANSCRIPTS_BUCKET", "DOCUMENTS_BUCKET", "ATTACHMENTS_BUCKET")
+    names = {key: LOCAL_DEFAULTS[key] for key in ("CONVERSATIONS_TABLE", *buckets)}
+    create_resources(names["CONVERSATIONS_TABLE"], [names[b] for b in buckets])
     return {"endpoint": moto_server.url, **names}
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.llm_media import Image, completion_body, form_fields, images_in
 from tests.fakes.llm_script import (
     DEEPSEEK_MISSING_REASONING,
     Comment,
@@ -53,6 +54,7 @@ __all__ = [
     "Drop",
     "FakeLLM",
     "HTTPError",
+    "Image",
     "Pause",
     "Reply",
     "Stream",
@@ -74,7 +76,8 @@ __all__ = [
 
 
 class FakeLLM:
-    """Serves `POST /v1/chat/completions` and `/chat/completions` from `script()`ed replies."""
+    """Serves `POST /v1/chat/completions` from `script()`ed replies (streamed, or whole for `stream: false`),
+    checks and records image content parts, and answers `/v1/audio/transcriptions` with `transcript`."""
 
     def __init__(self, host: str = "127.0.0.1") -> None:
         self.host = host
@@ -86,6 +89,9 @@ class FakeLLM:
         self.api_key: str | None = None  # when set, anything else gets HTTP 401
         self.connections_closed = 0  # connections ended, by either side
         self.content_sent_at: list[float] = []  # time.monotonic() as each reply's first content was written
+        self.images: list[Image] = []  # image content parts received, decoded, in arrival order
+        self.transcript = ""  # what `/audio/transcriptions` answers
+        self.audio: list[dict[str, tuple[str | None, bytes]]] = []  # the multipart fields it received
         self._script: deque[Reply] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
@@ -113,6 +119,8 @@ class FakeLLM:
             self.requests.clear()
             self.headers.clear()
             self.content_sent_at.clear()
+            self.images.clear()
+            self.audio.clear()
         self.default, self.deepseek_thinking, self.api_key = None, False, None
 
     def settings_for(self, strategy: str, api_key: str = "test-key", **overrides: Any) -> dict[str, Any]:
@@ -198,6 +206,15 @@ class FakeLLM:
             name, _, value = raw.decode("latin-1").partition(":")
             headers[name.strip().lower()] = value.strip()
         body = await reader.readexactly(int(headers.get("content-length", "0")))
+        if method == "POST" and path.split("?")[0].rstrip("/") in (
+            "/v1/audio/transcriptions",
+            "/audio/transcriptions",
+        ):
+            with self._lock:
+                self.audio.append(form_fields(headers.get("content-type", ""), body))
+                self.headers.append(headers)
+            await self._send_json(writer, HTTPError(200, {"text": self.transcript}))
+            return True
         if method != "POST" or path.split("?")[0].rstrip("/") not in (
             "/v1/chat/completions",
             "/chat/completions",
@@ -214,9 +231,19 @@ class FakeLLM:
         with self._lock:
             self.requests.append(request)
             self.headers.append(headers)
+        try:
+            images = images_in(request)
+        except ValueError as exc:  # as OpenAI answers a malformed content part
+            await self._send_json(writer, error_reply(400, str(exc)))
+            return True
+        with self._lock:
+            self.images.extend(images)
         reply = self._refusal(request, headers) or self._next_reply()
         if isinstance(reply, HTTPError):
             await self._send_json(writer, reply)
+            return True
+        if request.get("stream") is False:
+            await self._send_json(writer, HTTPError(200, completion_body(reply)))
             return True
         return await self._send_stream(writer, reply)
 

@@ -54,12 +54,39 @@ def _ask_as_the_readme_shows(base: str, question: str) -> str:
     return "".join(m.data["content"] for m in messages if m.event == "ResponseChunk")
 
 
-def test_make_dev_stack_serves_health_answers_the_readme_question_and_stops_every_child(tmp_path):
+def read_an_attachment(base: str) -> None:
+    """The README's walk-through: declare an attachment, POST the file to S3, poll until READY."""
+    import httpx
+
+    conversation = _post(f"{base}/api/v1/chat/conversations", {})["conversationId"]
+    text = b"# Packing list\nRope, lamp and a spare battery."
+    declared = {"fileName": "packing.md", "contentType": "text/markdown", "sizeBytes": len(text)}
+    created = _post(f"{base}/api/v1/chat/conversations/{conversation}/attachments", declared)
+    upload = created["upload"]
+    sent = httpx.post(
+        upload["url"], data=upload["fields"], files={"file": ("packing.md", text, "text/markdown")}
+    )
+    assert sent.status_code == 204, sent.text
+    status_url = f"{base}/api/v1/chat/conversations/{conversation}/attachments/{created['attachmentId']}"
+    for _ in range(300):  # the local S3 event reaches the app, which reads the file (bounded wait)
+        shown = httpx.get(status_url, headers={"X-Caller-Id": "newcomer"}).json()
+        if shown["status"] not in ("PENDING_UPLOAD", "PROCESSING"):
+            break
+        time.sleep(0.2)
+    assert shown["status"] == "READY", shown
+    assert shown["segments"] == [{"modality": "document", "index": 0, "chars": len(text)}]
+
+
+def test_make_dev_stack_serves_health_answers_the_readme_question_reads_an_attachment_and_stops_every_child(
+    tmp_path,
+):
     port = free_port()
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("AWS_", "CHROMA_", "CONVERSATION", "TRANSCRIPTS", "DOCUMENTS", "MODEL_"))
+        if not key.startswith(
+            ("AWS_", "CHROMA_", "CONVERSATION", "TRANSCRIPTS", "DOCUMENTS", "ATTACHMENT", "MODEL_")
+        )
     }
     env.update(
         PORT=str(port),
@@ -90,6 +117,7 @@ def test_make_dev_stack_serves_health_answers_the_readme_question_and_stops_ever
         answer = _ask_as_the_readme_shows(base, "How do I run the tests?")
         assert answer.startswith("`make test`") and "[source:docs/README.md#" in answer, answer
         assert "curl" not in answer, answer
+        read_an_attachment(base)
         children = _children(process.pid)
         assert len(children) >= 2  # moto and chroma
     finally:

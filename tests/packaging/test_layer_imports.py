@@ -45,6 +45,15 @@ FUNCTIONS = {
     "ChatStreamFunction": ("app", "app", ["uvicorn"]),
     "ArchiveFunction": ("app", "handler", []),
     "IngestFunction": ("app", "handler", []),
+    # The engines a deployed function may be configured with (rapidocr and pocketsphinx are dev-only).
+    "AttachmentFunction": (
+        "app",
+        "handler",
+        [
+            f"rag_orchestrator.attachments.{m}"
+            for m in ("ocr", "transcribe", "captions", "speech", "documents")
+        ],
+    ),
 }
 # What the Lambda python3.12 runtime provides besides the standard library.
 RUNTIME_PACKAGES = ["boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six"]

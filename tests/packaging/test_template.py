@@ -28,11 +28,17 @@ FUNCTIONS = {
     "ChatStreamFunction": ("functions/chat_stream/", "run.sh"),
     "ArchiveFunction": ("functions/archive/", "app.handler"),
     "IngestFunction": ("functions/ingest/", "app.handler"),
+    "AttachmentFunction": ("functions/attachments/", "app.handler"),
 }
 SHARED_ENV = {
     "CONVERSATIONS_TABLE",
     "TRANSCRIPTS_BUCKET",
     "DOCUMENTS_BUCKET",
+    "ATTACHMENTS_BUCKET",
+    "ATTACHMENT_MAX_BYTES",
+    "ATTACHMENT_OCR_BACKEND",
+    "ATTACHMENT_SPEECH_BACKEND",
+    "ATTACHMENT_CAPTION_BACKEND",
     "MODEL_STRATEGY",
     "AUTH_MODE",
     "JWT_ISSUER",
@@ -53,6 +59,8 @@ SECRET_PARAMETERS = {
     "OPENAI_COMPATIBLE_API_KEY_PARAM": "OpenAICompatibleApiKeyParameter",
     "CHROMA_TOKEN_PARAM": "ChromaTokenParameter",
     "EMBEDDING_API_KEY_PARAM": "EmbeddingApiKeyParameter",
+    "ATTACHMENT_CAPTION_API_KEY_PARAM": "AttachmentCaptionApiKeyParameter",
+    "ATTACHMENT_WHISPER_API_KEY_PARAM": "AttachmentWhisperApiKeyParameter",
 }
 ALLOWED_MANAGED_POLICIES = {
     "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
@@ -86,10 +94,14 @@ def as_list(value: Any) -> list:
 
 
 def policy_statements(node: Any):
-    """Every statement of every policy document inside node."""
+    """Every statement of every policy document inside node; both branches of a conditional one."""
     for item in walk(node):
         if isinstance(item, dict) and isinstance(item.get("Statement"), list | dict):
-            yield from as_list(item["Statement"])
+            for statement in as_list(item["Statement"]):
+                if "Fn::If" in statement:
+                    yield from (s for s in statement["Fn::If"][1:] if isinstance(s, dict) and "Effect" in s)
+                else:
+                    yield statement
 
 
 def wildcard_actions(statement: dict) -> list[str]:
@@ -181,7 +193,7 @@ def test_loader_turns_short_form_tags_into_long_form():
 # ---------------------------------------------------------------- functions and layer
 
 
-def test_the_four_functions_exist_with_their_code_and_handlers(template, resources):
+def test_the_functions_exist_with_their_code_and_handlers(template, resources):
     functions = {k for k, v in resources.items() if v["Type"] == "AWS::Serverless::Function"}
     assert functions == set(FUNCTIONS)
     for logical_id, (code_uri, handler) in FUNCTIONS.items():
@@ -354,7 +366,7 @@ def test_table_definition_is_plain_for_the_dev_server(resources):
         assert '"Fn::' not in dumped and '"Ref"' not in dumped, key
 
 
-@pytest.mark.parametrize("bucket", ["TranscriptsBucket", "DocumentsBucket"])
+@pytest.mark.parametrize("bucket", ["TranscriptsBucket", "DocumentsBucket", "AttachmentsBucket"])
 def test_buckets_are_encrypted_private_and_tls_only(resources, bucket):
     props = resources[bucket]["Properties"]
     sse = props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
@@ -389,12 +401,42 @@ def test_documents_versioned_and_transcripts_lifecycle(resources):
     assert {t["StorageClass"] for t in transitions} >= {"STANDARD_IA"}
 
 
-def test_documents_bucket_name_matches_what_the_functions_are_given(template, resources):
-    """DOCUMENTS_BUCKET is built from parameters (a !Ref would be a circular dependency via
-    the S3 notification); it must be the name the bucket really gets."""
-    name = resources["DocumentsBucket"]["Properties"]["BucketName"]
+@pytest.mark.parametrize(
+    ("bucket", "variable"),
+    [("DocumentsBucket", "DOCUMENTS_BUCKET"), ("AttachmentsBucket", "ATTACHMENTS_BUCKET")],
+)
+def test_notifying_bucket_names_match_what_the_functions_are_given(template, resources, bucket, variable):
+    """These names are built from parameters (a !Ref would be a circular dependency via the S3
+    notification); each must be the name the bucket really gets."""
+    name = resources[bucket]["Properties"]["BucketName"]
     for logical_id in FUNCTIONS:
-        assert env_of(template, logical_id)["DOCUMENTS_BUCKET"] == name, logical_id
+        assert env_of(template, logical_id)[variable] == name, logical_id
+
+
+def test_attachments_bucket_takes_browser_uploads_from_the_app_origin_only(resources):
+    (rule,) = resources["AttachmentsBucket"]["Properties"]["CorsConfiguration"]["CorsRules"]
+    assert rule["AllowedOrigins"] == [{"Ref": "CorsAllowOrigin"}]
+    assert rule["AllowedMethods"] == ["POST"]
+    rules = resources["AttachmentsBucket"]["Properties"]["LifecycleConfiguration"]["Rules"]
+    assert any(r.get("Prefix") == "transcribe/" and r.get("ExpirationInDays") for r in rules)
+
+
+def test_only_the_api_may_put_attachments_and_only_the_attachment_function_reads_them(resources):
+    """A presigned POST is authorized as its signer (the API); the reader reads the attachments prefix."""
+    for logical_id in FUNCTIONS:
+        grants = [
+            (action, json.dumps(statement["Resource"]))
+            for statement in policy_statements(resources[logical_id]["Properties"].get("Policies", []))
+            for action in as_list(statement["Action"])
+            if "-attachments-" in json.dumps(statement["Resource"])
+            and "/attachments/*" in json.dumps(statement["Resource"])
+        ]
+        actions = {action for action, _ in grants}
+        expected = {
+            "ApiFunction": {"s3:PutObject"},
+            "AttachmentFunction": {"s3:GetObject"},
+        }.get(logical_id, set())
+        assert actions == expected, (logical_id, grants)
 
 
 # ---------------------------------------------------------------- events, async failures, logs
@@ -408,6 +450,15 @@ def test_archive_runs_hourly(template, resources):
     assert effective_function(template, "ArchiveFunction")["Timeout"] == 900
 
 
+def test_attachment_function_is_notified_of_uploads(template, resources):
+    props = resources["AttachmentFunction"]["Properties"]
+    (event,) = props["Events"].values()
+    assert event["Type"] == "S3"
+    assert event["Properties"]["Bucket"] == {"Ref": "AttachmentsBucket"}
+    assert {"Name": "prefix", "Value": "attachments/"} in event["Properties"]["Filter"]["S3Key"]["Rules"]
+    assert effective_function(template, "AttachmentFunction")["Timeout"] == 300
+
+
 def test_ingest_is_notified_of_new_documents(template, resources):
     props = resources["IngestFunction"]["Properties"]
     (event,) = props["Events"].values()
@@ -419,7 +470,7 @@ def test_ingest_is_notified_of_new_documents(template, resources):
     assert effective_function(template, "IngestFunction")["Timeout"] == 300
 
 
-@pytest.mark.parametrize("logical_id", ["ArchiveFunction", "IngestFunction"])
+@pytest.mark.parametrize("logical_id", ["ArchiveFunction", "IngestFunction", "AttachmentFunction"])
 def test_async_functions_send_failures_to_an_encrypted_queue(resources, logical_id):
     config = resources[logical_id]["Properties"]["EventInvokeConfig"]
     assert config["MaximumRetryAttempts"] == 2
@@ -449,6 +500,7 @@ def test_outputs(template):
         "ConversationsTableName",
         "TranscriptsBucketName",
         "DocumentsBucketName",
+        "AttachmentsBucketName",
     ):
         assert name in outputs, name
     assert outputs["StreamUrl"]["Value"] == {"Fn::GetAtt": ["ChatStreamFunctionUrl", "FunctionUrl"]}
@@ -531,7 +583,7 @@ def test_no_wildcard_actions_after_the_sam_transform(tmp_path):
     assert {f"{f}Role" for f in FUNCTIONS} <= set(roles)
     for logical_id, role in roles.items():
         for policy in role["Properties"].get("Policies", []):
-            for statement in as_list(policy["PolicyDocument"]["Statement"]):
+            for statement in policy_statements(policy["PolicyDocument"]):
                 assert statement["Effect"] != "Allow" or not wildcard_actions(statement), (
                     logical_id,
                     statement,
@@ -584,3 +636,9 @@ def test_sample_events_are_realistic():
     assert record["eventSource"] == "aws:s3" and record["eventName"] == "ObjectCreated:Put"
     assert record["s3"]["bucket"]["name"] == "rag-orchestrator-documents-local"
     assert record["s3"]["object"]["key"] == "documents/guide.md"
+
+    attachment = json.loads((events / "s3_attachment.json").read_text())
+    (record,) = attachment["Records"]
+    assert record["eventName"].startswith("ObjectCreated:")
+    assert record["s3"]["bucket"]["name"] == "rag-orchestrator-attachments-local"
+    assert record["s3"]["object"]["key"].startswith("attachments/alice/")

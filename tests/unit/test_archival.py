@@ -399,3 +399,31 @@ def test_memory_storage_has_nothing_to_archive():
 
     report = run_archival(load_settings(conversation_storage="memory"), remaining_ms=lambda: FAR)
     assert report.archived == 0 and report.failures == 0
+
+
+def test_the_purge_removes_the_conversations_attachments_and_their_files(aws, store):
+    from rag_orchestrator.attachments.dynamo_store import DynamoAttachmentStore
+    from rag_orchestrator.domain.attachments import Attachment, AttachmentStatus, Segment, conversation_prefix
+
+    files = "attachments-archival"
+    aws[1].create_bucket(Bucket=files)
+    cid, _ = chatted(store)
+    kept, _ = chatted(store)
+    attachments = Blocking(DynamoAttachmentStore(TABLE, BUCKET, dynamodb=aws[0], s3=aws[1]))
+    attachment = Attachment(
+        conversation_id=cid, caller_id=ALICE, file_name="a.txt", content_type="text/plain", size_bytes=1
+    )
+    attachments.create(attachment)
+    attachments.claim(attachment, 0, 10)
+    big = [Segment(modality="document", text="z" * 310_000, index=0)]
+    attachments.finish(attachment.model_copy(update={"status": AttachmentStatus.READY, "segments": big}))
+    for owned in (cid, kept):
+        aws[1].put_object(Bucket=files, Key=conversation_prefix(ALICE, owned) + "file-1", Body=b"x")
+    store.soft_delete(cid, ALICE)
+
+    assert run(aws, days_ahead=31, attachments_bucket=files).purged == 1
+
+    assert partition(aws, cid) == []  # the ATT# item too
+    assert aws[1].list_objects_v2(Bucket=BUCKET, Prefix=f"contents/{cid}/")["KeyCount"] == 0  # its segments
+    left = aws[1].list_objects_v2(Bucket=files)["Contents"]
+    assert [o["Key"] for o in left] == [conversation_prefix(ALICE, kept) + "file-1"]

@@ -64,3 +64,21 @@ def test_openai_compatible_strategy_needs_url_and_model(monkeypatch):
     monkeypatch.setenv("MODEL_STRATEGY", "openai_compatible")
     with pytest.raises(ConfigError, match="OPENAI_COMPATIBLE_BASE_URL"):
         load_settings()
+
+
+def test_attachment_engines_need_what_they_call(monkeypatch):
+    monkeypatch.setenv("ATTACHMENT_CAPTION_BACKEND", "openai_compatible")
+    with pytest.raises(ConfigError, match="ATTACHMENT_CAPTION_BASE_URL"):
+        load_settings()
+    monkeypatch.setenv("ATTACHMENT_CAPTION_BASE_URL", "http://vision.internal/v1")
+    with pytest.raises(ConfigError, match="ATTACHMENT_CAPTION_MODEL"):
+        load_settings()
+    monkeypatch.delenv("ATTACHMENT_CAPTION_BACKEND")
+    monkeypatch.setenv("ATTACHMENT_SPEECH_BACKEND", "whisper")
+    with pytest.raises(ConfigError, match="ATTACHMENT_WHISPER_BASE_URL"):
+        load_settings()
+    for variable, value in (("ATTACHMENT_OCR_BACKEND", "tesseract"), ("ATTACHMENT_MAX_BYTES", "0")):
+        monkeypatch.setenv(variable, value)
+        with pytest.raises(ConfigError, match=variable):
+            load_settings()
+        monkeypatch.delenv(variable)

@@ -13,6 +13,9 @@ from functools import lru_cache
 from typing import Any
 
 _lock = threading.Lock()
+# Presigned URLs and POSTs signed with SigV4: botocore would otherwise presign some with SigV2, which
+# regions opened since 2014 refuse and S3 has deprecated everywhere.
+_SERVICE_CONFIG = {"s3": {"signature_version": "s3v4"}}
 
 
 @lru_cache(maxsize=1)
@@ -31,6 +34,7 @@ def client(service: str) -> Any:
         read_timeout=10,
         retries={"mode": "adaptive", "max_attempts": 5},
         max_pool_connections=32,
+        **_SERVICE_CONFIG.get(service, {}),
     )
     with _lock:
         return _session().client(service, config=config)

@@ -22,6 +22,8 @@ SECRET_FIELDS = (
     "openai_compatible_api_key",
     "chroma_token",
     "embedding_api_key",
+    "attachment_caption_api_key",
+    "attachment_whisper_api_key",
 )
 
 
@@ -93,6 +95,23 @@ class Settings(BaseSettings):
     tool_response_max_bytes: int = Field(65_536, ge=1024, le=10_485_760)  # larger HTTP tool answers fail
     tool_index_cache: bool = False  # keep the tool index in TRANSCRIPTS_BUCKET under cache/tool-index/
 
+    # Attachments (docs/attachments.md): limits, and one engine per modality ("none": no segment).
+    attachments_bucket: str | None = None
+    attachment_max_bytes: int = Field(20 * 1024 * 1024, ge=1, le=5 * 1024**3)
+    attachment_url_ttl_seconds: int = Field(300, ge=10, le=604_800)
+    attachment_context_max_chars: int = Field(8000, ge=200, le=200_000)
+    attachment_processing_timeout_seconds: float = Field(240.0, gt=0, le=900)
+    attachment_ocr_backend: Literal["none", "rapidocr", "textract"] = "none"
+    attachment_caption_backend: Literal["none", "openai_compatible"] = "none"
+    attachment_caption_base_url: str | None = None
+    attachment_caption_model: str | None = None
+    attachment_caption_api_key: SecretStr | None = None
+    attachment_speech_backend: Literal["none", "pocketsphinx", "transcribe", "whisper"] = "none"
+    attachment_whisper_base_url: str | None = None
+    attachment_whisper_model: str = "whisper-1"
+    attachment_whisper_api_key: SecretStr | None = None
+    attachment_transcribe_language: str = Field("en-US", pattern=r"^[a-z]{2}-[A-Z]{2}$")
+
     auth_mode: Literal["jwt", "dev"] = "dev"
     allow_anonymous: bool = False
     jwt_issuer: str | None = None
@@ -126,6 +145,14 @@ class Settings(BaseSettings):
         for name in needs:
             if not getattr(self, name):
                 raise ValueError(f"{name.upper()} is required when MODEL_STRATEGY={self.model_strategy}")
+        if self.attachment_caption_backend == "openai_compatible":
+            for name in ("attachment_caption_base_url", "attachment_caption_model"):
+                if not getattr(self, name):
+                    raise ValueError(
+                        f"{name.upper()} is required when ATTACHMENT_CAPTION_BACKEND=openai_compatible"
+                    )
+        if self.attachment_speech_backend == "whisper" and not self.attachment_whisper_base_url:
+            raise ValueError("ATTACHMENT_WHISPER_BASE_URL is required when ATTACHMENT_SPEECH_BACKEND=whisper")
         if self.embedding_provider == "openai_compatible":
             for name in ("embedding_base_url", "embedding_model"):
                 if not getattr(self, name):

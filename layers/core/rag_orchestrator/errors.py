@@ -6,9 +6,13 @@
     ├── Unauthorized                  401: no caller, or a token that does not verify
     ├── Forbidden                     403: the caller may not do this
     ├── NotFound                      404
-    │   └── ConversationNotFound      also for another caller's conversation
+    │   ├── ConversationNotFound      also for another caller's conversation
+    │   └── AttachmentNotFound        also for another caller's or another conversation's attachment
     ├── Conflict                      409: a turn already running, a repeated clientMessageId
-    │   └── DuplicateClientMessage    a clientMessageId this conversation has already received
+    │   ├── DuplicateClientMessage    a clientMessageId this conversation has already received
+    │   └── AttachmentNotReady        an attachment that failed, or was never uploaded
+    ├── PayloadTooLarge               413: a declared attachment size over ATTACHMENT_MAX_BYTES
+    ├── UnsupportedMediaType          415: a content type attachments do not take
     ├── DependencyUnavailable         503: DynamoDB, S3 or Chroma cannot be reached
     │   ├── StorageUnavailable
     │   ├── VectorStoreUnavailable
@@ -67,6 +71,14 @@ class ConversationNotFound(NotFound):
         self.conversation_id = conversation_id
 
 
+class AttachmentNotFound(NotFound):
+    error = "Attachment not found"
+
+    def __init__(self, attachment_id: str) -> None:
+        super().__init__(f"Attachment not found: {attachment_id}")
+        self.attachment_id = attachment_id
+
+
 class Conflict(RagError):
     status_code = 409
     error = "Conflict"
@@ -82,6 +94,22 @@ class DuplicateClientMessage(Conflict):
         self.client_message_id = client_message_id
         self.message_id = message_id  # the stored user message the earlier request created
         self.created_at = created_at
+
+
+class AttachmentNotReady(Conflict):
+    """The attachment cannot be used: its processing failed, or its file was never uploaded."""
+
+    error = "Attachment not ready"
+
+
+class PayloadTooLarge(RagError):
+    status_code = 413
+    error = "Payload too large"
+
+
+class UnsupportedMediaType(RagError):
+    status_code = 415
+    error = "Unsupported media type"
 
 
 class DependencyUnavailable(RagError):

@@ -22,6 +22,7 @@ from rag_orchestrator.config import Settings, load_settings
 ROUTERS: dict[str, str] = {
     "health": "rag_orchestrator.api.health:router",
     "conversations": "rag_orchestrator.api.conversations:router",
+    "attachments": "rag_orchestrator.api.attachments:router",
     "ingest": "rag_orchestrator.api.ingest:router",
     "query": "rag_orchestrator.api.query:router",
     "chat": "rag_orchestrator.api.chat:router",
@@ -32,7 +33,7 @@ ROUTERS: dict[str, str] = {
     "tools": "rag_orchestrator.api.tools:router",
 }
 
-API_ROUTERS = ("health", "conversations", "ingest", "query", "chat", "answer", "tools")
+API_ROUTERS = ("health", "conversations", "attachments", "ingest", "query", "chat", "answer", "tools")
 STREAM_ROUTERS = ("health", "chat_stream", "answer_stream")
 ALL_ROUTERS = tuple(ROUTERS)
 

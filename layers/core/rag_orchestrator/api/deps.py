@@ -16,6 +16,7 @@ from fastapi import Request
 from rag_orchestrator.config import Settings
 
 if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
+    from rag_orchestrator.attachments.service import Attachments
     from rag_orchestrator.conversations.store import ConversationStore
     from rag_orchestrator.loop.orchestrator import Orchestrator
     from rag_orchestrator.providers.strategies import ModelStrategy
@@ -31,6 +32,13 @@ class Services:
         from rag_orchestrator.conversations.factory import create_store
 
         return create_store(self.settings)
+
+    @cached_property
+    def attachments(self) -> Attachments:
+        """Uploads and their segments; StorageUnavailable (503) without ATTACHMENTS_BUCKET."""
+        from rag_orchestrator.attachments.factory import create_attachments
+
+        return create_attachments(self.settings)
 
     @cached_property
     def toolbox(self) -> Toolbox:
@@ -74,6 +82,10 @@ def get_settings(request: Request) -> Settings:
 
 def get_store(request: Request) -> ConversationStore:
     return services(request).store
+
+
+def get_attachments(request: Request) -> Attachments:
+    return services(request).attachments
 
 
 def get_toolbox(request: Request) -> Toolbox:

@@ -89,9 +89,12 @@ class ArchivalJob:
         checkpoint: Checkpoint | None = None,
         workers: int = WORKERS,
         margin_ms: int = SAFETY_MARGIN_MS,
+        attachments_bucket: str | None = None,
     ) -> None:
         self._table = table
-        self._archiver = ConversationArchiver(table, s3, bucket, checkpoint=checkpoint)
+        self._archiver = ConversationArchiver(
+            table, s3, bucket, checkpoint=checkpoint, attachments_bucket=attachments_bucket
+        )
         self._archive_after = archive_after
         self._retention = retention
         self._workers = workers
@@ -205,6 +208,7 @@ def run_archival(
         checkpoint=checkpoint,
         workers=workers,
         margin_ms=margin_ms,
+        attachments_bucket=settings.attachments_bucket,
     )
     report = job.run(remaining_ms, now or utcnow())
     emit(report)

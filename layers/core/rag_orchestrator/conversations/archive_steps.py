@@ -36,6 +36,7 @@ from rag_orchestrator.conversations.dynamo_writes import meta_key
 from rag_orchestrator.conversations.keys import iso
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.conversations.transcripts import S3Transcripts, to_jsonl, transcript_key
+from rag_orchestrator.domain.attachments import conversation_prefix
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import ConversationMessage, ConversationStatus
 from rag_orchestrator.errors import StorageUnavailable
@@ -70,10 +71,19 @@ def _no_checkpoint(step: str, conversation_id: str) -> None:
 
 
 class ConversationArchiver:
-    def __init__(self, table: Table, s3: Any, bucket: str, *, checkpoint: Checkpoint | None = None) -> None:
+    def __init__(
+        self,
+        table: Table,
+        s3: Any,
+        bucket: str,
+        *,
+        checkpoint: Checkpoint | None = None,
+        attachments_bucket: str | None = None,
+    ) -> None:
         self._table = table
         self._s3 = s3
         self._bucket = bucket
+        self._attachments_bucket = attachments_bucket
         self._contents = ContentOffloader(s3, bucket)
         self._transcripts = S3Transcripts(s3, bucket)
         self._checkpoint = checkpoint or _no_checkpoint
@@ -121,6 +131,9 @@ class ConversationArchiver:
         for key in keys:
             self._delete_versions(key, exact=True)
         self._delete_versions(content_prefix(conversation_id), exact=False)
+        if self._attachments_bucket:  # the uploaded files (their segments went with the contents above)
+            prefix = conversation_prefix(meta["callerId"], conversation_id)
+            self._delete_versions(prefix, exact=False, bucket=self._attachments_bucket)
         self._table.batch_delete(_raw_keys(items))
         try:
             self._table.call(
@@ -228,27 +241,26 @@ class ConversationArchiver:
             raise StorageUnavailable(f"The stored transcript {key} does not match what was written")
         return len(body)
 
-    def _delete_versions(self, prefix: str, *, exact: bool) -> None:
+    def _delete_versions(self, prefix: str, *, exact: bool, bucket: str | None = None) -> None:
         """Every version and delete marker of `prefix` (the key itself when `exact`)."""
         found = []
+        bucket = bucket or self._bucket
         try:
-            for page in self._s3.get_paginator("list_object_versions").paginate(
-                Bucket=self._bucket, Prefix=prefix
-            ):
+            for page in self._s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
                 for entry in [*page.get("Versions", ()), *page.get("DeleteMarkers", ())]:
                     if not exact or entry["Key"] == prefix:
                         found.append({"Key": entry["Key"], "VersionId": entry["VersionId"]})
         except (ClientError, BotoCoreError) as exc:
             raise StorageUnavailable("Could not list the objects to purge") from exc
-        self._delete_objects(found)
+        self._delete_objects(found, bucket)
 
-    def _delete_objects(self, objects: Iterable[dict[str, str]]) -> None:
+    def _delete_objects(self, objects: Iterable[dict[str, str]], bucket: str | None = None) -> None:
         pending = list(objects)
         for start in range(0, len(pending), S3_DELETE_BATCH):
             chunk = pending[start : start + S3_DELETE_BATCH]
             try:
                 response = self._s3.delete_objects(
-                    Bucket=self._bucket, Delete={"Objects": chunk, "Quiet": True}
+                    Bucket=bucket or self._bucket, Delete={"Objects": chunk, "Quiet": True}
                 )
             except (ClientError, BotoCoreError) as exc:
                 raise StorageUnavailable("Could not delete objects") from exc

@@ -1,4 +1,4 @@
-"""Message texts too large for a DynamoDB item live in S3; the item keeps a pointer."""
+"""Texts too large for a DynamoDB item (a message's, an attachment's segments) live in S3; the item keeps a pointer."""
 
 from __future__ import annotations
 
@@ -15,31 +15,37 @@ def content_prefix(conversation_id: str) -> str:
     return f"contents/{conversation_id}/"
 
 
-def content_key(conversation_id: str, message_id: str, field: str) -> str:
-    return f"{content_prefix(conversation_id)}{message_id}.{field}.txt"
+def content_key(conversation_id: str, item_id: str, field: str) -> str:
+    return f"{content_prefix(conversation_id)}{item_id}.{field}.txt"
 
 
 class ContentOffloader:
-    """Moves the largest texts of a message item to S3 until the rest fits, and brings them back."""
+    """Moves the largest texts of an item to S3 until the rest fits, and brings them back.
 
-    def __init__(self, s3: Any, bucket: str) -> None:
+    Objects live under the conversation's content prefix (purged with it), named by `id_field`."""
+
+    def __init__(
+        self, s3: Any, bucket: str, *, fields: tuple[str, ...] = OFFLOADABLE, id_field: str = "messageId"
+    ) -> None:
         self._s3 = s3
         self._bucket = bucket
+        self._fields = fields
+        self._id_field = id_field
 
     def offload(self, values: dict[str, Any]) -> dict[str, Any]:
-        sizes = {f: len(values[f].encode()) for f in OFFLOADABLE if isinstance(values.get(f), str)}
+        sizes = {f: len(values[f].encode()) for f in self._fields if isinstance(values.get(f), str)}
         total = sum(sizes.values())
         for field in sorted(sizes, key=sizes.__getitem__, reverse=True):
             if total <= OFFLOAD_BYTES:
                 break
-            key = content_key(values["conversationId"], values["messageId"], field)
+            key = content_key(values["conversationId"], values[self._id_field], field)
             self._put(key, values.pop(field))
             values[f"{field}S3Key"] = key
             total -= sizes[field]
         return values
 
     def restore(self, values: dict[str, Any]) -> dict[str, Any]:
-        for field in OFFLOADABLE:
+        for field in self._fields:
             key = values.pop(f"{field}S3Key", None)
             if key:
                 values[field] = self._get(key)
@@ -51,10 +57,10 @@ class ContentOffloader:
                 Bucket=self._bucket, Key=key, Body=text.encode(), ContentType="text/plain; charset=utf-8"
             )
         except Exception as exc:
-            raise StorageUnavailable("Could not store a message's content") from exc
+            raise StorageUnavailable("Could not store a large content") from exc
 
     def _get(self, key: str) -> str:
         try:
             return self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read().decode()
         except Exception as exc:
-            raise StorageUnavailable("Could not read a message's content") from exc
+            raise StorageUnavailable("Could not read a large content") from exc

@@ -1,0 +1,22 @@
+"""AttachmentFunction: S3 ObjectCreated under attachments/ -> the attachment read into text segments.
+An object that cannot be processed now fails the invocation (after the others), so Lambda retries it
+and then sends the event to the DLQ; a file that cannot be read is recorded as FAILED, not retried."""
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from rag_orchestrator.attachments.events import process_s3_event
+from rag_orchestrator.attachments.factory import create_attachments
+from rag_orchestrator.config import get_settings
+from rag_orchestrator.observability import logger, metrics
+
+attachments = create_attachments(get_settings())  # a bad setting fails the cold start, naming the variable
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def handler(event: dict, context: LambdaContext) -> dict:
+    result = process_s3_event(attachments, event)
+    logger.info(
+        "attachments done", extra={"processed": len(result["processed"]), "skipped": len(result["skipped"])}
+    )
+    return result

@@ -1,0 +1,26 @@
+"""Attachments from settings: the store CONVERSATION_STORAGE names, the bucket ATTACHMENTS_BUCKET names."""
+
+from __future__ import annotations
+
+from rag_orchestrator.attachments.objects import AttachmentObjects
+from rag_orchestrator.attachments.service import Attachments
+from rag_orchestrator.attachments.store import AttachmentStore
+from rag_orchestrator.config import Settings
+from rag_orchestrator.errors import StorageUnavailable
+
+
+def create_attachments(settings: Settings) -> Attachments:
+    if not settings.attachments_bucket:
+        raise StorageUnavailable("Attachments are not configured (ATTACHMENTS_BUCKET is not set)")
+    from rag_orchestrator import aws
+
+    store: AttachmentStore
+    if settings.conversation_storage == "memory":
+        from rag_orchestrator.attachments.memory_store import MemoryAttachmentStore
+
+        store = MemoryAttachmentStore()
+    else:
+        from rag_orchestrator.attachments.dynamo_store import DynamoAttachmentStore
+
+        store = DynamoAttachmentStore.from_settings(settings)
+    return Attachments(store, AttachmentObjects(aws.LazyClient("s3"), settings.attachments_bucket), settings)

@@ -1,0 +1,226 @@
+"""Attachments: what the routes, a turn (phase B of docs/attachments.md) and AttachmentFunction call.
+
+Processing runs once per attachment: whoever finds the file uploaded takes a lease (PROCESSING),
+reads it in a worker thread and stores the outcome; anyone else waits for that outcome, or takes
+over once the lease has run out (a worker that died).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from functools import cached_property
+
+from rag_orchestrator.attachments.engines import Engines, ReadFailure, TooLarge, UnsupportedContent, Upload
+from rag_orchestrator.attachments.objects import AttachmentObjects, StoredObject
+from rag_orchestrator.attachments.pipeline import read_segments
+from rag_orchestrator.attachments.store import AttachmentStore
+from rag_orchestrator.config import Settings
+from rag_orchestrator.domain.attachments import (
+    CONTENT_TYPES,
+    FINAL,
+    KEY_PREFIX,
+    Attachment,
+    AttachmentStatus,
+    CreateAttachmentRequest,
+    CreatedAttachment,
+    UploadForm,
+    media_type,
+)
+from rag_orchestrator.domain.base import utcnow
+from rag_orchestrator.errors import (
+    AttachmentNotFound,
+    AttachmentNotReady,
+    PayloadTooLarge,
+    StorageUnavailable,
+    UnsupportedMediaType,
+)
+from rag_orchestrator.observability import logger, metrics
+
+READY, FAILED = AttachmentStatus.READY, AttachmentStatus.FAILED
+PROCESSING, PENDING = AttachmentStatus.PROCESSING, AttachmentStatus.PENDING_UPLOAD
+LEASE_MARGIN_SECONDS = 30
+POLL_SECONDS = (0.2, 0.5, 1.0, 2.0)
+
+
+def parse_key(key: str) -> tuple[str, str, str] | None:
+    """`attachments/<callerId>/<conversationId>/<attachmentId>` -> the three ids (caller ids may hold '/')."""
+    if not key.startswith(KEY_PREFIX):
+        return None
+    parts = key[len(KEY_PREFIX) :].rsplit("/", 2)
+    return (parts[0], parts[1], parts[2]) if len(parts) == 3 and all(parts) else None
+
+
+class Attachments:
+    def __init__(
+        self,
+        store: AttachmentStore,
+        objects: AttachmentObjects,
+        settings: Settings,
+        *,
+        engines: Callable[[], Engines] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.objects = objects
+        self._settings = settings
+        self._build_engines = engines
+        self._clock = clock
+
+    @cached_property
+    def engines(self) -> Engines:
+        from rag_orchestrator.attachments.engines import build_engines
+
+        return self._build_engines() if self._build_engines else build_engines(self._settings)
+
+    async def create(
+        self, caller_id: str, conversation_id: str, request: CreateAttachmentRequest
+    ) -> CreatedAttachment:
+        """A PENDING_UPLOAD attachment and the presigned POST that uploads its file (conversation checked by the caller)."""
+        content_type = media_type(request.content_type)
+        if content_type not in CONTENT_TYPES:
+            allowed = ", ".join(CONTENT_TYPES)
+            raise UnsupportedMediaType(
+                f"Content type {request.content_type!r} is not accepted; allowed: {allowed}"
+            )
+        limit = self._settings.attachment_max_bytes
+        if request.size_bytes > limit:
+            raise PayloadTooLarge(
+                f"The file is {request.size_bytes} bytes; at most {limit} bytes are accepted"
+            )
+        attachment = Attachment(
+            conversation_id=conversation_id,
+            caller_id=caller_id,
+            file_name=request.file_name,
+            content_type=content_type,
+            size_bytes=request.size_bytes,
+        )
+        ttl = self._settings.attachment_url_ttl_seconds
+        form = await asyncio.to_thread(self.objects.presign_post, attachment.key, content_type, limit, ttl)
+        await self.store.create(attachment)
+        metrics.add_metric(name="AttachmentsCreated", unit="Count", value=1)
+        return CreatedAttachment(
+            attachment_id=attachment.attachment_id,
+            status=attachment.status,
+            upload=UploadForm(url=form["url"], fields=form["fields"]),
+            expires_at=attachment.created_at + timedelta(seconds=ttl),
+        )
+
+    async def get(self, caller_id: str, conversation_id: str, attachment_id: str) -> Attachment:
+        return await self.store.get(conversation_id, attachment_id, caller_id)
+
+    async def ensure_processed(
+        self, caller_id: str, conversation_id: str, attachment_id: str, *, wait_seconds: float | None = None
+    ) -> Attachment:
+        """The READY attachment with its segments, processing it now if nobody has.
+
+        Raises AttachmentNotFound (another caller's or conversation's, or none), and AttachmentNotReady
+        when it FAILED, was never uploaded, or another worker is still reading it after `wait_seconds`.
+        """
+        attachment = await self.store.get(conversation_id, attachment_id, caller_id)
+        wait = self._settings.attachment_processing_timeout_seconds if wait_seconds is None else wait_seconds
+        attachment = await self._process(attachment, wait_until=time.monotonic() + wait)
+        match attachment.status:
+            case AttachmentStatus.READY:
+                return attachment
+            case AttachmentStatus.FAILED:
+                raise AttachmentNotReady(f"Attachment {attachment_id} could not be read: {attachment.detail}")
+            case AttachmentStatus.PENDING_UPLOAD:
+                raise AttachmentNotReady(f"Attachment {attachment_id} has not been uploaded")
+        raise AttachmentNotReady(f"Attachment {attachment_id} is still being processed; try again shortly")
+
+    async def process_object(self, key: str) -> Attachment | None:
+        """Process the attachment an uploaded object belongs to (S3 ObjectCreated); None if it belongs to none."""
+        ids = parse_key(key)
+        if ids is None:
+            return None
+        caller_id, conversation_id, attachment_id = ids
+        try:
+            attachment = await self.store.get(conversation_id, attachment_id, caller_id)
+        except AttachmentNotFound:
+            logger.warning("an uploaded object has no attachment", extra={"key": key})
+            return None
+        return await self._process(attachment, wait_until=time.monotonic())
+
+    async def _process(self, attachment: Attachment, *, wait_until: float) -> Attachment:
+        polls = 0
+        while attachment.status not in FINAL:
+            now = int(self._clock())
+            if attachment.status is PROCESSING and (attachment.lease_until or 0) >= now:
+                if time.monotonic() >= wait_until:
+                    return attachment
+                await asyncio.sleep(POLL_SECONDS[min(polls, len(POLL_SECONDS) - 1)])
+                polls += 1
+            else:
+                stored = await asyncio.to_thread(self.objects.head, attachment.key)
+                if stored is None:
+                    return attachment  # not uploaded (yet)
+                lease = (
+                    now
+                    + math.ceil(self._settings.attachment_processing_timeout_seconds)
+                    + LEASE_MARGIN_SECONDS
+                )
+                if await self.store.claim(attachment, now, lease):
+                    return await self._read(attachment, stored)
+            attachment = await self.store.get(
+                attachment.conversation_id, attachment.attachment_id, attachment.caller_id
+            )
+        return attachment
+
+    async def _read(self, attachment: Attachment, stored: StoredObject) -> Attachment:
+        started = time.perf_counter()
+        try:
+            segments, detail = await asyncio.to_thread(self._read_file, attachment, stored)
+            status = READY
+        except ReadFailure as failure:
+            segments, detail, status = [], str(failure), FAILED
+        except StorageUnavailable:
+            raise  # the file could not be read just now: the lease runs out and a later attempt retries
+        except Exception:  # a defect, not the file's fault: recorded as FAILED, never left PROCESSING
+            logger.exception(
+                "attachment processing failed", extra={"attachment_id": attachment.attachment_id}
+            )
+            segments, detail, status = [], "processing failed", FAILED
+        done = attachment.model_copy(
+            update={
+                "status": status,
+                "detail": detail,
+                "segments": segments,
+                "size_bytes": stored.size,
+                "updated_at": utcnow(),
+                "lease_until": None,
+            }
+        )
+        metrics.add_metric(name=f"Attachments{status.value.title()}", unit="Count", value=1)
+        logger.info(
+            "attachment processed",
+            extra={
+                "attachment_id": attachment.attachment_id,
+                "status": status.value,
+                "segments": len(segments),
+                "seconds": round(time.perf_counter() - started, 3),
+            },
+        )
+        if await self.store.finish(done):
+            return done
+        return await self.store.get(
+            attachment.conversation_id, attachment.attachment_id, attachment.caller_id
+        )
+
+    def _read_file(self, attachment: Attachment, stored: StoredObject) -> tuple[list, str | None]:
+        if stored.size > self._settings.attachment_max_bytes:  # S3 enforces the policy; this checks it did
+            raise TooLarge(f"the file is larger than {self._settings.attachment_max_bytes} bytes")
+        if media_type(stored.content_type) != attachment.content_type:
+            raise UnsupportedContent("the uploaded file's type differs from the declared one")
+        upload = Upload(
+            bucket=self.objects.bucket,
+            key=attachment.key,
+            content_type=attachment.content_type,
+            size=stored.size,
+            fetch=lambda: self.objects.read(attachment.key),
+        )
+        reading = read_segments(upload, attachment.kind, self.engines)
+        return reading.segments, "; ".join(reading.notes) or None

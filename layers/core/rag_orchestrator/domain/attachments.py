@@ -1,0 +1,158 @@
+"""Attachments (docs/attachments.md): files a caller uploads to a conversation, read into text segments."""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from rag_orchestrator.domain.base import CamelModel, new_id, utcnow
+
+Kind = Literal["image", "audio", "document"]
+
+# The content types an upload may declare, and what kind of file each is.
+CONTENT_TYPES: dict[str, Kind] = {
+    "image/png": "image",
+    "image/jpeg": "image",
+    "image/webp": "image",
+    "audio/wav": "audio",
+    "audio/x-wav": "audio",
+    "audio/wave": "audio",
+    "audio/mpeg": "audio",
+    "audio/mp4": "audio",
+    "audio/x-m4a": "audio",
+    "audio/ogg": "audio",
+    "audio/webm": "audio",
+    "application/pdf": "document",
+    "text/plain": "document",
+    "text/markdown": "document",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "document",
+}
+
+KEY_PREFIX = "attachments/"
+MAX_FILE_NAME_CHARS = 255
+
+
+class Modality(StrEnum):
+    DOCUMENT = "document"
+    IMAGE_OCR = "image-ocr"
+    IMAGE_CAPTION = "image-caption"
+    AUDIO = "audio"
+
+
+class AttachmentStatus(StrEnum):
+    PENDING_UPLOAD = "PENDING_UPLOAD"
+    PROCESSING = "PROCESSING"
+    READY = "READY"
+    FAILED = "FAILED"
+
+
+FINAL = frozenset({AttachmentStatus.READY, AttachmentStatus.FAILED})
+
+
+def media_type(content_type: str) -> str:
+    """`Text/Plain; charset=utf-8` -> `text/plain`: the part the allowed list names."""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def conversation_prefix(caller_id: str, conversation_id: str) -> str:
+    """Where a conversation's attachment files live in the attachments bucket (purged with it)."""
+    return f"{KEY_PREFIX}{caller_id}/{conversation_id}/"
+
+
+def object_key(caller_id: str, conversation_id: str, attachment_id: str) -> str:
+    return conversation_prefix(caller_id, conversation_id) + attachment_id
+
+
+class Segment(CamelModel):
+    """Text read from an attachment; `index` orders the segments of one modality (pages, sections)."""
+
+    modality: Modality
+    text: str
+    index: int = Field(ge=0)
+
+
+class Attachment(CamelModel):
+    attachment_id: str = Field(default_factory=new_id)
+    conversation_id: str
+    caller_id: str
+    file_name: str
+    content_type: str
+    size_bytes: int  # declared at creation; the stored object's size once processed
+    status: AttachmentStatus = AttachmentStatus.PENDING_UPLOAD
+    detail: str | None = None  # why it FAILED, or which modality yielded nothing (safe to show)
+    segments: list[Segment] = Field(default_factory=list)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    lease_until: int | None = None  # while PROCESSING: when another worker may take over (epoch s)
+
+    @property
+    def kind(self) -> Kind:
+        return CONTENT_TYPES[self.content_type]
+
+    @property
+    def key(self) -> str:
+        return object_key(self.caller_id, self.conversation_id, self.attachment_id)
+
+
+class CreateAttachmentRequest(CamelModel):
+    file_name: str = Field(min_length=1, max_length=MAX_FILE_NAME_CHARS)
+    content_type: str = Field(min_length=1, max_length=255)
+    size_bytes: int = Field(ge=1)
+
+    @field_validator("file_name")
+    @classmethod
+    def _plain_file_name(cls, value: str) -> str:
+        if "/" in value or "\\" in value or value.strip() in ("", ".", ".."):
+            raise ValueError("must be a file name, without a path")
+        if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value):
+            raise ValueError("must not contain control characters")
+        return value
+
+
+class UploadForm(CamelModel):
+    """A presigned S3 POST: send `fields` and then the file (field `file`) as multipart/form-data to `url`."""
+
+    url: str
+    fields: dict[str, str]
+
+
+class CreatedAttachment(CamelModel):
+    attachment_id: str
+    status: AttachmentStatus
+    upload: UploadForm
+    expires_at: datetime
+
+
+class SegmentSummary(CamelModel):
+    modality: Modality
+    index: int
+    chars: int
+
+
+class AttachmentResponse(CamelModel):
+    attachment_id: str
+    file_name: str
+    content_type: str
+    size_bytes: int
+    status: AttachmentStatus
+    detail: str | None = None
+    segments: list[SegmentSummary]
+
+    @classmethod
+    def of(cls, attachment: Attachment) -> AttachmentResponse:
+        return cls(
+            attachment_id=attachment.attachment_id,
+            file_name=attachment.file_name,
+            content_type=attachment.content_type,
+            size_bytes=attachment.size_bytes,
+            status=attachment.status,
+            detail=attachment.detail,
+            segments=[
+                SegmentSummary(modality=s.modality, index=s.index, chars=len(s.text))
+                for s in attachment.segments
+            ],
+        )

@@ -1,0 +1,99 @@
+"""AttachmentFunction, loaded like Lambda loads it, on S3 events for uploads to the moto server."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from urllib.parse import quote_plus
+
+import pytest
+
+from devserver.invoke import LambdaContext, load_handler_module
+from rag_orchestrator import aws
+from rag_orchestrator.attachments.events import AttachmentRecordsFailed
+from rag_orchestrator.attachments.factory import create_attachments
+from rag_orchestrator.config import load_settings
+from rag_orchestrator.domain.attachments import Attachment, CreateAttachmentRequest
+from tests.fakes.attachments import post_upload
+from tests.fakes.pdf import make_pdf
+
+pytestmark = pytest.mark.integration
+
+
+def s3_event(bucket: str, *keys: str, event_name: str = "ObjectCreated:Post") -> dict:
+    return {
+        "Records": [
+            {
+                "eventSource": "aws:s3",
+                "eventName": event_name,
+                "s3": {"bucket": {"name": bucket}, "object": {"key": quote_plus(key), "size": 1}},
+            }
+            for key in keys
+        ]
+    }
+
+
+def invoke(event: dict) -> dict:
+    module = load_handler_module("attachments")  # a fresh import per invocation, like a cold start
+    return module.handler(event, LambdaContext(function_name="rag-orchestrator-attachments"))
+
+
+def declared(
+    caller: str, file_name: str, content_type: str, body: bytes, *, upload: bool = True
+) -> Attachment:
+    """An attachment created as the API creates it (conversation checks aside), uploaded by POST."""
+    attachments = create_attachments(load_settings())
+    conversation_id = str(uuid.uuid4())
+    request = CreateAttachmentRequest(file_name=file_name, content_type=content_type, size_bytes=len(body))
+    created = asyncio.run(attachments.create(caller, conversation_id, request))
+    if upload:
+        assert post_upload(created.upload.model_dump(), body, file_name).status_code == 204
+    return asyncio.run(attachments.get(caller, conversation_id, created.attachment_id))
+
+
+def stored(attachment: Attachment) -> Attachment:
+    attachments = create_attachments(load_settings())
+    return asyncio.run(
+        attachments.get(attachment.caller_id, attachment.conversation_id, attachment.attachment_id)
+    )
+
+
+def test_an_upload_event_reads_the_file_once(aws_stack):
+    bucket = aws_stack["ATTACHMENTS_BUCKET"]
+    pdf = declared(
+        "caller|with/odd chars", "report.pdf", "application/pdf", make_pdf(["Quarterly revenue grew."])
+    )
+    notes = declared("bob", "notes.txt", "text/plain", "Café at nine".encode())
+
+    result = invoke(s3_event(bucket, pdf.key, notes.key, "documents/elsewhere.md"))
+
+    assert sorted(result["processed"], key=lambda r: r["attachmentId"]) == sorted(
+        [{"attachmentId": a.attachment_id, "status": "READY"} for a in (pdf, notes)],
+        key=lambda r: r["attachmentId"],
+    )
+    assert result["skipped"] == ["documents/elsewhere.md"]
+    assert [s.text for s in stored(pdf).segments] == ["Quarterly revenue grew."]
+    assert [s.text for s in stored(notes).segments] == ["Café at nine"]
+    first = stored(notes).updated_at
+    again = invoke(s3_event(bucket, notes.key))  # S3 delivers at least once
+    assert again["processed"] == [{"attachmentId": notes.attachment_id, "status": "READY"}]
+    assert stored(notes).updated_at == first
+
+
+def test_objects_without_an_attachment_are_skipped(aws_stack):
+    bucket = aws_stack["ATTACHMENTS_BUCKET"]
+    orphan = f"attachments/nobody/{uuid.uuid4()}/{uuid.uuid4()}"
+    aws.client("s3").put_object(Bucket=bucket, Key=orphan, Body=b"x")
+    assert invoke(s3_event(bucket, orphan, "attachments/too-short")) == {
+        "processed": [],
+        "skipped": [orphan, "attachments/too-short"],
+    }
+
+
+def test_a_storage_failure_fails_the_invocation_for_a_retry(aws_stack, monkeypatch):
+    monkeypatch.setenv(
+        "CONVERSATIONS_TABLE", "no-such-table"
+    )  # DynamoDB refuses: Lambda retries, then the DLQ
+    key = f"attachments/carol/{uuid.uuid4()}/{uuid.uuid4()}"
+    with pytest.raises(AttachmentRecordsFailed, match="1 attachment"):
+        invoke(s3_event(aws_stack["ATTACHMENTS_BUCKET"], key))
