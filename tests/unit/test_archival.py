@@ -328,9 +328,10 @@ def test_requests_per_archived_conversation(aws, store):
     for client in aws:
         client.meta.events.register("before-call", lambda model, **_: requests.update([model.name]))
     run(aws)
-    index_queries = 3 * it.ARCHIVE_SHARDS  # CLEANUP#, PURGE#, ARCHIVE# in every shard, once per run
+    # CLEANUP#, PURGE#, EXPIRE#, RETAIN#, ARCHIVE# in every shard, once per run
+    index_queries = 5 * it.ARCHIVE_SHARDS
     assert requests == {
-        "Query": index_queries + 1,  # + META and the messages, in one page
+        "Query": index_queries + 2,  # + META and the messages, in one page; + the audit records
         "PutObject": 1,
         "HeadObject": 1,  # the verification
         "UpdateItem": 2,  # ARCHIVED (conditional), then out of the CLEANUP# partition
@@ -390,6 +391,7 @@ def test_run_archival_uses_the_configured_clients_and_emits_metrics(aws, store, 
         "BytesWritten",
         "ArchiveFailures",
         "ConversationsPurged",
+        "AuditTrailsExpired",
         "ArchiveDurationMs",
     }
 
