@@ -11,7 +11,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from devserver.invoke import LambdaContext, load_handler_module
-from devserver.resources import create_resources
 from devserver.stack import ROOT
 from rag_orchestrator import aws
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
@@ -27,24 +26,6 @@ pytestmark = pytest.mark.integration
 ALICE = {"X-Caller-Id": "alice"}
 REASONING = "REASONING-MARKER"
 BASE = "/api/v1/chat/conversations"
-
-
-@pytest.fixture
-def own_tables(aws_stack, monkeypatch) -> dict[str, str]:
-    """A table and a (versioned, as deployed) bucket of this test's own on the shared moto server."""
-    suffix = uuid.uuid4().hex[:8]
-    names = {
-        "CONVERSATIONS_TABLE": f"archive-{suffix}",
-        "TRANSCRIPTS_BUCKET": f"archive-transcripts-{suffix}",
-    }
-    create_resources(names["CONVERSATIONS_TABLE"], [names["TRANSCRIPTS_BUCKET"]])
-    s3 = boto3.client("s3", endpoint_url=aws_stack["endpoint"])
-    s3.put_bucket_versioning(
-        Bucket=names["TRANSCRIPTS_BUCKET"], VersioningConfiguration={"Status": "Enabled"}
-    )
-    for key, value in names.items():
-        monkeypatch.setenv(key, value)
-    return names | {"endpoint": aws_stack["endpoint"]}
 
 
 @pytest.fixture
