@@ -401,3 +401,29 @@ def test_memory_storage_has_nothing_to_archive():
 
     report = run_archival(load_settings(conversation_storage="memory"), remaining_ms=lambda: FAR)
     assert report.archived == 0 and report.failures == 0
+
+
+def test_a_purge_stopped_half_way_keeps_the_audit_trail_and_the_next_run_finishes(aws, store, monkeypatch):
+    cid = store.create(conversation()).conversation_id
+    for n in range(2):
+        store.start_turn(cid, ALICE, message(cid, f"q{n}"), None, LEASE)
+        context = store.context(cid, 5)
+        answer = message(cid, f"a{n}", Role.ASSISTANT)
+        store.finish_turn(cid, [answer], tool_calls=0, tokens=1, audit={"recordId": f"R{n}"}, context=context)
+    before = store.audit(cid)
+    store.soft_delete(cid, ALICE)
+
+    def crash(self, keys):
+        raise RuntimeError("the function stopped here")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Table, "batch_delete", crash)  # after the trail is handed over, before META goes
+        assert run(aws).failures == 1
+    assert {"META", "AUDIT$"} <= set(partition(aws, cid))
+    assert run(aws).purged == 1
+    assert sorted(partition(aws, cid)) == ["AUDIT#R0", "AUDIT#R1", "AUDIT$"]
+    assert store.audit(cid) == before  # the head moved to AUDIT$ with the records
+
+    assert run(aws, days_ahead=300).trails_expired == 0
+    assert run(aws, days_ahead=31 + 366).trails_expired == 1
+    assert partition(aws, cid) == []
