@@ -13,7 +13,7 @@ import pytest
 
 from devserver.stack import LOCAL_DEFAULTS, Service, free_port, start_chroma, start_moto
 
-pytest_plugins = ["tests.fakes.fake_llm"]  # the `fake_llm` fixture, for every test module
+pytest_plugins = ["tests.fakes.fake_llm", "tests.fakes.jwks_server"]  # `fake_llm`, `jwks` for every module
 
 _real_connect = socket.socket.connect
 

@@ -28,16 +28,21 @@ REASONING = "REASONING-MARKER"
 BASE = "/api/v1/chat/conversations"
 
 
-@pytest.fixture
-def chat(own_tables, chroma_url, fake_llm, monkeypatch) -> TestClient:
+def thinking_chat(fake_llm, monkeypatch) -> TestClient:
+    """The app with a thinking model (the fake LLM), over a fresh collection holding one guide."""
     monkeypatch.setenv("CHROMA_COLLECTION", f"archive-{uuid.uuid4().hex[:8]}")
-    monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "0")
     for key, value in fake_llm.settings_for("qwen_single_thinking", api_key="sk-test").items():
         monkeypatch.setenv(key.upper(), str(value))
     ingest_documents(
         [{"documentId": "guide", "title": "Guide", "text": "The dev server uses port 8000."}], load_settings()
     )
     return TestClient(create_app(ALL_ROUTERS))
+
+
+@pytest.fixture
+def chat(own_tables, chroma_url, fake_llm, monkeypatch) -> TestClient:
+    monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "0")
+    return thinking_chat(fake_llm, monkeypatch)
 
 
 def invoke_archive() -> dict:

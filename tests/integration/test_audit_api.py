@@ -11,13 +11,12 @@ import boto3
 import pytest
 from fastapi.testclient import TestClient
 
-from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.archival import run_archival
 from rag_orchestrator.domain.audit import GENESIS
 from rag_orchestrator.domain.base import utcnow
-from rag_orchestrator.retrieval.ingestion import ingest_documents
 from tests.fakes.llm_script import text_reply, tool_calls_reply
+from tests.integration.test_archive_function import thinking_chat
 
 pytestmark = pytest.mark.integration
 
@@ -41,15 +40,7 @@ def canonical_hash(record: dict) -> str:
 
 @pytest.fixture
 def chat(own_tables, chroma_url, fake_llm, monkeypatch) -> TestClient:
-    monkeypatch.setenv("CHROMA_COLLECTION", f"audit-{own_tables['CONVERSATIONS_TABLE']}")
-    monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
-    for key, value in fake_llm.settings_for("qwen_single_thinking", api_key="sk-test").items():
-        monkeypatch.setenv(key.upper(), str(value))
-    ingest_documents(
-        [{"documentId": "guide", "title": "Guide", "text": "The dev server listens on port 8000."}],
-        load_settings(),
-    )
-    return TestClient(create_app(ALL_ROUTERS))
+    return thinking_chat(fake_llm, monkeypatch)
 
 
 @pytest.fixture

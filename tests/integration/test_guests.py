@@ -17,7 +17,6 @@ from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.archival import run_archival
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.loop.prompts import ROLE_BLOCKS
-from tests.fakes.jwks_server import JwksServer, SigningKey
 from tests.fakes.llm_script import text_reply
 from tests.fakes.sse import parse_sse
 
@@ -151,25 +150,23 @@ def test_guest_identity_cannot_be_forged_or_outlive_its_token(guests):
     assert "guest token" in refused["message"]
 
 
-def test_guest_tokens_are_accepted_beside_jwts_in_jwt_mode(guests, fake_llm, monkeypatch):
-    with JwksServer() as jwks:
-        jwks.keys.append(SigningKey("key-1"))
-        issuer = "https://issuer.example.com"
-        monkeypatch.setenv("AUTH_MODE", "jwt")
-        monkeypatch.setenv("JWT_ISSUER", issuer)
-        monkeypatch.setenv("JWT_JWKS_URL", jwks.url)
-        client = TestClient(create_app(ALL_ROUTERS))
-        token = guest_token(client)
-        created = client.post(BASE, json={}, headers=bearer(token))
-        assert created.status_code == 201 and created.json()["callerId"].startswith("guest:")
-        now = int(time.time())
-        user = jwks.keys[0].sign({"sub": "user-7", "iss": issuer, "iat": now, "exp": now + 600})
-        assert client.post(BASE, json={}, headers=bearer(user)).json()["callerId"] == "user-7"
-        assert_error(client.get(f"{BASE}/{created.json()['conversationId']}", headers=bearer(user)), 404)
+def test_guest_tokens_are_accepted_beside_jwts_in_jwt_mode(guests, jwks, monkeypatch):
+    issuer = "https://issuer.example.com"
+    monkeypatch.setenv("AUTH_MODE", "jwt")
+    monkeypatch.setenv("JWT_ISSUER", issuer)
+    monkeypatch.setenv("JWT_JWKS_URL", jwks.url)
+    client = TestClient(create_app(ALL_ROUTERS))
+    token = guest_token(client)
+    created = client.post(BASE, json={}, headers=bearer(token))
+    assert created.status_code == 201 and created.json()["callerId"].startswith("guest:")
+    now = int(time.time())
+    user = jwks.keys[0].sign({"sub": "user-7", "iss": issuer, "iat": now, "exp": now + 600})
+    assert client.post(BASE, json={}, headers=bearer(user)).json()["callerId"] == "user-7"
+    assert_error(client.get(f"{BASE}/{created.json()['conversationId']}", headers=bearer(user)), 404)
 
-        monkeypatch.setenv("ALLOW_ANONYMOUS", "false")
-        closed = TestClient(create_app(ALL_ROUTERS))
-        assert_error(closed.post(BASE, json={}, headers=bearer(token)), 401)
+    monkeypatch.setenv("ALLOW_ANONYMOUS", "false")
+    closed = TestClient(create_app(ALL_ROUTERS))
+    assert_error(closed.post(BASE, json={}, headers=bearer(token)), 401)
 
 
 def test_guest_conversations_are_purged_not_archived_and_their_audit_is_kept(

@@ -10,7 +10,6 @@ from fastapi.testclient import TestClient
 
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.loop.prompts import ROLE_BLOCKS
-from tests.fakes.jwks_server import JwksServer, SigningKey
 from tests.fakes.llm_script import text_reply
 
 pytestmark = pytest.mark.integration
@@ -30,13 +29,6 @@ tools:
     inputSchema: {type: object, properties: {accountId: {type: string}}, required: [accountId]}
     http: {method: POST, url: "https://accounts.example.com/bans"}
 """
-
-
-@pytest.fixture
-def jwks():
-    with JwksServer() as server:
-        server.keys.append(SigningKey("key-1"))
-        yield server
 
 
 @pytest.fixture
