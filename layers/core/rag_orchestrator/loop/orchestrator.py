@@ -275,10 +275,12 @@ class ActiveTurn:
             return
         self._finished = True
         stored = self.record.to_store(interrupted)
-        model = self.o.strategy.metadata.model
-        audit = self.record.audit(self.request, self.question, stored, model=model, interrupted=interrupted)
         with anyio.CancelScope(shield=True):
             try:
+                model = self.o.strategy.metadata.model
+                audit = self.record.audit(
+                    self.request, self.question, stored, model=model, interrupted=interrupted
+                )
                 await self.o.store.finish_turn(
                     self.request.conversation_id,
                     stored,
