@@ -22,7 +22,7 @@ ANSWER = "Run make test."
 TOOL_RESULT = "make test runs the suite"
 GOAL_MS = 0.4
 
-STORAGE_CALLS = frozenset({"start_turn", "window", "finish_turn", "abort_turn"})
+STORAGE_CALLS = frozenset({"start_turn", "context", "finish_turn", "abort_turn"})
 
 Turn = Callable[[], Awaitable[Any]]
 

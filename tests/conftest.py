@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from devserver.stack import LOCAL_DEFAULTS, Service, free_port, start_chroma, start_moto
 
-pytest_plugins = ["tests.fakes.fake_llm"]  # the `fake_llm` fixture, for every test module
+pytest_plugins = ["tests.fakes.fake_llm", "tests.fakes.jwks_server"]  # `fake_llm`, `jwks` for every module
 
 _real_connect = socket.socket.connect
 
@@ -97,6 +98,29 @@ def aws_stack(moto_server: Service, monkeypatch: pytest.MonkeyPatch) -> dict[str
     names = {key: LOCAL_DEFAULTS[key] for key in ("CONVERSATIONS_TABLE", *buckets)}
     create_resources(names["CONVERSATIONS_TABLE"], [names[b] for b in buckets])
     return {"endpoint": moto_server.url, **names}
+
+
+@pytest.fixture
+def own_tables(aws_stack: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A table and a (versioned, as deployed) bucket of the test's own on the shared moto server:
+    for tests that run the archival job, which reads the whole ByArchive index."""
+    import boto3
+
+    from devserver.resources import create_resources
+
+    suffix = uuid.uuid4().hex[:8]
+    names = {
+        "CONVERSATIONS_TABLE": f"archive-{suffix}",
+        "TRANSCRIPTS_BUCKET": f"archive-transcripts-{suffix}",
+    }
+    create_resources(names["CONVERSATIONS_TABLE"], [names["TRANSCRIPTS_BUCKET"]])
+    s3 = boto3.client("s3", endpoint_url=aws_stack["endpoint"])
+    s3.put_bucket_versioning(
+        Bucket=names["TRANSCRIPTS_BUCKET"], VersioningConfiguration={"Status": "Enabled"}
+    )
+    for key, value in names.items():
+        monkeypatch.setenv(key, value)
+    return names | {"endpoint": aws_stack["endpoint"]}
 
 
 @pytest.fixture

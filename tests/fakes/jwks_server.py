@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import ssl
+from collections.abc import Iterator
 from typing import Any
 
 import jwt
+import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.fakes.json_http import JsonHttpServer
@@ -50,3 +52,11 @@ class JwksServer:
 
     def __exit__(self, *exc: object) -> None:
         self._http.__exit__(*exc)
+
+
+@pytest.fixture
+def jwks() -> Iterator[JwksServer]:
+    """A JWKS server for one test, with one signing key, `key-1`."""
+    with JwksServer() as server:
+        server.keys.append(SigningKey("key-1"))
+        yield server

@@ -10,6 +10,7 @@ from rag_orchestrator.domain.messages import FunctionCall, Message, ToolCall, To
 from rag_orchestrator.domain.passage_formats import format_passages
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.providers import events as se
+from rag_orchestrator.providers.strategies import StrategyMetadata
 from rag_orchestrator.tools.base import ToolContext
 from rag_orchestrator.tools.rag_search import NAME
 
@@ -41,6 +42,7 @@ class ScriptedStrategy:
     """Plays one scripted iteration per call and records what it was sent."""
 
     name = "scripted"
+    metadata = StrategyMetadata("scripted", "scripted-model", reasoning=False)
 
     def __init__(self, iterations: Sequence[list[Any]], *, repeat_last: bool = False) -> None:
         self.iterations = list(iterations)

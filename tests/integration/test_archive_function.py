@@ -11,7 +11,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from devserver.invoke import LambdaContext, load_handler_module
-from devserver.resources import create_resources
 from devserver.stack import ROOT
 from rag_orchestrator import aws
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
@@ -29,34 +28,21 @@ REASONING = "REASONING-MARKER"
 BASE = "/api/v1/chat/conversations"
 
 
-@pytest.fixture
-def own_tables(aws_stack, monkeypatch) -> dict[str, str]:
-    """A table and a (versioned, as deployed) bucket of this test's own on the shared moto server."""
-    suffix = uuid.uuid4().hex[:8]
-    names = {
-        "CONVERSATIONS_TABLE": f"archive-{suffix}",
-        "TRANSCRIPTS_BUCKET": f"archive-transcripts-{suffix}",
-    }
-    create_resources(names["CONVERSATIONS_TABLE"], [names["TRANSCRIPTS_BUCKET"]])
-    s3 = boto3.client("s3", endpoint_url=aws_stack["endpoint"])
-    s3.put_bucket_versioning(
-        Bucket=names["TRANSCRIPTS_BUCKET"], VersioningConfiguration={"Status": "Enabled"}
-    )
-    for key, value in names.items():
-        monkeypatch.setenv(key, value)
-    return names | {"endpoint": aws_stack["endpoint"]}
-
-
-@pytest.fixture
-def chat(own_tables, chroma_url, fake_llm, monkeypatch) -> TestClient:
+def thinking_chat(fake_llm, monkeypatch) -> TestClient:
+    """The app with a thinking model (the fake LLM), over a fresh collection holding one guide."""
     monkeypatch.setenv("CHROMA_COLLECTION", f"archive-{uuid.uuid4().hex[:8]}")
-    monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "0")
     for key, value in fake_llm.settings_for("qwen_single_thinking", api_key="sk-test").items():
         monkeypatch.setenv(key.upper(), str(value))
     ingest_documents(
         [{"documentId": "guide", "title": "Guide", "text": "The dev server uses port 8000."}], load_settings()
     )
     return TestClient(create_app(ALL_ROUTERS))
+
+
+@pytest.fixture
+def chat(own_tables, chroma_url, fake_llm, monkeypatch) -> TestClient:
+    monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "0")
+    return thinking_chat(fake_llm, monkeypatch)
 
 
 def invoke_archive() -> dict:

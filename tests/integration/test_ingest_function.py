@@ -10,6 +10,7 @@ import pytest
 from devserver.invoke import LambdaContext, load_handler_module
 from rag_orchestrator import aws
 from rag_orchestrator.config import load_settings
+from rag_orchestrator.retrieval.registry import DynamoDocumentRegistry, get_registry
 from rag_orchestrator.retrieval.s3_ingest import IngestRecordsFailed
 from rag_orchestrator.retrieval.search import search_sync
 from rag_orchestrator.retrieval.vector_store import get_vector_store
@@ -26,7 +27,10 @@ High water at the pier comes about fifty minutes later each day, following the m
 
 
 @pytest.fixture
-def stack(aws_stack: dict[str, str], chroma_url: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def stack(
+    aws_stack: dict[str, str], own_tables: dict[str, str], chroma_url: str, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    """The documents bucket, a table of the test's own (for the document registry), a fresh collection."""
     monkeypatch.setenv("CHROMA_COLLECTION", f"test-{uuid.uuid4().hex[:12]}")
     return aws_stack
 
@@ -101,6 +105,14 @@ def test_markdown_and_pdf_are_ingested_and_a_bad_object_fails_the_invocation(sta
     assert pdf_passage.document_id == "documents/lighthouse report.pdf"
     assert pdf_passage.title == "Lighthouse Report"
     assert "forty storms" in pdf_passage.text
+
+    # Listed in the registry the documents routes read, in the conversations table (moto server).
+    listed, more = get_registry(settings).page(None, 10)
+    assert [(d.document_id, d.title, d.source, d.tags, d.chunks) for d in listed] == [
+        ("documents/harbour/tide tables.md", "Tide tables", "harbour-office", ["tides", "harbour"], 1),
+        ("documents/lighthouse report.pdf", "Lighthouse Report", "documents-bucket", [], 1),
+    ]
+    assert not more and isinstance(get_registry(settings), DynamoDocumentRegistry)
 
 
 def test_a_clean_event_returns_what_was_ingested_and_reuploads_replace(stack):

@@ -11,7 +11,7 @@ from rag_orchestrator.api.app import create_app
 from rag_orchestrator.api.auth import get_caller
 from rag_orchestrator.api.jwt_verifier import JwksCache
 from rag_orchestrator.domain.callers import Caller
-from tests.fakes.jwks_server import JwksServer, SigningKey
+from tests.fakes.jwks_server import SigningKey
 
 pytestmark = pytest.mark.integration
 
@@ -24,13 +24,6 @@ whoami = APIRouter()
 @whoami.get("/whoami")
 def who(caller: Caller = Depends(get_caller)) -> dict:
     return {"callerId": caller.caller_id, "roles": list(caller.roles)}
-
-
-@pytest.fixture
-def jwks():
-    with JwksServer() as server:
-        server.keys.append(SigningKey("key-1"))
-        yield server
 
 
 @pytest.fixture

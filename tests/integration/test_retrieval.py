@@ -16,7 +16,7 @@ from rag_orchestrator.retrieval.vector_store import VectorStore, get_vector_stor
 
 pytestmark = pytest.mark.integration
 
-CALLER = {"X-Caller-Id": "tester"}
+CALLER = {"X-Caller-Id": "tester", "X-Caller-Roles": "admin"}  # a KB_WRITER_ROLES role
 
 DOCS = [
     {

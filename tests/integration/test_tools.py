@@ -150,7 +150,7 @@ async def test_roles_decide_the_tools_and_the_prompt(catalog_path, api):
         offered[caller.caller_id], prompts[caller.caller_id] = set(h.offered()), h.system_prompt()
     assert "refund_order" in offered["root"] and "refund_order" not in offered["alice"]
     assert "hide_review" in offered["mo"] and "hide_review" not in offered["alice"]
-    assert ROLE_BLOCKS["admin"] in prompts["root"] and ROLE_BLOCKS["moderator"] in prompts["mo"]
+    assert ROLE_BLOCKS["admin"] in prompts["root"] and ROLE_BLOCKS["mod"] in prompts["mo"]
     assert ROLE_BLOCKS["user"] in prompts["alice"]
 
     h = harness(catalog_path, api)

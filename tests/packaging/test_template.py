@@ -49,6 +49,8 @@ SHARED_ENV = {
     "OPENAI_COMPATIBLE_API_KEY_PARAM",
     "CHROMA_TOKEN_PARAM",
     "EMBEDDING_API_KEY_PARAM",
+    "ALLOW_ANONYMOUS",
+    "GUEST_TOKEN_SECRET_PARAM",
     "POWERTOOLS_SERVICE_NAME",
     "POWERTOOLS_METRICS_NAMESPACE",
     "LOG_LEVEL",
@@ -61,6 +63,7 @@ SECRET_PARAMETERS = {
     "EMBEDDING_API_KEY_PARAM": "EmbeddingApiKeyParameter",
     "ATTACHMENT_CAPTION_API_KEY_PARAM": "AttachmentCaptionApiKeyParameter",
     "ATTACHMENT_WHISPER_API_KEY_PARAM": "AttachmentWhisperApiKeyParameter",
+    "GUEST_TOKEN_SECRET_PARAM": "GuestTokenSecretParameter",
 }
 ALLOWED_MANAGED_POLICIES = {
     "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
@@ -235,6 +238,8 @@ def test_every_function_gets_the_shared_configuration(template):
         assert env["CONVERSATIONS_TABLE"] == {"Ref": "ConversationsTable"}
         assert env["POWERTOOLS_SERVICE_NAME"] == "rag-orchestrator"
         assert env["POWERTOOLS_METRICS_NAMESPACE"] == "RagOrchestrator"
+        assert env["LOG_LEVEL"] == {"Ref": "LogLevel"}
+        assert env["ALLOW_ANONYMOUS"] == {"Ref": "AllowAnonymous"}
         for var, parameter in SECRET_PARAMETERS.items():
             assert env[var] == {"Ref": parameter}, var
         # No secret values in the template, only parameter names.
@@ -251,6 +256,10 @@ def test_parameters(template):
     assert params["ModelStrategy"]["Default"] == "deepseek_single"
     for parameter in SECRET_PARAMETERS.values():
         assert params[parameter]["Default"].startswith("/rag-orchestrator/"), parameter
+    # TRACE switches the sanitized reasoning traces on ([thinking][audit], level 5).
+    assert "TRACE" in params["LogLevel"]["AllowedValues"]
+    assert params["AllowAnonymous"]["Default"] == "false"
+    assert params["AllowAnonymous"]["AllowedValues"] == ["true", "false"]
 
 
 def test_chat_stream_runs_behind_the_lambda_web_adapter_with_a_streaming_url(template):
@@ -297,7 +306,9 @@ def test_http_api_has_a_default_jwt_authorizer(resources):
     assert "CorsConfiguration" in api["Properties"]
 
 
-def test_api_routes_public_ones_without_auth_everything_else_with_jwt(resources):
+def test_api_routes_public_ones_and_guests_without_the_authorizer_everything_else_with_jwt(resources):
+    """A guest token is the service's own (HS256), which the JWT authorizer would refuse: the guest
+    route and the routes a guest uses skip it, and the app verifies every token there itself."""
     events = resources["ApiFunction"]["Properties"]["Events"]
     routes = {}
     for event in events.values():
@@ -310,6 +321,9 @@ def test_api_routes_public_ones_without_auth_everything_else_with_jwt(resources)
         ("GET", "/api/v1/agent/ping"),
         ("GET", "/docs"),
         ("GET", "/openapi.json"),
+        ("POST", "/api/v1/auth/guest"),
+        ("ANY", "/api/v1/chat/{proxy+}"),
+        ("GET", "/api/v1/agent/tools"),
     }
     for route in public:
         assert routes.get(route) == "NONE", route
@@ -528,6 +542,21 @@ def test_function_policies_are_inline_statements(resources):
             assert isinstance(policy, dict) and set(policy) == {"Statement"}, (logical_id, policy)
 
 
+def statements_of(resources: dict, logical_id: str) -> list[dict]:
+    return list(policy_statements(resources[logical_id]["Properties"].get("Policies", [])))
+
+
+def test_ingest_records_documents_and_archive_keeps_audit_trails(resources):
+    """The IngestFunction writes the document registry; the archival job reads and writes AUDIT$ items."""
+    table = {"Fn::GetAtt": ["ConversationsTable", "Arn"]}
+    ingest = [s for s in statements_of(resources, "IngestFunction") if s.get("Sid") == "DocumentRegistry"]
+    assert [(as_list(s["Action"]), s["Resource"]) for s in ingest] == [(["dynamodb:PutItem"], table)]
+    (archive,) = [
+        s for s in statements_of(resources, "ArchiveFunction") if s.get("Sid") == "ConversationsTable"
+    ]
+    assert {"dynamodb:GetItem", "dynamodb:PutItem"} <= set(as_list(archive["Action"]))
+
+
 def test_secrets_access_is_scoped_to_the_named_parameters(resources):
     for logical_id in FUNCTIONS:
         statements = list(policy_statements(resources[logical_id]["Properties"].get("Policies", [])))
@@ -566,19 +595,38 @@ print(json.dumps(transform(template, {}, NoManagedPolicies())))
 """
 
 
-def test_no_wildcard_actions_after_the_sam_transform(tmp_path):
-    """The roles SAM generates (event-invoke destinations, URL permissions...) stay least-privilege."""
+@pytest.fixture(scope="module")
+def transformed(tmp_path_factory) -> dict[str, Any]:
+    """The template as the AWS::Serverless transform turns it into CloudFormation."""
     sam_python = require_sam().parent / "python"
     assert sam_python.exists(), f"no python beside {sam_cli()}: run `bash devserver/bootstrap.sh sam`"
     proc = subprocess.run(
         [str(sam_python), "-c", TRANSFORM_SCRIPT, str(TEMPLATE)],
-        env=sam_env(tmp_path / "sam-app-dir"),
+        env=sam_env(tmp_path_factory.mktemp("sam-app-dir")),
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    transformed = json.loads(proc.stdout)
+    return json.loads(proc.stdout)
+
+
+def test_guests_reach_the_app_past_api_gateway_after_the_sam_transform(transformed):
+    """As deployed: the routes a guest token travels have no authorizer; every other route keeps it."""
+    paths = transformed["Resources"]["HttpApi"]["Properties"]["Body"]["paths"]
+    any_method = "x-amazon-apigateway-any-method"
+    assert paths["/{proxy+}"][any_method]["security"] == [{"JwtAuthorizer": []}]
+    for path, method in (
+        ("/api/v1/auth/guest", "post"),
+        ("/api/v1/chat/{proxy+}", any_method),
+        ("/api/v1/agent/tools", "get"),
+    ):
+        assert paths[path][method]["security"] == [{"NONE": []}], path
+    assert "/api/v1/documents" not in paths and "/api/v1/admin/audit" not in paths  # behind the authorizer
+
+
+def test_no_wildcard_actions_after_the_sam_transform(transformed):
+    """The roles SAM generates (event-invoke destinations, URL permissions...) stay least-privilege."""
     roles = {k: v for k, v in transformed["Resources"].items() if v["Type"] == "AWS::IAM::Role"}
     assert {f"{f}Role" for f in FUNCTIONS} <= set(roles)
     for logical_id, role in roles.items():

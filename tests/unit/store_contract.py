@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from rag_orchestrator.domain.audit import GENESIS
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus
 from rag_orchestrator.domain.messages import FunctionCall, Role, ToolCall
@@ -338,3 +339,27 @@ async def test_what_a_store_was_given_is_still_the_callers_own(store):
     with pytest.raises(DuplicateClientMessage) as repeated:
         await store.start_turn(cid, ALICE, message(cid, "question"), "c-1", LEASE)
     assert repeated.value.message_id == window[2].message_id != "tampered"
+
+
+# ------------------------------------------------------------------ audit records
+
+
+async def test_the_audit_chain_grows_one_record_per_turn_and_outlives_a_deletion(store, conv):
+    cid = conv.conversation_id
+    context = await store.context(cid, 5)
+    assert (context.messages, context.audit_head, context.owner) == ([], GENESIS, ALICE)
+    for n in range(2):
+        await store.start_turn(cid, ALICE, message(cid, f"q{n}"), None, LEASE)
+        context = await store.context(cid, 5)
+        answer = message(cid, f"a{n}", Role.ASSISTANT)
+        await store.finish_turn(
+            cid, [answer], tool_calls=0, tokens=1, audit={"recordId": f"R{n}"}, context=context
+        )
+    trail = await store.audit(cid)
+    first, second = trail.records
+    assert (first["prevHash"], second["prevHash"]) == (GENESIS, first["hash"])
+    assert trail.chain_valid and (await store.context(cid, 5)).audit_head == second["hash"]
+    await store.soft_delete(cid, ALICE)
+    assert (await store.audit(cid)).records == trail.records  # deleted, still audited
+    with pytest.raises(ConversationNotFound):
+        await store.audit("9d4c2f1e-5b6a-4e3d-8c7b-0a1f2e3d4c5b")

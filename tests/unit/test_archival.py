@@ -328,9 +328,10 @@ def test_requests_per_archived_conversation(aws, store):
     for client in aws:
         client.meta.events.register("before-call", lambda model, **_: requests.update([model.name]))
     run(aws)
-    index_queries = 3 * it.ARCHIVE_SHARDS  # CLEANUP#, PURGE#, ARCHIVE# in every shard, once per run
+    # CLEANUP#, PURGE#, EXPIRE#, RETAIN#, ARCHIVE# in every shard, once per run
+    index_queries = 5 * it.ARCHIVE_SHARDS
     assert requests == {
-        "Query": index_queries + 1,  # + META and the messages, in one page
+        "Query": index_queries + 2,  # + META and the messages, in one page; + the audit records
         "PutObject": 1,
         "HeadObject": 1,  # the verification
         "UpdateItem": 2,  # ARCHIVED (conditional), then out of the CLEANUP# partition
@@ -390,6 +391,7 @@ def test_run_archival_uses_the_configured_clients_and_emits_metrics(aws, store, 
         "BytesWritten",
         "ArchiveFailures",
         "ConversationsPurged",
+        "AuditTrailsExpired",
         "ArchiveDurationMs",
     }
 
@@ -427,3 +429,29 @@ def test_the_purge_removes_the_conversations_attachments_and_their_files(aws, st
     assert aws[1].list_objects_v2(Bucket=BUCKET, Prefix=f"contents/{cid}/")["KeyCount"] == 0  # its segments
     left = aws[1].list_objects_v2(Bucket=files)["Contents"]
     assert [o["Key"] for o in left] == [conversation_prefix(ALICE, kept) + "file-1"]
+
+
+def test_a_purge_stopped_half_way_keeps_the_audit_trail_and_the_next_run_finishes(aws, store, monkeypatch):
+    cid = store.create(conversation()).conversation_id
+    for n in range(2):
+        store.start_turn(cid, ALICE, message(cid, f"q{n}"), None, LEASE)
+        context = store.context(cid, 5)
+        answer = message(cid, f"a{n}", Role.ASSISTANT)
+        store.finish_turn(cid, [answer], tool_calls=0, tokens=1, audit={"recordId": f"R{n}"}, context=context)
+    before = store.audit(cid)
+    store.soft_delete(cid, ALICE)
+
+    def crash(self, keys):
+        raise RuntimeError("the function stopped here")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Table, "batch_delete", crash)  # after the trail is handed over, before META goes
+        assert run(aws).failures == 1
+    assert {"META", "AUDIT$"} <= set(partition(aws, cid))
+    assert run(aws).purged == 1
+    assert sorted(partition(aws, cid)) == ["AUDIT#R0", "AUDIT#R1", "AUDIT$"]
+    assert store.audit(cid) == before  # the head moved to AUDIT$ with the records
+
+    assert run(aws, days_ahead=300).trails_expired == 0
+    assert run(aws, days_ahead=31 + 366).trails_expired == 1
+    assert partition(aws, cid) == []

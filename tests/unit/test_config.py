@@ -82,3 +82,20 @@ def test_attachment_engines_need_what_they_call(monkeypatch):
         with pytest.raises(ConfigError, match=variable):
             load_settings()
         monkeypatch.delenv(variable)
+
+
+def test_guests_inside_lambda_need_a_signing_secret(in_lambda, monkeypatch):
+    monkeypatch.setenv("ALLOW_ANONYMOUS", "true")
+    with pytest.raises(ConfigError, match="GUEST_TOKEN_SECRET_PARAM"):
+        load_settings()
+    monkeypatch.setenv("GUEST_TOKEN_SECRET_PARAM", "/rag-orchestrator/guest-token-secret")
+    assert load_settings().allow_anonymous
+    monkeypatch.setenv("GUEST_TOKEN_SECRET", "too short")
+    with pytest.raises(ConfigError, match="GUEST_TOKEN_SECRET"):
+        load_settings()
+
+
+def test_kb_writer_roles_are_roles_as_callers_carry_them(monkeypatch):
+    assert load_settings().kb_writers == ("admin",)
+    monkeypatch.setenv("KB_WRITER_ROLES", "admin, moderator,,editor")
+    assert load_settings().kb_writers == ("admin", "mod", "editor")

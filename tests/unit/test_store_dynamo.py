@@ -12,6 +12,7 @@ from rag_orchestrator.conversations.archive_steps import ConversationArchiver
 from rag_orchestrator.conversations.dynamo import DynamoConversationStore
 from rag_orchestrator.conversations.keys import list_scope
 from rag_orchestrator.conversations.table import Table
+from rag_orchestrator.domain.audit import GENESIS
 from rag_orchestrator.domain.conversations import ConversationStatus
 from rag_orchestrator.domain.messages import Role
 from rag_orchestrator.errors import BadRequest, StorageUnavailable
@@ -76,13 +77,31 @@ async def test_one_turn_costs_three_requests(store, requests):
     await store.start_turn(cid, ALICE, message(cid, "question"), "client-1", LEASE)
     assert dict(requests) == {"TransactWriteItems": 1}
     requests.clear()
-    window = await store.window(cid, 20)
+    context = await store.context(cid, 20)
     assert dict(requests) == {"Query": 1}
+    assert (context.audit_head, context.owner) == (GENESIS, ALICE)
     requests.clear()
-    await store.finish_turn(cid, tool_round(cid), tool_calls=1, tokens=42)
-    assert dict(requests) == {"TransactWriteItems": 1}
-    assert [m.content for m in window] == ["question"]
+    await store.finish_turn(
+        cid, tool_round(cid), tool_calls=1, tokens=42, audit={"recordId": "R1"}, context=context
+    )
+    assert dict(requests) == {"TransactWriteItems": 1}  # the audit record and the head in the same write
+    assert [m.content for m in context.messages] == ["question"]
     assert (await store.get(cid, ALICE)).message_count == 4
+    (record,) = (await store.audit(cid)).records
+    assert record["prevHash"] == GENESIS and (await store.context(cid, 20)).audit_head == record["hash"]
+
+
+async def test_a_head_moved_under_a_turn_is_chained_onto_not_overwritten(store, requests):
+    """A turn whose lease ran out while another turn ran: its record follows the other's."""
+    cid = (await store.create(conversation())).conversation_id
+    stale = await store.context(cid, 20)
+    await store.finish_turn(cid, [], tool_calls=0, tokens=0, audit={"recordId": "R1"}, context=stale)
+    requests.clear()
+    await store.finish_turn(cid, [], tool_calls=0, tokens=0, audit={"recordId": "R2"}, context=stale)
+    assert dict(requests) == {"TransactWriteItems": 2}  # refused once, then sealed onto the head it returned
+    trail = await store.audit(cid)
+    assert [r["recordId"] for r in trail.records] == ["R1", "R2"]
+    assert trail.records[1]["prevHash"] == trail.records[0]["hash"] and trail.chain_valid
 
 
 async def test_its_methods_run_in_a_worker_thread(store, aws):

@@ -17,9 +17,9 @@ from rag_orchestrator.loop.prompts import (
 
 def test_each_role_gets_its_block_and_the_most_privileged_wins():
     assert role_block(("user",)) == ROLE_BLOCKS["user"]
-    assert role_block(("moderator",)) == ROLE_BLOCKS["moderator"]
+    assert role_block(("moderator",)) == ROLE_BLOCKS["mod"]
     assert role_block(("user", "admin")) == ROLE_BLOCKS["admin"]
-    assert role_block(("moderator", "user")) == ROLE_BLOCKS["moderator"]
+    assert role_block(("moderator", "user")) == ROLE_BLOCKS["mod"]
     assert role_block(("anonymous",)) == ROLE_BLOCKS["anonymous"]
     assert role_block(("support-agent",)) == ROLE_BLOCKS["user"]
     assert len(set(ROLE_BLOCKS.values())) == 4

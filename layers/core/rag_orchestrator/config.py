@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rag_orchestrator.domain.callers import normalise_roles
 from rag_orchestrator.errors import ConfigError
 
 Strategy = Literal[
@@ -24,6 +25,7 @@ SECRET_FIELDS = (
     "embedding_api_key",
     "attachment_caption_api_key",
     "attachment_whisper_api_key",
+    "guest_token_secret",
 )
 
 
@@ -114,6 +116,9 @@ class Settings(BaseSettings):
 
     auth_mode: Literal["jwt", "dev"] = "dev"
     allow_anonymous: bool = False
+    guest_token_secret: SecretStr | None = Field(None, min_length=32)  # signs guest tokens (HS256)
+    guest_ttl_hours: int = Field(24, ge=1, le=168)  # a guest token's life, and its conversations'
+    kb_writer_roles: str = "admin"  # comma-separated: who may change the knowledge base
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     jwt_jwks_url: str | None = None
@@ -122,6 +127,7 @@ class Settings(BaseSettings):
 
     archive_after_days: int = Field(30, ge=0)
     deleted_retention_days: int = Field(30, ge=0)
+    audit_retention_days: int = Field(365, ge=1)  # audit records outlive their deleted conversation
 
     port: int = Field(8000, ge=1, le=65535)
 
@@ -129,6 +135,10 @@ class Settings(BaseSettings):
     def _check_combinations(self) -> Settings:
         if self.auth_mode == "dev" and in_lambda():
             raise ValueError("AUTH_MODE=dev is refused inside Lambda; use AUTH_MODE=jwt")
+        # Outside Lambda, no secret means a random one per process (api/guest_tokens.py).
+        signs_guests = self.guest_token_secret or os.environ.get("GUEST_TOKEN_SECRET_PARAM")
+        if self.allow_anonymous and in_lambda() and not signs_guests:
+            raise ValueError("GUEST_TOKEN_SECRET_PARAM is required when ALLOW_ANONYMOUS=true")
         if self.auth_mode == "jwt" and not self.jwt_issuer:
             raise ValueError("JWT_ISSUER is required when AUTH_MODE=jwt")
         if self.conversation_storage == "dynamodb":
@@ -164,6 +174,11 @@ class Settings(BaseSettings):
         if self.jwt_jwks_url:
             return self.jwt_jwks_url
         return f"{self.jwt_issuer.rstrip('/')}/.well-known/jwks.json" if self.jwt_issuer else None
+
+    @property
+    def kb_writers(self) -> tuple[str, ...]:
+        """KB_WRITER_ROLES as roles (`moderator` is `mod`)."""
+        return normalise_roles(self.kb_writer_roles.split(","))
 
     def secret(self, name: str) -> str | None:
         """A secret's value: from the environment, else from SSM (`<NAME>_PARAM`) when in AWS."""

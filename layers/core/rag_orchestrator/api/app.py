@@ -31,9 +31,24 @@ ROUTERS: dict[str, str] = {
     "answer": "rag_orchestrator.api.answers:router",
     "answer_stream": "rag_orchestrator.api.answers:stream_router",
     "tools": "rag_orchestrator.api.tools:router",
+    "guest": "rag_orchestrator.api.guest:router",
+    "audit": "rag_orchestrator.api.audit:router",
+    "documents": "rag_orchestrator.api.documents:router",
 }
 
-API_ROUTERS = ("health", "conversations", "attachments", "ingest", "query", "chat", "answer", "tools")
+API_ROUTERS = (
+    "health",
+    "conversations",
+    "attachments",
+    "ingest",
+    "query",
+    "chat",
+    "answer",
+    "tools",
+    "guest",
+    "audit",
+    "documents",
+)
 STREAM_ROUTERS = ("health", "chat_stream", "answer_stream")
 ALL_ROUTERS = tuple(ROUTERS)
 

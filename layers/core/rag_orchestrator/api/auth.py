@@ -1,13 +1,22 @@
-"""Who is calling: the authenticated principal, never a body field."""
+"""Who is calling: the authenticated principal, never a body field (docs/auth.md).
+
+A guest token (`Authorization: Bearer`, signed by this service) is accepted in every AUTH_MODE when
+ALLOW_ANONYMOUS=true; otherwise the caller is the `X-Caller-Id` header (AUTH_MODE=dev) or the
+identity provider's JWT (AUTH_MODE=jwt: claims API Gateway's authorizer verified, else verified
+here). A request with no credentials at all is the shared anonymous caller when ALLOW_ANONYMOUS=true
+— answers without tools, no conversations — and a 401 otherwise.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from fastapi import Depends, Request
 
 from rag_orchestrator.api.deps import get_settings
 from rag_orchestrator.config import Settings
-from rag_orchestrator.domain.callers import ANONYMOUS_CALLER, DEFAULT_ROLE, Caller
-from rag_orchestrator.errors import Unauthorized
+from rag_orchestrator.domain.callers import ANONYMOUS_CALLER, DEFAULT_ROLE, Caller, is_guest
+from rag_orchestrator.errors import Forbidden, Unauthorized
 
 
 def _split_roles(value: object) -> tuple[str, ...]:
@@ -21,13 +30,20 @@ def _split_roles(value: object) -> tuple[str, ...]:
     return roles or (DEFAULT_ROLE,)
 
 
+def _identified(caller_id: str, roles: object) -> Caller:
+    """A signed-in caller; the guest id space belongs to guest tokens alone."""
+    if is_guest(caller_id):
+        raise Unauthorized("This caller id is reserved for guests")
+    return Caller(caller_id, _split_roles(roles))
+
+
 def _dev_caller(request: Request) -> Caller | None:
     caller_id = (request.headers.get("x-caller-id") or "").strip()
     if not caller_id:
         return None
     if len(caller_id) > 128:
         raise Unauthorized("X-Caller-Id is too long")
-    return Caller(caller_id, _split_roles(request.headers.get("x-caller-roles", DEFAULT_ROLE)))
+    return _identified(caller_id, request.headers.get("x-caller-roles", DEFAULT_ROLE))
 
 
 def _authorizer_claims(request: Request) -> dict | None:
@@ -41,26 +57,37 @@ def caller_from_claims(claims: dict, settings: Settings) -> Caller:
     caller_id = claims.get(settings.caller_id_claim)
     if not caller_id or not isinstance(caller_id, str):
         raise Unauthorized(f"Token has no {settings.caller_id_claim} claim")
-    return Caller(caller_id, _split_roles(claims.get(settings.roles_claim, DEFAULT_ROLE)))
+    return _identified(caller_id, claims.get(settings.roles_claim, DEFAULT_ROLE))
 
 
-def _jwt_caller(request: Request, settings: Settings) -> Caller | None:
+def _bearer(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return token.strip() or None
+
+
+def _jwt_caller(request: Request, token: str | None, settings: Settings) -> Caller | None:
     claims = _authorizer_claims(request)
     if claims:
         return caller_from_claims(claims, settings)
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if not token or scheme.lower() != "bearer":
+    if not token:
         return None
     from rag_orchestrator.api.jwt_verifier import verify_token
 
-    return caller_from_claims(verify_token(token.strip(), settings), settings)
+    return caller_from_claims(verify_token(token, settings), settings)
 
 
 def resolve_caller(request: Request, settings: Settings) -> Caller | None:
+    token = _bearer(request)
+    if token:
+        from rag_orchestrator.api.guest_tokens import guest_caller, is_guest_token
+
+        if is_guest_token(token):
+            return guest_caller(token, settings)
     if settings.auth_mode == "dev":
         return _dev_caller(request)
-    return _jwt_caller(request, settings)
+    return _jwt_caller(request, token, settings)
 
 
 def get_caller(request: Request, settings: Settings = Depends(get_settings)) -> Caller:
@@ -71,3 +98,27 @@ def get_caller(request: Request, settings: Settings = Depends(get_settings)) -> 
     if settings.allow_anonymous:
         return ANONYMOUS_CALLER
     raise Unauthorized("Authentication required")
+
+
+def get_owner(caller: Caller = Depends(get_caller)) -> Caller:
+    """Conversations belong to someone: a signed-in caller or a guest, never the shared anonymous one."""
+    if caller.anonymous and not caller.guest:
+        raise Unauthorized(
+            "Sign in, or get a guest token from POST /api/v1/auth/guest, to keep conversations"
+        )
+    return caller
+
+
+def require_roles(allowed: Callable[[Settings], tuple[str, ...]]) -> Callable[..., Caller]:
+    """A dependency: the caller, when it has one of the roles `allowed` names; 403 otherwise."""
+
+    def check(caller: Caller = Depends(get_caller), settings: Settings = Depends(get_settings)) -> Caller:
+        roles = allowed(settings)
+        if not caller.has_any(roles):
+            raise Forbidden(f"This needs one of the roles: {', '.join(roles)}")
+        return caller
+
+    return check
+
+
+kb_writer = require_roles(lambda settings: settings.kb_writers)  # who may change the knowledge base

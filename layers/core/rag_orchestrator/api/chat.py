@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import StreamingResponse
 
-from rag_orchestrator.api.auth import get_caller
+from rag_orchestrator.api.auth import get_owner
 from rag_orchestrator.api.deps import Services, get_orchestrator
 from rag_orchestrator.api.sse import SSE_HEADERS, encode
 from rag_orchestrator.domain.callers import Caller
@@ -29,9 +29,10 @@ def check(services: Services) -> None:
 
 
 def _turn_request(
-    conversation_id: str, body: ChatRequest, caller: Caller, mode: StreamingMode
+    conversation_id: str, body: ChatRequest, caller: Caller, mode: StreamingMode, request: Request
 ) -> TurnRequest:
     return TurnRequest(
+        request_id=getattr(request.state, "request_id", None),
         conversation_id=conversation_id,
         caller=caller,
         message=body.message,
@@ -46,11 +47,14 @@ def _turn_request(
 @router.post("/{conversation_id}/messages", response_model=ChatResponse, summary="One turn, answered whole")
 async def send_message(
     body: ChatRequest,
+    request: Request,
     conversation_id: str = CONVERSATION_ID,
-    caller: Caller = Depends(get_caller),
+    caller: Caller = Depends(get_owner),
     orchestrator: Orchestrator = Depends(get_orchestrator),
 ) -> ChatResponse:
-    turn = await orchestrator.begin(_turn_request(conversation_id, body, caller, StreamingMode.FINAL_ONLY))
+    turn = await orchestrator.begin(
+        _turn_request(conversation_id, body, caller, StreamingMode.FINAL_ONLY, request)
+    )
     async for _ in turn.events():
         pass
     record = turn.record
@@ -83,10 +87,13 @@ async def _sse(turn: ActiveTurn) -> AsyncIterator[bytes]:
 )
 async def stream_message(
     body: ChatRequest,
+    request: Request,
     conversation_id: str = CONVERSATION_ID,
-    caller: Caller = Depends(get_caller),
+    caller: Caller = Depends(get_owner),
     orchestrator: Orchestrator = Depends(get_orchestrator),
 ) -> StreamingResponse:
     # begin() raises 404/409 as plain HTTP errors before the stream starts.
-    turn = await orchestrator.begin(_turn_request(conversation_id, body, caller, StreamingMode.PROGRESSIVE))
+    turn = await orchestrator.begin(
+        _turn_request(conversation_id, body, caller, StreamingMode.PROGRESSIVE, request)
+    )
     return StreamingResponse(_sse(turn), media_type="text/event-stream", headers=SSE_HEADERS)

@@ -1,7 +1,7 @@
 """Conversation endpoints (docs/api.md): create, list, get, read messages, soft delete.
 
-Every route acts for the authenticated caller only: another caller's conversation answers 404,
-exactly like a missing one. DELETE answers 204 with no body; a second DELETE answers 404.
+Every route acts for the authenticated caller only (a signed-in caller or a guest): another caller's
+conversation answers 404, exactly like a missing one. DELETE answers 204 with no body; a second DELETE answers 404.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from enum import StrEnum
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
-from rag_orchestrator.api.auth import get_caller
+from rag_orchestrator.api.auth import get_owner
 from rag_orchestrator.api.deps import get_store
 from rag_orchestrator.conversations.cursors import MAX_CURSOR_CHARS
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
@@ -25,7 +25,7 @@ from rag_orchestrator.domain.conversations import (
     Page,
     new_conversation,
 )
-from rag_orchestrator.errors import ConversationNotFound, Unauthorized
+from rag_orchestrator.errors import ConversationNotFound
 
 router = APIRouter(prefix="/api/v1/chat/conversations", tags=["conversations"])
 
@@ -39,19 +39,15 @@ class ListedStatus(StrEnum):
     ARCHIVED = "ARCHIVED"
 
 
-def get_owner(caller: Caller = Depends(get_caller)) -> Caller:
-    """Conversations belong to someone: an anonymous caller has none."""
-    if caller.anonymous:
-        raise Unauthorized("Sign in to keep conversations")
-    return caller
+def checked_id(value: str) -> str:
+    """A well-formed conversation id, else the same 404 as for an unknown one."""
+    if not _UUID.fullmatch(value.lower()):
+        raise ConversationNotFound(value)
+    return value.lower()
 
 
 def conversation_id(conversation_id: str = Path(..., max_length=100)) -> str:
-    """A well-formed id, else the same 404 as for an unknown one."""
-    value = conversation_id.lower()
-    if not _UUID.fullmatch(value):
-        raise ConversationNotFound(conversation_id)
-    return value
+    return checked_id(conversation_id)
 
 
 LIMIT = Query(DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE, description="Page size")

@@ -5,12 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 from pydantic import ConfigDict, Field
 
-from rag_orchestrator.api.auth import get_caller
+from rag_orchestrator.api.auth import kb_writer
 from rag_orchestrator.api.deps import get_settings
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
-from rag_orchestrator.errors import Forbidden
 from rag_orchestrator.retrieval.ingestion import MAX_DOCUMENTS, aingest_documents
 from rag_orchestrator.retrieval.models import Document
 
@@ -35,10 +34,11 @@ class IngestResponse(CamelModel):
 
 @router.post("/api/v1/ingest", response_model=IngestResponse, summary="Chunk, embed and index documents")
 async def ingest(
-    body: IngestRequest, caller: Caller = Depends(get_caller), settings: Settings = Depends(get_settings)
+    body: IngestRequest,
+    caller: Caller = Depends(kb_writer),
+    settings: Settings = Depends(get_settings),
 ) -> IngestResponse:
-    if caller.anonymous:
-        raise Forbidden("Anonymous callers may not change the knowledge base")
+    """For the roles in KB_WRITER_ROLES (default `admin`); 403 for everyone else."""
     results = await aingest_documents(body.documents, settings)
     return IngestResponse(
         documents=[IngestedDocument.model_validate(r) for r in results],

@@ -2,8 +2,10 @@
 
 Candidates come from the sparse, sharded ByArchive index, never a Scan. Its partitions, per shard:
 CLEANUP# (archived, message items not yet all removed: an earlier run stopped), PURGE# (DELETED, by
-deletedAt) and ARCHIVE# (ACTIVE, by lastMessageAt), read in that order: work left half done first,
-then retention, then archival. The steps per conversation are in archive_steps.py.
+deletedAt), EXPIRE# (guests' conversations, by lastMessageAt), RETAIN# (purged conversations' audit
+trails, by the end of their retention) and ARCHIVE# (ACTIVE, by lastMessageAt), read in that order:
+work left half done first, then retention, then archival. The steps per conversation are in
+archive_steps.py.
 
 Conversations run on a small thread pool (boto3 clients are thread-safe; botocore's adaptive retries
 absorb throttling). The job starts nothing new once the remaining time falls under a safety margin,
@@ -21,7 +23,13 @@ from typing import Any
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations import items as it
-from rag_orchestrator.conversations.archive_steps import Checkpoint, ConversationArchiver, Outcome, Result
+from rag_orchestrator.conversations.archive_steps import (
+    AUDIT_RETENTION,
+    Checkpoint,
+    ConversationArchiver,
+    Outcome,
+    Result,
+)
 from rag_orchestrator.conversations.keys import iso
 from rag_orchestrator.conversations.table import Table
 from rag_orchestrator.domain.base import utcnow
@@ -36,7 +44,8 @@ INDEX = "ByArchive"
 class ArchivalReport:
     archived: int = 0
     cleaned_up: int = 0  # archived by an earlier run that stopped before removing the message items
-    purged: int = 0
+    purged: int = 0  # deleted conversations past their retention, and guests' past their reach
+    trails_expired: int = 0  # audit trails of purged conversations past AUDIT_RETENTION_DAYS
     skipped: int = 0  # changed while being archived, a turn running, or no longer due
     failures: int = 0
     messages_moved: int = 0
@@ -56,9 +65,11 @@ class ArchivalReport:
                 self.cleaned_up += 1
             case Outcome.PURGED:
                 self.purged += 1
+            case Outcome.EXPIRED:
+                self.trails_expired += 1
             case Outcome.SKIPPED:
                 self.skipped += 1
-        if result.outcome is not Outcome.PURGED:
+        if result.outcome not in (Outcome.PURGED, Outcome.EXPIRED):
             self.messages_moved += result.messages
         self.bytes_written += result.bytes
 
@@ -86,6 +97,8 @@ class ArchivalJob:
         *,
         archive_after: timedelta,
         retention: timedelta,
+        guest_ttl: timedelta = timedelta(hours=24),
+        audit_retention: timedelta = AUDIT_RETENTION,
         checkpoint: Checkpoint | None = None,
         workers: int = WORKERS,
         margin_ms: int = SAFETY_MARGIN_MS,
@@ -93,10 +106,16 @@ class ArchivalJob:
     ) -> None:
         self._table = table
         self._archiver = ConversationArchiver(
-            table, s3, bucket, checkpoint=checkpoint, attachments_bucket=attachments_bucket
+            table,
+            s3,
+            bucket,
+            checkpoint=checkpoint,
+            audit_retention=audit_retention,
+            attachments_bucket=attachments_bucket,
         )
         self._archive_after = archive_after
         self._retention = retention
+        self._guest_ttl = guest_ttl
         self._workers = workers
         self._margin_ms = margin_ms
 
@@ -129,11 +148,15 @@ class ArchivalJob:
 
     def _phases(self, now: datetime) -> list[Phase]:
         """In the order they run. CLEANUP# entries are all due; the cutoff still applies to one found
-        ACTIVE there (continued since)."""
+        ACTIVE there (continued since). A guest's conversation is out of reach GUEST_TTL_HOURS after
+        its last message, since no guest token lives longer."""
         archive_before, purge_before = iso(now - self._archive_after), iso(now - self._retention)
+        guest_before, retained_before = iso(now - self._guest_ttl), iso(now)
         return [
             Phase(it.CLEANUP_PREFIX, None, self._archiver.archive, archive_before),
             Phase(it.PURGE_PREFIX, purge_before, self._archiver.purge, purge_before),
+            Phase(it.EXPIRE_PREFIX, guest_before, self._archiver.purge, guest_before),
+            Phase(it.RETAIN_PREFIX, retained_before, self._archiver.expire, retained_before),
             Phase(it.ARCHIVE_PREFIX, archive_before, self._archiver.archive, archive_before),
         ]
 
@@ -193,7 +216,8 @@ def run_archival(
     workers: int = WORKERS,
     margin_ms: int = SAFETY_MARGIN_MS,
 ) -> ArchivalReport:
-    """Archive what has been idle ARCHIVE_AFTER_DAYS, purge what was deleted DELETED_RETENTION_DAYS ago."""
+    """Archive what has been idle ARCHIVE_AFTER_DAYS, purge what was deleted DELETED_RETENTION_DAYS ago
+    and guests' conversations out of reach, remove audit trails kept AUDIT_RETENTION_DAYS."""
     if settings.conversation_storage != "dynamodb":
         logger.info("archival skipped: CONVERSATION_STORAGE is not dynamodb")
         return ArchivalReport()
@@ -205,6 +229,8 @@ def run_archival(
         settings.transcripts_bucket or "",
         archive_after=timedelta(days=settings.archive_after_days),
         retention=timedelta(days=settings.deleted_retention_days),
+        guest_ttl=timedelta(hours=settings.guest_ttl_hours),
+        audit_retention=timedelta(days=settings.audit_retention_days),
         checkpoint=checkpoint,
         workers=workers,
         margin_ms=margin_ms,
@@ -223,6 +249,7 @@ def emit(report: ArchivalReport) -> None:
         ("BytesWritten", "Bytes", report.bytes_written),
         ("ArchiveFailures", "Count", report.failures),
         ("ConversationsPurged", "Count", report.purged),
+        ("AuditTrailsExpired", "Count", report.trails_expired),
         ("ArchiveDurationMs", "Milliseconds", report.duration_ms),
     ):
         metrics.add_metric(name=name, unit=unit, value=value)

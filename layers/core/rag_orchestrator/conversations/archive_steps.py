@@ -5,44 +5,47 @@ Archive (an ACTIVE conversation idle past the cutoff, or an ARCHIVED one in the 
   2. unless ARCHIVED with every table message already in the transcript: write the transcript (the
      one in S3 for a conversation archived before and continued, plus the table's messages it lacks),
      and verify the stored object's size and SHA-256;
+     (the audit records read in 1 join the S3 audit trail the same way: audit_archive.py);
   3. a conditional update of META (updatedAt as read in 1, no turn running, not DELETED) sets ARCHIVED,
-     s3Key, archivedAt and re-keys the ByArchive entry from ARCHIVE#<shard> to CLEANUP#<shard>;
-  4. delete the message items read in 1, then their offloaded contents;
+     s3Key (and auditS3Key), archivedAt and re-keys the ByArchive entry from ARCHIVE#<shard> to
+     CLEANUP#<shard>;
+  4. delete the message and audit items read in 1, then the messages' offloaded contents;
   5. remove the CLEANUP# entry (conditional: a conversation continued meanwhile is in ARCHIVE# again).
 
 A crash before 3 leaves the conversation ACTIVE and an object nothing points at, which the next run
 overwrites; after 3, the CLEANUP# entry leads the next run back to 4 (writing nothing: the transcript
 holds every message). Readers merge transcript and table by message id, so nothing shows twice.
 
-Purge (DELETED longer ago than the retention): every version of the transcript and of the offloaded
-contents, then the partition's items, META last, so a crash leaves it findable for the next run.
+Purge (DELETED longer ago than the retention, or a guest's conversation no guest token can reach any
+more): every version of the transcript and of the offloaded contents, then the partition's items,
+META last, so a crash leaves it findable for the next run. The audit records stay, handed to an
+AUDIT$ item until AUDIT_RETENTION_DAYS after the deletion (audit_archive.py), when `expire` removes them.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from rag_orchestrator.conversations import items as it
+from rag_orchestrator.conversations.audit_archive import TrailKeeper
+from rag_orchestrator.conversations.audit_trail import AUDIT_HEAD, AUDIT_PREFIX
 from rag_orchestrator.conversations.contents import OFFLOADABLE, ContentOffloader, content_prefix
 from rag_orchestrator.conversations.dynamo_writes import meta_key
 from rag_orchestrator.conversations.keys import iso
+from rag_orchestrator.conversations.s3_objects import ObjectStore
 from rag_orchestrator.conversations.table import ConditionFailed, Table
-from rag_orchestrator.conversations.transcripts import S3Transcripts, to_jsonl, transcript_key
+from rag_orchestrator.conversations.transcripts import S3AuditTrails, S3Transcripts, to_jsonl, transcript_key
 from rag_orchestrator.domain.attachments import conversation_prefix
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import ConversationMessage, ConversationStatus
-from rag_orchestrator.errors import StorageUnavailable
 
 ACTIVE, ARCHIVED, DELETED = (s.value for s in ConversationStatus)
-S3_DELETE_BATCH = 1000
+AUDIT_RETENTION = timedelta(days=365)
 
 # (step, conversation_id), called after "read", "written" (transcript verified) and "marked"
 # (status updated): where tests inject a crash or a concurrent write.
@@ -53,6 +56,7 @@ class Outcome(StrEnum):
     ARCHIVED = "archived"  # moved to S3 by this run
     CLEANED = "cleaned"  # message items removed after an earlier run stopped past step 3
     PURGED = "purged"
+    EXPIRED = "expired"  # a purged conversation's audit trail, past its retention, removed
     SKIPPED = "skipped"  # changed since read, a turn running, not due (any more), or gone
 
 
@@ -78,14 +82,15 @@ class ConversationArchiver:
         bucket: str,
         *,
         checkpoint: Checkpoint | None = None,
+        audit_retention: timedelta = AUDIT_RETENTION,
         attachments_bucket: str | None = None,
     ) -> None:
         self._table = table
-        self._s3 = s3
-        self._bucket = bucket
-        self._attachments_bucket = attachments_bucket
+        self._objects = ObjectStore(s3, bucket)
+        self._attachment_objects = ObjectStore(s3, attachments_bucket) if attachments_bucket else None
         self._contents = ContentOffloader(s3, bucket)
         self._transcripts = S3Transcripts(s3, bucket)
+        self._trail = TrailKeeper(table, self._objects, S3AuditTrails(s3, bucket), audit_retention)
         self._checkpoint = checkpoint or _no_checkpoint
 
     def archive(self, conversation_id: str, due_before: str) -> Result:
@@ -94,6 +99,7 @@ class ConversationArchiver:
         if meta is None or not _archivable(meta, due_before):
             return SKIPPED
         self._checkpoint("read", conversation_id)
+        trail = self._trail.records(conversation_id)
         held = self._transcripts.read(meta["s3Key"]) if meta.get("s3Key") else []
         known = {m.message_id for m in held}
         offloaded = _content_keys(items)
@@ -102,51 +108,58 @@ class ConversationArchiver:
         outcome, written = Outcome.CLEANED, 0
         if meta["status"] == ACTIVE or fresh:
             key = meta.get("s3Key") or transcript_key(meta["callerId"], conversation_id)
-            written = self._put_verified(key, to_jsonl([*held, *fresh]))
+            written = self._objects.put_verified(key, to_jsonl([*held, *fresh]))
+            trail_key, trail_bytes = self._trail.archive(conversation_id, meta, trail)
+            written += trail_bytes
             self._checkpoint("written", conversation_id)
-            if not self._mark(conversation_id, meta, key):
-                return SKIPPED  # the object stays; the next run overwrites it
+            if not self._mark(conversation_id, meta, key, trail_key):
+                return SKIPPED  # the objects stay; the next run overwrites them
             self._checkpoint("marked", conversation_id)
             outcome = Outcome.ARCHIVED
-        self._table.batch_delete(_raw_keys(items))
-        self._delete_objects({"Key": k} for k in offloaded)
+        self._table.batch_delete(_raw_keys([*items, *trail]))
+        self._objects.delete_objects({"Key": k} for k in offloaded)
         self._unlist(conversation_id)
         return Result(outcome, len(items), written)
 
     def purge(self, conversation_id: str, due_before: str) -> Result:
-        """Remove every trace of a conversation DELETED before `due_before` (ISO)."""
+        """Remove every trace but the audit trail of a conversation due before `due_before` (ISO):
+        DELETED then (PURGE#), or a guest's last active then (EXPIRE#)."""
         meta, items = self._read(conversation_id)
-        if meta is None:
-            return SKIPPED
-        due = (
-            meta.get("status") == DELETED
-            and meta.get("GSI3PK", "").startswith(it.PURGE_PREFIX)
-            and meta.get("GSI3SK", "") < due_before
-        )
-        if not due:
+        if meta is None or not _purgeable(meta, due_before):
             return SKIPPED
         keys = {transcript_key(meta["callerId"], conversation_id)}
         if meta.get("s3Key"):
             keys.add(meta["s3Key"])
         for key in keys:
-            self._delete_versions(key, exact=True)
-        self._delete_versions(content_prefix(conversation_id), exact=False)
-        if self._attachments_bucket:  # the uploaded files (their segments went with the contents above)
-            prefix = conversation_prefix(meta["callerId"], conversation_id)
-            self._delete_versions(prefix, exact=False, bucket=self._attachments_bucket)
-        self._table.batch_delete(_raw_keys(items))
+            self._objects.delete_versions(key, exact=True)
+        self._objects.delete_versions(content_prefix(conversation_id), exact=False)
+        if self._attachment_objects is not None:  # the uploaded files (their segments went with the contents)
+            self._attachment_objects.delete_versions(
+                conversation_prefix(meta["callerId"], conversation_id), exact=False
+            )
+        self._trail.retain(conversation_id, meta, [v for v in items if v["SK"].startswith(AUDIT_PREFIX)])
+        self._table.batch_delete(
+            _raw_keys(v for v in items if not v["SK"].startswith((AUDIT_PREFIX, AUDIT_HEAD)))
+        )
+        # Only as read (a guest's may still be ACTIVE): in the same partition, not written since.
         try:
             self._table.call(
                 "delete_item",
                 Key=meta_key(conversation_id),
-                ConditionExpression="#status = :deleted AND updatedAt = :seen",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=it.to_attributes({":deleted": DELETED, ":seen": meta["updatedAt"]}),
+                ConditionExpression="GSI3PK = :listed AND updatedAt = :seen",
+                ExpressionAttributeValues=it.to_attributes(
+                    {":listed": meta["GSI3PK"], ":seen": meta["updatedAt"]}
+                ),
             )
         except ConditionFailed:
             return SKIPPED  # a turn ended after the deletion and wrote again: the next run sees it
         messages = sum(1 for v in items if v["SK"].startswith(it.MSG_PREFIX))
         return Result(Outcome.PURGED, messages)
+
+    def expire(self, conversation_id: str, due_before: str) -> Result:
+        """Remove a purged conversation's audit trail once its retention ended before `due_before`."""
+        removed = self._trail.expire(conversation_id, due_before)
+        return SKIPPED if removed is None else Result(Outcome.EXPIRED, removed)
 
     # ------------------------------------------------------------------ DynamoDB
 
@@ -176,13 +189,15 @@ class ConversationArchiver:
         meta = next((v for v in found if v["SK"] == it.META), None)
         return meta, [v for v in found if v["SK"] != it.META]
 
-    def _mark(self, conversation_id: str, meta: dict[str, Any], key: str) -> bool:
+    def _mark(self, conversation_id: str, meta: dict[str, Any], key: str, trail_key: str | None) -> bool:
         """Step 3; False when the conversation changed since it was read."""
+        trail = {":trail": trail_key} if trail_key else {}
         try:
             self._table.call(
                 "update_item",
                 Key=meta_key(conversation_id),
-                UpdateExpression="SET #status = :archived, s3Key = :key, archivedAt = :now, GSI3PK = :cleanup",
+                UpdateExpression="SET #status = :archived, s3Key = :key, archivedAt = :now, GSI3PK = :cleanup"
+                + (", auditS3Key = :trail" if trail_key else ""),
                 ConditionExpression="#status IN (:active, :archived) AND updatedAt = :seen "
                 "AND (attribute_not_exists(turnLockUntil) OR turnLockUntil < :epoch)",
                 ExpressionAttributeNames={"#status": "status"},
@@ -196,6 +211,7 @@ class ConversationArchiver:
                         ":seen": meta["updatedAt"],
                         ":epoch": int(time.time()),
                     }
+                    | trail
                 ),
             )
         except ConditionFailed:
@@ -219,53 +235,12 @@ class ConversationArchiver:
     def _message(self, values: dict[str, Any]) -> ConversationMessage:
         return ConversationMessage.model_validate(self._contents.restore(dict(values)))
 
-    # ------------------------------------------------------------------ S3
 
-    def _put_verified(self, key: str, body: bytes) -> int:
-        """Put the transcript, then check the stored object's size and SHA-256 against `body`."""
-        digest = base64.b64encode(hashlib.sha256(body).digest()).decode()
-        try:
-            put = self._s3.put_object(
-                Bucket=self._bucket,
-                Key=key,
-                Body=body,
-                ContentType="application/x-ndjson",
-                ChecksumAlgorithm="SHA256",
-                ChecksumSHA256=digest,
-            )
-            version = {"VersionId": put["VersionId"]} if put.get("VersionId") else {}
-            head = self._s3.head_object(Bucket=self._bucket, Key=key, ChecksumMode="ENABLED", **version)
-        except (ClientError, BotoCoreError) as exc:
-            raise StorageUnavailable("Could not store the transcript") from exc
-        if head.get("ContentLength") != len(body) or head.get("ChecksumSHA256") != digest:
-            raise StorageUnavailable(f"The stored transcript {key} does not match what was written")
-        return len(body)
-
-    def _delete_versions(self, prefix: str, *, exact: bool, bucket: str | None = None) -> None:
-        """Every version and delete marker of `prefix` (the key itself when `exact`)."""
-        found = []
-        bucket = bucket or self._bucket
-        try:
-            for page in self._s3.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
-                for entry in [*page.get("Versions", ()), *page.get("DeleteMarkers", ())]:
-                    if not exact or entry["Key"] == prefix:
-                        found.append({"Key": entry["Key"], "VersionId": entry["VersionId"]})
-        except (ClientError, BotoCoreError) as exc:
-            raise StorageUnavailable("Could not list the objects to purge") from exc
-        self._delete_objects(found, bucket)
-
-    def _delete_objects(self, objects: Iterable[dict[str, str]], bucket: str | None = None) -> None:
-        pending = list(objects)
-        for start in range(0, len(pending), S3_DELETE_BATCH):
-            chunk = pending[start : start + S3_DELETE_BATCH]
-            try:
-                response = self._s3.delete_objects(
-                    Bucket=bucket or self._bucket, Delete={"Objects": chunk, "Quiet": True}
-                )
-            except (ClientError, BotoCoreError) as exc:
-                raise StorageUnavailable("Could not delete objects") from exc
-            if response.get("Errors"):
-                raise StorageUnavailable(f"Could not delete {len(response['Errors'])} objects")
+def _purgeable(meta: dict[str, Any], due_before: str) -> bool:
+    index, listed = meta.get("GSI3PK", ""), meta.get("GSI3SK", "")
+    if index.startswith(it.EXPIRE_PREFIX):  # a guest's: no guest token reaches it any more
+        return listed < due_before
+    return meta.get("status") == DELETED and index.startswith(it.PURGE_PREFIX) and listed < due_before
 
 
 def _archivable(meta: dict[str, Any], due_before: str) -> bool:

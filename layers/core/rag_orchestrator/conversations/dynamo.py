@@ -3,7 +3,8 @@
 Every public method runs in a worker thread (boto3 blocks). Request counts: start_turn, finish_turn,
 create and soft_delete are one write each (finish_turn adds BatchWriteItem calls only past 99
 messages or ~3.5 MB); window is one Query; get is one GetItem; messages is a GetItem (ownership) and
-one Query per page. A turn therefore costs three requests: start_turn, window, finish_turn.
+one Query per page. A turn therefore costs three requests: start_turn, context (the window, with
+the audit head on META), finish_turn (the audit record in its transaction).
 """
 
 from __future__ import annotations
@@ -14,27 +15,28 @@ from typing import Any
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations import items as it
+from rag_orchestrator.conversations.audit_trail import head_of
 from rag_orchestrator.conversations.contents import ContentOffloader
 from rag_orchestrator.conversations.cursors import CursorCodec, cursor_key
+from rag_orchestrator.conversations.dynamo_audit import AuditReads
 from rag_orchestrator.conversations.dynamo_listing import list_page, start_key
 from rag_orchestrator.conversations.dynamo_writes import TurnWrites, meta_key
 from rag_orchestrator.conversations.keys import iso, messages_scope
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit, offset_page
-from rag_orchestrator.conversations.store import in_worker_thread, token_total
+from rag_orchestrator.conversations.store import TurnContext, in_worker_thread, token_total
 from rag_orchestrator.conversations.table import ConditionFailed, Table
-from rag_orchestrator.conversations.transcripts import S3Transcripts, merge
+from rag_orchestrator.conversations.transcripts import S3AuditTrails, S3Transcripts, merge
 from rag_orchestrator.domain.base import utcnow
+from rag_orchestrator.domain.callers import is_guest
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
 from rag_orchestrator.errors import BadRequest, Conflict, ConversationNotFound
 
 DELETED = ConversationStatus.DELETED.value
-# The archival job purges DELETED conversations (all items, S3 objects) after the retention period;
-# the META item's TTL comes later, as a backstop that never runs ahead of the purge.
-TTL_GRACE = timedelta(days=7)
 
 
-class DynamoConversationStore(TurnWrites):
-    """Conversations, listings and transcripts here; the writes of a turn in TurnWrites."""
+class DynamoConversationStore(TurnWrites, AuditReads):
+    """Conversations, listings and transcripts here; the writes of a turn in TurnWrites, the audit
+    trail's reads in AuditReads."""
 
     def __init__(
         self,
@@ -45,12 +47,15 @@ class DynamoConversationStore(TurnWrites):
         s3: Any,
         cursor_secret: bytes,
         deleted_retention_days: int = 30,
+        guest_ttl_hours: int = 24,
     ) -> None:
         self._table = Table(dynamodb, table)
         self._contents = ContentOffloader(s3, bucket)
         self._transcripts = S3Transcripts(s3, bucket)
+        self._trails = S3AuditTrails(s3, bucket)
         self._cursors = CursorCodec(cursor_secret)
         self._retention = timedelta(days=deleted_retention_days)
+        self._guest_ttl = timedelta(hours=guest_ttl_hours)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> DynamoConversationStore:
@@ -63,6 +68,7 @@ class DynamoConversationStore(TurnWrites):
             s3=aws.LazyClient("s3"),  # for large contents and transcripts: most turns never need it
             cursor_secret=cursor_key(settings),
             deleted_retention_days=settings.deleted_retention_days,
+            guest_ttl_hours=settings.guest_ttl_hours,
         )
 
     # ------------------------------------------------------------------ conversations
@@ -79,13 +85,16 @@ class DynamoConversationStore(TurnWrites):
                     "last_message_at": conversation.updated_at,
                 }
             )
+        expires = self._expiry(conversation.caller_id)
         put = {
-            "Item": it.to_attributes(it.conversation_item(conversation)),
+            "Item": it.to_attributes(
+                it.conversation_item(conversation) | ({"expiresAt": expires} if expires else {})
+            ),
             "ConditionExpression": "attribute_not_exists(PK)",
         }
         try:
             if messages:
-                self._table.transact([{"Put": put}, *self._message_puts(messages)])
+                self._table.transact([{"Put": put}, *self._message_puts(messages, expires)])
             else:
                 self._table.call("put_item", **put)
         except ConditionFailed:
@@ -109,24 +118,24 @@ class DynamoConversationStore(TurnWrites):
 
     @in_worker_thread
     def soft_delete(self, conversation_id: str, caller_id: str) -> None:
+        """Into PURGE# for the retention period; a guest's stays in EXPIRE#, with its own TTL."""
         now = utcnow()
+        values: dict[str, Any] = {":deleted": DELETED, ":now": iso(now), ":caller": caller_id}
+        expression = "SET #status = :deleted, deletedAt = :now, updatedAt = :now"
+        if not is_guest(caller_id):
+            expression += ", expiresAt = :ttl, GSI3PK = :purge, GSI3SK = :now"
+            values |= {
+                ":ttl": it.epoch(now + self._retention + it.TTL_GRACE),
+                ":purge": it.archive_shard(conversation_id, it.PURGE_PREFIX),
+            }
         try:
             self._table.call(
                 "update_item",
                 Key=meta_key(conversation_id),
-                UpdateExpression="SET #status = :deleted, deletedAt = :now, updatedAt = :now, expiresAt = :ttl, "
-                "GSI3PK = :purge, GSI3SK = :now REMOVE GSI1PK, GSI1SK",
+                UpdateExpression=expression + " REMOVE GSI1PK, GSI1SK",
                 ConditionExpression="callerId = :caller AND #status <> :deleted",
                 ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=it.to_attributes(
-                    {
-                        ":deleted": DELETED,
-                        ":now": iso(now),
-                        ":ttl": int((now + self._retention + TTL_GRACE).timestamp()),
-                        ":purge": it.archive_shard(conversation_id, it.PURGE_PREFIX),
-                        ":caller": caller_id,
-                    }
-                ),
+                ExpressionAttributeValues=it.to_attributes(values),
             )
         except ConditionFailed:
             raise ConversationNotFound(conversation_id) from None
@@ -162,6 +171,12 @@ class DynamoConversationStore(TurnWrites):
     def window(self, conversation_id: str, size: int) -> list[ConversationMessage]:
         meta, recent = self._read_context(conversation_id, size)
         return self._with_transcript(meta, recent, size)
+
+    @in_worker_thread
+    def context(self, conversation_id: str, size: int) -> TurnContext:
+        meta, recent = self._read_context(conversation_id, size)
+        owner = meta.get("callerId") if meta else None
+        return TurnContext(self._with_transcript(meta, recent, size), head_of(meta), owner)
 
     # ------------------------------------------------------------------ helpers
 

@@ -1,26 +1,32 @@
 """The writes that add messages to a conversation: the two ends of a turn, a part of the DynamoDB store.
 
 Each is one TransactWriteItems: the META update (condition, counters by atomic ADD, index sort
-keys, the turn lock) together with the message items.
+keys, the turn lock) together with the message items; finish_turn adds the turn's audit record and
+moves the chain's head on META (`lastAuditHash`), on condition that it is still the head the
+turn's window read. A guest's conversation gets a TTL on every item it writes.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from rag_orchestrator.conversations import items as it
+from rag_orchestrator.conversations.audit_trail import audit_item, head_of
 from rag_orchestrator.conversations.contents import ContentOffloader
 from rag_orchestrator.conversations.keys import activity_key, iso
-from rag_orchestrator.conversations.store import LOCK_HELD, in_worker_thread, turn_messages
+from rag_orchestrator.conversations.store import LOCK_HELD, TurnContext, in_worker_thread, turn_messages
 from rag_orchestrator.conversations.table import (
     TRANSACT_MAX_BYTES,
     TRANSACT_MAX_ITEMS,
     ConditionFailed,
     Table,
 )
+from rag_orchestrator.domain.audit import GENESIS, seal
 from rag_orchestrator.domain.base import utcnow
+from rag_orchestrator.domain.callers import is_guest
 from rag_orchestrator.domain.conversations import ConversationMessage, ConversationStatus
 from rag_orchestrator.errors import (
     Conflict,
@@ -32,6 +38,7 @@ from rag_orchestrator.errors import (
 
 ACTIVE, DELETED = ConversationStatus.ACTIVE.value, ConversationStatus.DELETED.value
 OWNED = "callerId = :caller AND #status <> :deleted"
+CHAIN_ATTEMPTS = 3  # the head moves under a turn only when its lock's lease ran out
 
 
 def meta_key(conversation_id: str) -> dict[str, Any]:
@@ -43,12 +50,22 @@ class TurnWrites:
 
     _table: Table
     _contents: ContentOffloader
+    _guest_ttl: timedelta
 
-    def _message_puts(self, messages: Sequence[ConversationMessage]) -> list[dict[str, Any]]:
+    def _expiry(self, caller_id: str | None) -> int | None:
+        """The TTL of what is written now for this owner: only a guest's conversation expires."""
+        if caller_id is None or not is_guest(caller_id):
+            return None
+        return it.epoch(utcnow() + self._guest_ttl + it.TTL_GRACE)
+
+    def _message_puts(
+        self, messages: Sequence[ConversationMessage], expires_at: int | None = None
+    ) -> list[dict[str, Any]]:
         """Put actions for messages, keys assigned in list order, large texts moved to S3."""
         puts = []
+        ttl = {"expiresAt": expires_at} if expires_at else {}
         for message in messages:
-            values = self._contents.offload(it.message_item(message, it.new_message_key()))
+            values = self._contents.offload(it.message_item(message, it.new_message_key()) | ttl)
             puts.append({"Put": {"Item": it.to_attributes(values)}})
         return puts
 
@@ -62,17 +79,20 @@ class TurnWrites:
         lease_seconds: int,
     ) -> None:
         now = int(time.time())
+        expires = self._expiry(caller_id)
         update = self._meta_update(
             conversation_id,
             counts=(1, user_message.token_count or 0, 0),
             condition=f"{OWNED} AND (attribute_not_exists(turnLockUntil) OR turnLockUntil < :epoch)",
             values={":caller": caller_id, ":deleted": DELETED, ":epoch": now, ":until": now + lease_seconds},
             lock="SET turnLockUntil = :until",
-            reactivate=True,
+            reactivate=it.EXPIRE_PREFIX if expires else it.ARCHIVE_PREFIX,
+            expires_at=expires,
         )
-        actions = [update, *self._message_puts([user_message])]
+        actions = [update, *self._message_puts([user_message], expires)]
         if client_message_id:
             marker = it.marker_item(conversation_id, client_message_id, user_message)
+            marker |= {"expiresAt": expires} if expires else {}
             actions.append(
                 {
                     "Put": {
@@ -96,18 +116,37 @@ class TurnWrites:
         tool_calls: int,
         tokens: int,
         interrupted: bool = False,
+        audit: dict[str, Any] | None = None,
+        context: TurnContext | None = None,
     ) -> None:
-        update = self._meta_update(
-            conversation_id,
-            counts=(len(messages), tokens, tool_calls),
-            condition="attribute_exists(PK)",
-            values={},
-            lock="REMOVE turnLockUntil",
-        )
-        try:
-            self._write(update, turn_messages(messages, interrupted))
-        except ConditionFailed:
-            raise ConversationNotFound(conversation_id) from None
+        """Without a context (the turn failed before reading its window) the record is first sealed
+        onto GENESIS: a refused condition returns META, whose head it is then sealed onto."""
+        expires = self._expiry(context.owner if context else None)
+        puts = self._message_puts(turn_messages(messages, interrupted), expires)
+        head = (context.audit_head if context else None) or GENESIS
+        for _ in range(CHAIN_ATTEMPTS):
+            record = seal(audit, head) if audit is not None else None
+            update = self._meta_update(
+                conversation_id,
+                counts=(len(messages), tokens, tool_calls),
+                condition="attribute_exists(PK)",
+                values={},
+                lock="REMOVE turnLockUntil",
+                expires_at=expires,
+                chain=(head, record["hash"]) if record else None,
+            )
+            extra = (
+                [{"Put": {"Item": it.to_attributes(audit_item(conversation_id, record))}}] if record else []
+            )
+            try:
+                self._write([update, *extra], puts)
+                return
+            except ConditionFailed as failed:
+                found = failed.old(0)
+                if not found or record is None or head_of(found) == head:
+                    raise ConversationNotFound(conversation_id) from None
+                head = head_of(found)
+        raise Conflict("The conversation's audit chain kept moving")
 
     @in_worker_thread
     def abort_turn(self, conversation_id: str) -> None:
@@ -129,14 +168,17 @@ class TurnWrites:
         condition: str,
         values: dict[str, Any],
         lock: str = "",
-        reactivate: bool = False,
+        reactivate: str | None = None,
+        expires_at: int | None = None,
+        chain: tuple[str, str] | None = None,
     ) -> dict[str, Any]:
         """The META side of a write adding messages: counters by ADD, index sort keys moved.
 
         GSI3SK is set even where its partition key is absent (not ACTIVE): an item without an
-        index's partition key is simply not in that index. `reactivate`: an
+        index's partition key is simply not in that index. `reactivate` (the ByArchive prefix): an
         ARCHIVED conversation that goes on is ACTIVE again, so archival finds it again (its s3Key
-        stays: the transcript keeps the older messages).
+        stays: the transcript keeps the older messages). `chain` (head read, new head): the audit
+        head moves only from the one the turn read.
         """
         now = utcnow()
         messages, tokens, tool_calls = counts
@@ -145,7 +187,19 @@ class TurnWrites:
             sets += ["lastMessageAt = :now", "GSI3SK = :now"]
         if reactivate:
             sets += ["#status = :active", "GSI3PK = :shard"]
-            values = values | {":active": ACTIVE, ":shard": it.archive_shard(conversation_id)}
+            values = values | {":active": ACTIVE, ":shard": it.archive_shard(conversation_id, reactivate)}
+        if expires_at:
+            sets.append("expiresAt = :expires")
+            values = values | {":expires": expires_at}
+        if chain:
+            read, moved = chain
+            sets.append("lastAuditHash = :head")
+            values = values | {":head": moved}
+            if read == GENESIS:
+                condition += " AND attribute_not_exists(lastAuditHash)"
+            else:
+                condition += " AND lastAuditHash = :read"
+                values = values | {":read": read}
         action, _, clause = lock.partition(" ")
         if action == "SET":
             sets.append(clause)
@@ -172,18 +226,18 @@ class TurnWrites:
             update["ExpressionAttributeNames"] = {"#status": "status"}
         return {"Update": update}
 
-    def _write(self, update: dict[str, Any], messages: list[ConversationMessage]) -> None:
-        """The META update and the messages in one transaction. Past a transaction's limits (100
-        actions, 4 MB) the oldest messages go ahead by BatchWriteItem."""
-        puts = self._message_puts(messages)
-        split, size = len(puts), 0
-        while split > 0 and len(puts) - split < TRANSACT_MAX_ITEMS - 1:
+    def _write(self, head: list[dict[str, Any]], puts: list[dict[str, Any]]) -> None:
+        """`head` (the META update first) and the message puts in one transaction. Past a
+        transaction's limits (100 actions, 4 MB) the oldest messages go ahead by BatchWriteItem
+        (again, unchanged, if the transaction is retried)."""
+        split, size = len(puts), sum(len(str(action)) for action in head)
+        while split > 0 and len(puts) - split < TRANSACT_MAX_ITEMS - len(head):
             size += len(str(puts[split - 1]))
             if size > TRANSACT_MAX_BYTES:
                 break
             split -= 1
         self._table.batch_put([p["Put"]["Item"] for p in puts[:split]])
-        self._table.transact([update, *puts[split:]])
+        self._table.transact([*head, *puts[split:]])
 
 
 def _refusal(

@@ -1,8 +1,10 @@
 """How conversations and messages map to DynamoDB items (docs/storage.md).
 
+    PK=CONV#<id>  SK=AUDIT#<id>      an audit record (audit_trail.py; docs/audit.md)
+    PK=CONV#<id>  SK=AUDIT$          a purged conversation's audit head, while its records are kept
+    PK=CONV#<id>  SK=CMID#<client>   a clientMessageId already received
     PK=CONV#<id>  SK=META            the conversation, with the keys of the ByCaller and ByArchive
                                      indexes (ByArchive: see ARCHIVE_PREFIX below)
-    PK=CONV#<id>  SK=CMID#<client>   a clientMessageId already received
     PK=CONV#<id>  SK=MSG#<key>       a message
 
 A message key is an inverted ULID: ascending order is newest first. One Query from `META` up to
@@ -13,12 +15,14 @@ one request.
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from rag_orchestrator.conversations.keys import activity_key, iso
+from rag_orchestrator.domain.callers import is_guest
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus
 from rag_orchestrator.domain.ids import sortable_id
 
@@ -28,8 +32,13 @@ MSG_END = "MSG$"  # '$' sorts right after '#': above every message key
 CMID_PREFIX = "CMID#"
 ARCHIVE_SHARDS = 16
 # ByArchive partitions: ACTIVE conversations by lastMessageAt, ARCHIVED ones whose message items
-# are still being removed, DELETED ones by deletedAt (see archival.py).
+# are still being removed, DELETED ones by deletedAt (see archival.py); guests' conversations by
+# lastMessageAt (never archived: purged once no guest token can reach them); the audit trails of
+# purged conversations by the end of their retention.
 ARCHIVE_PREFIX, CLEANUP_PREFIX, PURGE_PREFIX = "ARCHIVE#", "CLEANUP#", "PURGE#"
+EXPIRE_PREFIX, RETAIN_PREFIX = "EXPIRE#", "RETAIN#"
+# DynamoDB TTL (`expiresAt`) is a backstop this long after the archival job's own removal is due.
+TTL_GRACE = timedelta(days=7)
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _INVERT = str.maketrans(_ALPHABET, _ALPHABET[::-1])
@@ -45,6 +54,11 @@ def archive_shard(conversation_id: str, prefix: str = ARCHIVE_PREFIX) -> str:
     """GSI3PK: `<prefix><shard>`, the shard a hash of the id (archival.py reads every shard)."""
     digest = hashlib.sha256(conversation_id.encode()).digest()
     return f"{prefix}{int.from_bytes(digest[:4]) % ARCHIVE_SHARDS}"
+
+
+def epoch(moment: datetime) -> int:
+    """A TTL value (`expiresAt`): seconds since the epoch."""
+    return int(moment.timestamp())
 
 
 def new_message_key() -> str:
@@ -78,7 +92,8 @@ def index_attributes(conversation: Conversation) -> dict[str, str]:
     keys = {"GSI1PK": f"CALLER#{conversation.caller_id}", "GSI1SK": activity}
     if conversation.status is ConversationStatus.ACTIVE:
         last = conversation.last_message_at or conversation.created_at
-        keys |= {"GSI3PK": archive_shard(conversation.conversation_id), "GSI3SK": iso(last)}
+        prefix = EXPIRE_PREFIX if is_guest(conversation.caller_id) else ARCHIVE_PREFIX
+        keys |= {"GSI3PK": archive_shard(conversation.conversation_id, prefix), "GSI3SK": iso(last)}
     return keys
 
 

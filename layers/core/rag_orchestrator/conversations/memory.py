@@ -9,16 +9,20 @@ the model itself, `metadata`, `tool_calls`. Archival runs on DynamoDB only: noth
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from rag_orchestrator.conversations.audit_trail import audit_scope, held_page
 from rag_orchestrator.conversations.cursors import CursorCodec
 from rag_orchestrator.conversations.keys import activity_key, iso, list_scope, messages_scope
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit, offset_page
-from rag_orchestrator.conversations.store import LOCK_HELD, token_total, turn_messages
+from rag_orchestrator.conversations.store import LOCK_HELD, TurnContext, token_total, turn_messages
+from rag_orchestrator.domain.audit import GENESIS, AuditTrail, seal
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
 from rag_orchestrator.errors import BadRequest, Conflict, ConversationNotFound, DuplicateClientMessage
@@ -33,6 +37,8 @@ class _Record:
     # clientMessageId -> (messageId, createdAt) of the user message it started
     markers: dict[str, tuple[str, str]] = field(default_factory=dict)
     lock_until: float = 0.0
+    audits: list[dict[str, Any]] = field(default_factory=list)  # sealed audit records, oldest first
+    audit_head: str = GENESIS
 
 
 def _own_message(message: ConversationMessage) -> ConversationMessage:
@@ -135,10 +141,27 @@ class MemoryConversationStore:
         return Page(items=[_own_message(m) for m in page.items], next_cursor=page.next_cursor)
 
     async def window(self, conversation_id: str, size: int) -> list[ConversationMessage]:
+        return (await self.context(conversation_id, size)).messages
+
+    async def context(self, conversation_id: str, size: int) -> TurnContext:
         with self._lock:
             record = self._records.get(conversation_id)
-            recent = record.messages[-size:] if record is not None else []
-        return [_own_message(m) for m in recent]
+            if record is None:
+                return TurnContext()
+            recent, head = record.messages[-size:], record.audit_head
+            owner = record.conversation.caller_id
+        return TurnContext([_own_message(m) for m in recent], head, owner)
+
+    async def audit(
+        self, conversation_id: str, *, limit: int = DEFAULT_PAGE_SIZE, cursor: str | None = None
+    ) -> AuditTrail:
+        """Deleted conversations included: nothing here is ever purged."""
+        with self._lock:
+            record = self._records.get(conversation_id)
+            if record is None:
+                raise ConversationNotFound(conversation_id)
+            records, head = copy.deepcopy(record.audits), record.audit_head
+        return held_page(records, head, limit, cursor, self._cursors, audit_scope(conversation_id))
 
     async def start_turn(
         self,
@@ -168,13 +191,20 @@ class MemoryConversationStore:
         tool_calls: int,
         tokens: int,
         interrupted: bool = False,
+        audit: dict[str, Any] | None = None,
+        context: TurnContext | None = None,
     ) -> None:
+        """The chain's head is this store's own: `context` is not needed to seal the record."""
         with self._lock:
             record = self._records.get(conversation_id)
             if record is None:
                 raise ConversationNotFound(conversation_id)
             record.lock_until = 0.0
             self._add(record, turn_messages(messages, interrupted), tokens=tokens, tool_calls=tool_calls)
+            if audit is not None:
+                sealed = seal(copy.deepcopy(audit), record.audit_head)
+                record.audits.append(sealed)
+                record.audit_head = sealed["hash"]
 
     async def abort_turn(self, conversation_id: str) -> None:
         with self._lock:

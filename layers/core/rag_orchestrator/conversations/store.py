@@ -12,13 +12,25 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Concatenate, Protocol
 
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE
+from rag_orchestrator.domain.audit import AuditTrail
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
 from rag_orchestrator.domain.messages import Role
 
 LOCK_HELD = "A turn is already running in this conversation"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """What a turn reads at its start, in the window's one request: the newest messages, and from
+    the conversation itself what finish_turn needs back (the audit chain's head, the owner)."""
+
+    messages: list[ConversationMessage] = field(default_factory=list)
+    audit_head: str | None = None  # the last audit record's hash (GENESIS: none yet); None: not read
+    owner: str | None = None
 
 
 class TurnStore(Protocol):
@@ -42,6 +54,10 @@ class TurnStore(Protocol):
         """The newest `size` messages, oldest first, in one read; no ownership check (start_turn's)."""
         ...
 
+    async def context(self, conversation_id: str, size: int) -> TurnContext:
+        """The window, with the conversation's audit head and owner, in the same one read."""
+        ...
+
     async def finish_turn(
         self,
         conversation_id: str,
@@ -50,8 +66,11 @@ class TurnStore(Protocol):
         tool_calls: int,
         tokens: int,
         interrupted: bool = False,
+        audit: dict[str, Any] | None = None,
+        context: TurnContext | None = None,
     ) -> None:
-        """Store the turn's messages, add its counters and release the lock, in one write."""
+        """Store the turn's messages and its audit record (sealed onto the chain `context` read),
+        add its counters and release the lock, in one write."""
         ...
 
     async def abort_turn(self, conversation_id: str) -> None:
@@ -93,6 +112,13 @@ class ConversationStore(TurnStore, Protocol):
         ...
 
     async def soft_delete(self, conversation_id: str, caller_id: str) -> None: ...
+
+    async def audit(
+        self, conversation_id: str, *, limit: int = DEFAULT_PAGE_SIZE, cursor: str | None = None
+    ) -> AuditTrail:
+        """The conversation's audit records, oldest first, with the chain checked; whoever owns it,
+        deleted or archived included. Raises ConversationNotFound when nothing of it is left."""
+        ...
 
 
 def in_worker_thread[S, **P, T](

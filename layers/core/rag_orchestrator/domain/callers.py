@@ -1,18 +1,29 @@
 """Who is calling and what their roles allow (seed 002's assistants): one place for the role policy.
 
 The caller is the authenticated principal (api/auth.py builds it); everything below the API reads
-only this: the role that decides the prompt, and whether tools may be offered at all.
+only this: the role that decides the prompt, and whether tools may be offered at all. Roles are
+normalised once, here, when a Caller is made: `moderator` reads as `mod` everywhere.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-ANONYMOUS = "anonymous"
-DEFAULT_ROLE = "user"
+ADMIN, MOD, USER, ANONYMOUS = "admin", "mod", "user", "anonymous"
+DEFAULT_ROLE = USER
+ROLE_ALIASES = {"moderator": MOD}
 # Most privileged first: a caller with several roles is treated as the first of these it has.
-ROLE_PRECEDENCE = ("admin", "moderator", "user")
+ROLE_PRECEDENCE = (ADMIN, MOD, USER)
+# Guests (POST /api/v1/auth/guest) are callers `guest:<random id>` with the anonymous role; no other
+# kind of caller may carry an id with this prefix (api/auth.py refuses it).
+GUEST_PREFIX = "guest:"
+
+
+def normalise_roles(roles: Iterable[str]) -> tuple[str, ...]:
+    """Aliases to their role (`moderator` -> `mod`), blanks dropped, each role once, order kept."""
+    named = (ROLE_ALIASES.get(role.strip(), role.strip()) for role in roles)
+    return tuple(dict.fromkeys(role for role in named if role))
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,16 +31,31 @@ class Caller:
     caller_id: str
     roles: tuple[str, ...] = (DEFAULT_ROLE,)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "roles", normalise_roles(self.roles))
+
     @property
     def anonymous(self) -> bool:
         return is_anonymous(self.roles)
 
     @property
+    def guest(self) -> bool:
+        """A guest: anonymous, but with an identity of its own that may keep conversations."""
+        return is_guest(self.caller_id)
+
+    @property
     def may_use_tools(self) -> bool:
         return may_use_tools(self.roles)
 
+    def has_any(self, roles: Iterable[str]) -> bool:
+        return not set(normalise_roles(roles)).isdisjoint(self.roles)
+
 
 ANONYMOUS_CALLER = Caller(ANONYMOUS, (ANONYMOUS,))
+
+
+def is_guest(caller_id: str) -> bool:
+    return caller_id.startswith(GUEST_PREFIX)
 
 
 def is_anonymous(roles: Sequence[str]) -> bool:
@@ -45,4 +71,5 @@ def primary_role(roles: Sequence[str]) -> str:
     """The role that shapes the prompt: anonymous, else the most privileged known role, else `user`."""
     if is_anonymous(roles):
         return ANONYMOUS
-    return next((role for role in ROLE_PRECEDENCE if role in roles), DEFAULT_ROLE)
+    known = normalise_roles(roles)
+    return next((role for role in ROLE_PRECEDENCE if role in known), DEFAULT_ROLE)

@@ -16,7 +16,7 @@ from typing import Any, assert_never
 import anyio
 
 from rag_orchestrator.config import Settings
-from rag_orchestrator.conversations.store import TurnStore
+from rag_orchestrator.conversations.store import TurnContext, TurnStore
 from rag_orchestrator.domain import events as ev
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
@@ -73,14 +73,18 @@ class Orchestrator:
             request.client_message_id,
             lease_seconds=TURN_LEASE_SECONDS,
         )
-        return ActiveTurn(self, request)
+        return ActiveTurn(self, request, user)
 
 
 class ActiveTurn:
-    def __init__(self, orchestrator: Orchestrator, request: TurnRequest) -> None:
+    def __init__(
+        self, orchestrator: Orchestrator, request: TurnRequest, question: ConversationMessage
+    ) -> None:
         self.o = orchestrator
         self.request = request
+        self.question = question
         self.record = TurnRecord(request.conversation_id)
+        self.context: TurnContext | None = None  # what the turn read at its start
         self._finished = False
 
     def _event(self, cls: type[Any], **fields: Any) -> Any:
@@ -104,8 +108,10 @@ class ActiveTurn:
     async def _run(self) -> AsyncIterator[ev.StreamEvent]:
         request, settings = self.request, self.o.settings
         toolset = await self.o.choose_tools(request)
-        window = await self.o.store.window(request.conversation_id, settings.conversation_rolling_window)
-        history = well_formed([m.to_message() for m in window])
+        self.context = await self.o.store.context(
+            request.conversation_id, settings.conversation_rolling_window
+        )
+        history = well_formed([m.to_message() for m in self.context.messages])
         messages = [Message(role=Role.SYSTEM, content=toolset.system_prompt), *history]
         if settings.loop_initial_rag and self.o.search is not None and RAG_SEARCH in toolset.names:
             yield self._event(ev.StatusUpdate, status="Searching the knowledge base")
@@ -237,7 +243,7 @@ class ActiveTurn:
                 role=Role.TOOL, content=content, tool_call_id=result.tool_call_id, tool_name=result.tool_name
             )
             messages.append(message)
-            self.record.add(message)
+            self.record.add(message, success=result.success)
 
     async def _complete(
         self, content: str, reasoning: str | None, reason: ev.FinishReason
@@ -271,12 +277,18 @@ class ActiveTurn:
         stored = self.record.to_store(interrupted)
         with anyio.CancelScope(shield=True):
             try:
+                model = self.o.strategy.metadata.model
+                audit = self.record.audit(
+                    self.request, self.question, stored, model=model, interrupted=interrupted
+                )
                 await self.o.store.finish_turn(
                     self.request.conversation_id,
                     stored,
                     tool_calls=sum(len(m.tool_calls or ()) for m in stored),
                     tokens=self.record.tokens,
                     interrupted=interrupted,
+                    audit=audit,
+                    context=self.context,
                 )
             except Exception:
                 logger.exception("could not record the turn; releasing the lock")

@@ -27,6 +27,7 @@ class TurnRequest:
     context: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, str] = field(default_factory=dict)
     mode: StreamingMode = StreamingMode.PROGRESSIVE
+    request_id: str | None = None  # the HTTP request's, for the audit record
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from rag_orchestrator.domain.callers import ANONYMOUS, primary_role
+from rag_orchestrator.domain.callers import ADMIN, ANONYMOUS, MOD, USER, primary_role
 from rag_orchestrator.sanitize import sanitize_metadata
 
 BASE_PROMPT = (
@@ -22,16 +22,16 @@ BASE_PROMPT = (
 )
 
 ROLE_BLOCKS = {
-    "admin": (
+    ADMIN: (
         "The caller is an administrator. You may use the administrative tools you are offered to look "
         "at and change data across accounts. Before a change, say what will change and ask for "
         "confirmation unless the caller asked for exactly that change."
     ),
-    "moderator": (
+    MOD: (
         "The caller is a moderator. Help them review reported content and accounts with the tools you "
         "are offered; change something only when they ask for it, and say what you changed."
     ),
-    "user": (
+    USER: (
         "The caller is a signed-in user. Act only on the caller's own data. Use the tools you are "
         "offered to look things up instead of guessing; ids from the app's context are filled in for "
         "you when you leave them out of a tool call."
@@ -55,7 +55,7 @@ MAX_KEY = 64
 
 
 def role_block(roles: Sequence[str]) -> str:
-    """The block of the most privileged role the caller has; unknown roles read as `user`."""
+    """The block of the most privileged role the caller has (`moderator` is `mod`); unknown roles read as `user`."""
     return ROLE_BLOCKS[primary_role(roles)]
 
 

@@ -1,15 +1,20 @@
-"""The record of one turn: the messages it will store, the passages it found, its counters and outcome."""
+"""The record of one turn: the messages it will store, the passages it found, its counters and outcome,
+and from them the turn's audit record (domain/audit.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from rag_orchestrator.domain.audit import Outcome, turn_entry
+from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.events import FinishReason
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.domain.passages import Key, Passage, drawn_on
 from rag_orchestrator.errors import RagError
+from rag_orchestrator.loop.ports import TurnRequest
 
 
 @dataclass
@@ -20,6 +25,7 @@ class TurnRecord:
     iterations: int = 0
     tokens: int = 0
     tool_calls: int = 0
+    tool_success: dict[str, bool] = field(default_factory=dict)  # by toolCallId
     # The outcome, once the turn has ended:
     content: str = ""
     message_id: str | None = None
@@ -27,11 +33,16 @@ class TurnRecord:
     finish_reason: FinishReason = "stop"
     failure: RagError | None = None  # the safe error a REST caller gets
 
-    def add(self, message: Message, token_count: int | None = None) -> ConversationMessage:
-        """Keep a message of the turn for storage; tool calls count as they are added."""
+    def add(
+        self, message: Message, token_count: int | None = None, *, success: bool | None = None
+    ) -> ConversationMessage:
+        """Keep a message of the turn for storage; tool calls count as they are added, a tool
+        result's `success` is kept for the audit record."""
         stored = ConversationMessage.of(self.conversation_id, message, token_count)
         self.pending.append(stored)
         self.tool_calls += len(message.tool_calls or ())
+        if success is not None and message.tool_call_id:
+            self.tool_success[message.tool_call_id] = success
         return stored
 
     def remember(self, passages: Iterable[Passage]) -> None:
@@ -53,3 +64,33 @@ class TurnRecord:
             for m in self.pending
             if m.role is not Role.ASSISTANT or not m.tool_calls or {c.id for c in m.tool_calls} <= answered
         ]
+
+    def audit(
+        self,
+        request: TurnRequest,
+        question: ConversationMessage,
+        stored: Sequence[ConversationMessage],
+        *,
+        model: str,
+        interrupted: bool,
+    ) -> dict[str, Any]:
+        """The audit entry of what the turn stores: failed (with its safe error), interrupted, or
+        completed (with its finish reason and answer)."""
+        outcome: Outcome = "failed" if self.failure else "interrupted" if interrupted else "completed"
+        completed = outcome == "completed"
+        return turn_entry(
+            conversation_id=self.conversation_id,
+            actor=request.caller,
+            request_id=request.request_id,
+            moment=utcnow(),
+            question=question,
+            stored=stored,
+            tool_success=self.tool_success,
+            answer=next((m for m in stored if m.message_id == self.message_id), None) if completed else None,
+            model=model,
+            tokens=self.tokens,
+            iterations=self.iterations,
+            outcome=outcome,
+            finish_reason=self.finish_reason if completed else None,
+            error=self.failure.error if self.failure else None,
+        )

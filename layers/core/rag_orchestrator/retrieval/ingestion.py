@@ -1,4 +1,7 @@
-"""Ingestion: validate, chunk, embed in batches, upsert; a documentId ingested again replaces all its chunks."""
+"""Ingestion: validate, chunk, embed in batches, upsert, register; a documentId ingested again replaces
+all its chunks. The registry entry (retrieval/registry.py) is written once the chunks are in: a
+failure before it leaves the document searchable but unlisted until it is ingested again, which
+both callers do (a 503 to the API's client, Lambda's retry for the IngestFunction)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.chunking import chunk_document
 from rag_orchestrator.retrieval.embedders import Embedder, get_embedder
 from rag_orchestrator.retrieval.models import Document
+from rag_orchestrator.retrieval.registry import DocumentInfo, DocumentRegistry, get_registry
 from rag_orchestrator.retrieval.vector_store import VectorStore, get_vector_store
 
 MAX_DOCUMENTS = 100
@@ -62,11 +66,13 @@ def ingest_documents(
     *,
     embedder: Embedder | None = None,
     store: VectorStore | None = None,
+    registry: DocumentRegistry | None = None,
 ) -> list[dict[str, Any]]:
     """Ingest and return `[{"documentId", "chunks"}]` in input order. A missing documentId: `stable_document_id`."""
     valid = validate_documents(documents)
     embedder = embedder or get_embedder(settings)
     store = store or get_vector_store(settings)
+    registry = registry or get_registry(settings)
     results = []
     for document in valid:
         started = time.perf_counter()
@@ -80,11 +86,22 @@ def ingest_documents(
             source=document.source,
             tags=document.tags,
         )
-        title = str(chunks[0].metadata["title"]) if chunks else document.title
+        first = chunks[0].metadata if chunks else {}
+        title = str(first.get("title") or document.title)
         embeddings = embedder.embed_batch([embedding_text(title, chunk.text) for chunk in chunks])
         # Upsert first, then drop the old tail: the document is never absent from search while it changes.
         store.upsert(chunks, embeddings)
         store.delete_document(document_id, keep_first=len(chunks))
+        tags = first.get("tags")
+        registry.record(
+            DocumentInfo(
+                document_id=document_id,
+                title=title,
+                source=str(first["source"]) if first.get("source") else None,
+                tags=[str(t) for t in tags] if isinstance(tags, list) else [],
+                chunks=len(chunks),
+            )
+        )
         logger.info(
             "document ingested",
             extra={

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from rag_orchestrator.config import Settings, _ssm_secret, in_lambda
-from rag_orchestrator.domain.callers import ANONYMOUS
+from rag_orchestrator.domain.callers import ANONYMOUS, normalise_roles
 from rag_orchestrator.errors import ConfigError
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 
@@ -48,6 +48,12 @@ def _labels(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(values))
 
 
+def _roles(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """Role labels as callers carry them (`moderator` is `mod`)."""
+    labels = _labels(values)
+    return None if labels is None else normalise_roles(labels)
+
+
 class HttpSpec(_Strict):
     method: Method
     url: str = Field(min_length=1)
@@ -67,7 +73,7 @@ class RagSearchSpec(_Strict):
     @field_validator("roles")
     @classmethod
     def _check_roles(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        return _labels(value)
+        return _roles(value)
 
 
 class ToolSpec(_Strict):
@@ -81,10 +87,15 @@ class ToolSpec(_Strict):
     http: HttpSpec
     preview: PreviewType | None = None
 
-    @field_validator("contexts", "roles")
+    @field_validator("contexts")
     @classmethod
     def _check_labels(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
         return _labels(value)
+
+    @field_validator("roles")
+    @classmethod
+    def _check_roles(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return _roles(value)
 
     @property
     def path_params(self) -> list[str]:

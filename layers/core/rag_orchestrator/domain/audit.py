@@ -1,0 +1,123 @@
+"""Audit records (docs/audit.md): one per turn, hash-chained per conversation.
+
+A record holds who asked, when, and the SHA-256 and length of every text the turn handled — the
+user message, each tool call's arguments and result, the answer, the reasoning trace — never the
+texts themselves. Its `hash` is the SHA-256 of its canonical JSON (every field but `hash`, keys
+sorted, no spaces, UTF-8), `prevHash` included, so a record altered, removed or reordered breaks
+the chain from there on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from rag_orchestrator.domain.callers import Caller
+from rag_orchestrator.domain.conversations import ConversationMessage
+from rag_orchestrator.domain.ids import sortable_id
+from rag_orchestrator.domain.messages import Role
+
+GENESIS = "0" * 64  # the prevHash of a conversation's first record
+Outcome = Literal["completed", "interrupted", "failed"]
+
+
+def digest(text: str) -> dict[str, Any]:
+    """`{sha256, length}` of the text's UTF-8 bytes (length in bytes)."""
+    data = text.encode("utf-8")
+    return {"sha256": hashlib.sha256(data).hexdigest(), "length": len(data)}
+
+
+def canonical(record: Mapping[str, Any]) -> bytes:
+    """The bytes a record's hash covers: every field except `hash`, as compact sorted JSON."""
+    fields = {key: value for key, value in record.items() if key != "hash"}
+    return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def record_hash(record: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical(record)).hexdigest()
+
+
+def seal(entry: Mapping[str, Any], prev_hash: str) -> dict[str, Any]:
+    """The entry as a chained record: `prevHash` set, then its own `hash`."""
+    record = {**entry, "prevHash": prev_hash}
+    return record | {"hash": record_hash(record)}
+
+
+@dataclass(frozen=True, slots=True)
+class AuditTrail:
+    """A page of a conversation's records, oldest first. `chain_valid`: every record from the first
+    up to this page's last checks out; on the last page, the conversation's head hash too."""
+
+    records: list[dict[str, Any]]
+    chain_valid: bool
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChainCheck:
+    valid: bool
+    last_hash: str  # the stored hash of the last record checked (the next record's prevHash)
+
+
+def check_chain(records: Iterable[Mapping[str, Any]], prev_hash: str = GENESIS) -> ChainCheck:
+    """Each record's hash recomputed and its prevHash matched against the record before it."""
+    valid = True
+    for record in records:
+        if record.get("prevHash") != prev_hash or record.get("hash") != record_hash(record):
+            valid = False
+        prev_hash = str(record.get("hash"))
+    return ChainCheck(valid, prev_hash)
+
+
+def turn_entry(
+    *,
+    conversation_id: str,
+    actor: Caller,
+    request_id: str | None,
+    moment: datetime,
+    question: ConversationMessage,
+    stored: Sequence[ConversationMessage],
+    tool_success: Mapping[str, bool],
+    answer: ConversationMessage | None,
+    model: str,
+    tokens: int,
+    iterations: int,
+    outcome: Outcome,
+    finish_reason: str | None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    """A turn's record before it is sealed: what it stored (`stored`), digested."""
+    results = {m.tool_call_id: m for m in stored if m.role is Role.TOOL}
+    calls = [
+        {
+            "toolCallId": call.id,
+            "toolName": call.function.name,
+            "arguments": digest(call.function.arguments),
+            "result": digest(results[call.id].content) if call.id in results else None,
+            "success": tool_success.get(call.id),
+        }
+        for message in stored
+        for call in message.tool_calls or ()
+    ]
+    reasoning = "\n\n".join(m.reasoning for m in stored if m.reasoning)
+    return {
+        "recordId": sortable_id(),
+        "conversationId": conversation_id,
+        "time": moment.isoformat().replace("+00:00", "Z"),
+        "requestId": request_id,
+        "actor": {"callerId": actor.caller_id, "roles": list(actor.roles)},
+        "outcome": outcome,
+        "finishReason": finish_reason,
+        "error": error,
+        "model": model,
+        "iterations": iterations,
+        "tokens": tokens,
+        "userMessage": {"messageId": question.message_id, **digest(question.content)},
+        "toolCalls": calls,
+        "answer": {"messageId": answer.message_id, **digest(answer.content)} if answer else None,
+        "reasoning": digest(reasoning) if reasoning else None,
+    }
