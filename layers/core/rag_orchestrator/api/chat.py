@@ -26,9 +26,7 @@ def check_settings(settings: Settings) -> None:
     toolbox_for(settings)
 
 
-def _turn_request(
-    conversation_id: str, body: ChatRequest, caller: Caller, mode: StreamingMode
-) -> TurnRequest:
+def turn_request(conversation_id: str, body: ChatRequest, caller: Caller, mode: StreamingMode) -> TurnRequest:
     return TurnRequest(
         conversation_id=conversation_id,
         caller=caller,
@@ -47,7 +45,7 @@ async def send_message(
     caller: Caller = Depends(get_caller),
     orchestrator: Orchestrator = Depends(get_orchestrator),
 ) -> ChatResponse:
-    turn = await orchestrator.begin(_turn_request(conversation_id, body, caller, StreamingMode.FINAL_ONLY))
+    turn = await orchestrator.begin(turn_request(conversation_id, body, caller, StreamingMode.FINAL_ONLY))
     async for _ in turn.events():
         pass
     outcome = turn.outcome
@@ -84,5 +82,5 @@ async def stream_message(
     orchestrator: Orchestrator = Depends(get_orchestrator),
 ) -> StreamingResponse:
     # begin() raises 404/409 as plain HTTP errors before the stream starts.
-    turn = await orchestrator.begin(_turn_request(conversation_id, body, caller, StreamingMode.PROGRESSIVE))
+    turn = await orchestrator.begin(turn_request(conversation_id, body, caller, StreamingMode.PROGRESSIVE))
     return StreamingResponse(_sse(turn), media_type="text/event-stream", headers=SSE_HEADERS)
