@@ -102,7 +102,8 @@ async function loadTools() {
   list.replaceChildren();
   const { tools } = await api("GET", "/agent/tools");
   for (const t of tools) {
-    const item = el("li", "", t.name);
+    const item = el("li");
+    item.append(el("span", "name", t.name));
     item.title = t.description;
     if (t.preview) item.append(el("span", "badge", t.preview));
     list.append(item);
