@@ -10,6 +10,7 @@
     ├── Conflict                      409: a turn already running, a repeated clientMessageId
     │   └── DuplicateClientMessage    a clientMessageId this conversation has already received
     ├── PayloadTooLarge               413
+    ├── UnsupportedMediaType          415: a body not sent as JSON
     ├── DependencyUnavailable         503: DynamoDB, S3 or Chroma cannot be reached
     │   ├── StorageUnavailable
     │   ├── VectorStoreUnavailable
@@ -87,6 +88,11 @@ class DuplicateClientMessage(Conflict):
 class PayloadTooLarge(RagError):
     status_code = 413
     error = "Payload too large"
+
+
+class UnsupportedMediaType(RagError):
+    status_code = 415
+    error = "Unsupported media type"
 
 
 class DependencyUnavailable(RagError):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from rag_orchestrator.api.auth import Caller, get_caller
 from rag_orchestrator.config import Settings, get_settings
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.errors import Forbidden
-from rag_orchestrator.retrieval.ingestion import MAX_DOCUMENTS, aingest_documents
+from rag_orchestrator.retrieval.ingestion import MAX_DOCUMENTS, aingest_documents, stable_document_id
 from rag_orchestrator.retrieval.models import Document
 
 router = APIRouter(tags=["knowledge base"])
@@ -19,6 +19,14 @@ class IngestRequest(CamelModel):
     model_config = ConfigDict(extra="forbid")
 
     documents: list[Document] = Field(min_length=1, max_length=MAX_DOCUMENTS)
+
+    @model_validator(mode="after")
+    def _distinct_ids(self) -> IngestRequest:
+        """Two documents with one documentId (given, or derived from title and text) are a 422."""
+        ids = [d.document_id or stable_document_id(d.title, d.text) for d in self.documents]
+        if duplicate := next((i for i in ids if ids.count(i) > 1), None):
+            raise ValueError(f"documentId {duplicate!r} appears more than once")
+        return self
 
 
 class IngestedDocument(CamelModel):
