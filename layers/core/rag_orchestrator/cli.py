@@ -40,9 +40,11 @@ class Progress:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def status(self, text: str) -> None:
+    def status(self, text: str, *, own: bool = False) -> None:
+        """The current status; `own` ones (the client's waiting states) are shown only beside the spinner."""
         if not self.animate:
-            self.line(f"… {text}")
+            if not own:
+                self.line(f"… {text}")
             return
         with self._lock:
             self.text = text
@@ -122,7 +124,7 @@ class Client:
         if self.args.context:
             body["context"] = self.args.context
         url = f"{self.args.url.rstrip('/')}{CHAT}/{conversation_id}/messages/stream"
-        progress.status("Sending")
+        progress.status("Sending", own=True)
         try:
             with connect_sse(self.http, "POST", url, json=body) as source:
                 if source.response.status_code != 200:
@@ -153,11 +155,11 @@ class Client:
                 progress.status(event["status"] + (f" ({event['details']})" if event.get("details") else ""))
             elif kind == "ToolCallStart":
                 progress.line(f"⚙ {event['toolName']} {_excerpt(event['arguments'])}")
-                progress.status(f"Running {event['toolName']}")
+                progress.status(f"Running {event['toolName']}", own=True)
             elif kind == "ToolCallResult":
                 mark = "✓" if event["success"] else "✗"
                 progress.line(f"{mark} {event['toolName']} → {_excerpt(event['result'])}")
-                progress.status("Thinking")
+                progress.status("Thinking", own=True)
             elif kind == "Preview":
                 progress.line(f"▣ {event['previewType']}: {_excerpt(event['payload'], 400)}")
             elif kind == "Sources":
