@@ -180,7 +180,7 @@ const EVENT_HANDLERS = {
   ToolCallStart(view, e) {
     const card = el("details", "tool-card running");
     const summary = el("summary", "", `⚙ ${e.toolName}`);
-    card.append(summary, el("pre", "arguments", pretty(e.arguments)));
+    card.append(summary, el("div", "caption muted", "arguments"), el("pre", "arguments", pretty(e.arguments)));
     view.cards.set(e.toolCallId, card);
     view.tools.append(card);
   },
@@ -190,7 +190,7 @@ const EVENT_HANDLERS = {
     card.classList.remove("running");
     card.classList.add(e.success ? "ok" : "failed");
     card.querySelector("summary").textContent = `${e.success ? "✓" : "✗"} ${e.toolName}`;
-    card.append(el("pre", "result", pretty(e.result)));
+    card.append(el("div", "caption muted", "result"), el("pre", "result", pretty(e.result)));
   },
   Preview(view, e) {
     view.previews.append(renderPreview(e.previewType, e.payload));

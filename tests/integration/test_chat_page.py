@@ -54,6 +54,8 @@ def test_the_page_streams_a_turn_with_tools_a_preview_and_sources(aws_stack, dev
     assert page["sources"] == ["Guide guide#0"]
     assert page["footer"].startswith("2 model call(s)")
     assert len(page["conversations"]) == 1
+    assert page["reopened"]["bubbles"] == [QUESTION, ANSWER]
+    assert page["reopened"]["storedTools"][0].startswith("⚙ get_order_status")
     assert SCREENSHOT.stat().st_size > 10_000
     # what the page showed is what was stored
     cid = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers={"X-Caller-Id": "alice"}).json()

@@ -1,6 +1,6 @@
 // Drives the dev chat page in headless Chromium (Debian's, through playwright-core): sets the caller,
 // creates a conversation, sends a message with a context, waits for the turn to complete, saves a
-// screenshot and prints what the page shows.
+// screenshot, opens the conversation again from the list and prints what the page showed.
 //
 //   node chat_page.mjs <base-url> <screenshot.png> <caller-id> <message> <context JSON>
 import { mkdtempSync, rmSync } from "node:fs";
@@ -25,7 +25,7 @@ const browser = await chromium.launchPersistentContext(profile, {
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   headless: true,
   args: FLAGS,
-  viewport: { width: 1200, height: 860 },
+  viewport: { width: 1200, height: 1000 },
 });
 try {
   const page = browser.pages()[0] ?? (await browser.newPage());
@@ -45,25 +45,28 @@ try {
   await page.fill("#message", message);
   await page.click("#send");
   await page.waitForSelector(".turn-footer:not(:empty), .turn .error", { timeout: 60_000 });
+  await page.click(".tool-card summary"); // the first tool call's arguments and result, for the picture
   await page.screenshot({ path: screenshot, fullPage: true });
 
   const texts = (selector) => page.$$eval(selector, (nodes) => nodes.map((n) => n.textContent.trim()));
-  console.log(
-    JSON.stringify({
-      title: await page.title(),
-      health: await page.textContent("#health"),
-      tools: await texts("#tools li .name"),
-      conversations: await texts("#conversations li"),
-      user: await texts(".bubble.user"),
-      toolCards: await texts(".tool-card summary"),
-      previews: await texts(".preview-card li"),
-      answer: await page.textContent(".turn .answer"),
-      sources: await texts(".sources li"),
-      footer: await page.textContent(".turn-footer"),
-      errors: await texts(".turn .error"),
-      consoleErrors,
-    }),
-  );
+  const streamed = {
+    title: await page.title(),
+    health: await page.textContent("#health"),
+    tools: await texts("#tools li .name"),
+    conversations: await texts("#conversations li"),
+    user: await texts(".bubble.user"),
+    toolCards: await texts(".tool-card summary"),
+    previews: await texts(".preview-card li"),
+    answer: await page.textContent(".turn .answer"),
+    sources: await texts(".sources li"),
+    footer: await page.textContent(".turn-footer"),
+    errors: await texts(".turn .error"),
+  };
+  // Picking the conversation again shows it as stored.
+  await page.click("#conversations li");
+  await page.waitForSelector("#transcript .stored-tool");
+  const reopened = { bubbles: await texts("#transcript .bubble"), storedTools: await texts(".stored-tool") };
+  console.log(JSON.stringify({ ...streamed, reopened, consoleErrors }));
 } finally {
   await browser.close();
   rmSync(profile, { recursive: true, force: true });
