@@ -41,14 +41,14 @@ REGENERATE_REFUSED = (
 class UIPart(BaseModel):
     """A part of an AI SDK UI message; only text parts are read, the others are ignored."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     type: str = Field(min_length=1, max_length=100)
     text: str | None = None
 
 
 class UIMessage(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
     role: Literal["system", "user", "assistant"]
