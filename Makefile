@@ -12,8 +12,8 @@ setup:
 dev: setup  ## run the whole local stack on http://127.0.0.1:$${PORT:-8000}
 	@$(PY) -m devserver
 
-test:  ## set up and run the whole suite (lint and types, then unit, integration, packaging)
-	@bash devserver/bootstrap.sh sam
+test:  ## set up and run the whole suite (lint and types, then unit, integration, packaging, the node clients, Chromium)
+	@bash devserver/bootstrap.sh sam node browser
 	@$(MAKE) --no-print-directory checks
 	@$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -1,4 +1,5 @@
-"""`make dev`: moto server + Chroma server + sample knowledge base + every route on PORT."""
+"""`make dev`: moto server + Chroma server + sample knowledge base + demo tools + every route and the
+chat page on PORT."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from devserver.demo_tools import use_demo_catalog
 from devserver.stack import ROOT, S3_EVENTS_PATH, apply_local_defaults, start_chroma, start_moto
 
 
@@ -17,6 +19,7 @@ def _interrupt(*_: object) -> None:
 
 def main() -> int:
     env = apply_local_defaults()
+    use_demo_catalog(env.get("PORT") or "8000", env)  # a bad PORT is named by the settings below
     sys.path.insert(0, str(ROOT / "layers" / "core"))
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "layers" / "core"), str(ROOT)]))
     from rag_orchestrator.config import get_settings
@@ -53,13 +56,17 @@ def main() -> int:
         print(f"stack ready in {time.perf_counter() - started:.1f}s; sample knowledge base: {ingested}")
         print(f"  moto (DynamoDB + S3)  {env['AWS_ENDPOINT_URL']}")
         print(f"  chroma                {settings.chroma_url}")
+        print(f"  chat page             http://127.0.0.1:{settings.port}/")
         print(
             f"  api                   http://127.0.0.1:{settings.port}  (docs: /docs, health: /api/v1/agent/health)"
         )
+        print(f"  tools                 {settings.tool_catalog_path}")
         print("Ctrl-C stops everything.", flush=True)
         import uvicorn
 
-        uvicorn.run("devserver.app:app", host="127.0.0.1", port=settings.port, log_level="info")
+        uvicorn.run(
+            "devserver.app:build_app", factory=True, host="127.0.0.1", port=settings.port, log_level="info"
+        )
     except KeyboardInterrupt:
         pass
     except Exception as exc:

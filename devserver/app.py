@@ -1,26 +1,44 @@
-"""The local app: every router in one FastAPI app, and the S3 events the local moto server sends
-(in AWS, S3 notifies AttachmentFunction; here the app processes the upload the same way)."""
+"""The local app: every router in one FastAPI app, plus what only `make dev` serves — the chat page at
+`/` (static files in devserver/static), the demo tool API under /demo-tools, and the S3 events the local
+moto server sends (in AWS, S3 notifies AttachmentFunction; here the app processes the upload the same way)."""
 
+from __future__ import annotations
+
+from pathlib import Path
 from typing import Any
 
-from fastapi import BackgroundTasks
+from fastapi import BackgroundTasks, FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
 
+from devserver.demo_tools import MOUNT, demo_tools_app
 from devserver.stack import S3_EVENTS_PATH
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.attachments.events import process_event
 from rag_orchestrator.observability import logger
 
-app = create_app(ALL_ROUTERS)
+STATIC = Path(__file__).with_name("static")
 
 
-async def _process(event: dict[str, Any]) -> None:
-    try:
-        await process_event(app.state.services.attachments, event)
-    except Exception:  # AttachmentFunction would be retried; here the log says what went wrong
-        logger.exception("local S3 event not processed")
+def build_app() -> FastAPI:
+    """uvicorn's factory (`devserver.app:build_app`): settings are read when it is called."""
+    app = create_app(ALL_ROUTERS)
 
+    @app.get("/", include_in_schema=False)
+    def chat_page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
 
-@app.post(S3_EVENTS_PATH, include_in_schema=False)
-async def s3_events(event: dict[str, Any], background: BackgroundTasks) -> dict[str, int]:
-    background.add_task(_process, event)
-    return {"accepted": len(event.get("Records") or [])}
+    async def process(event: dict[str, Any]) -> None:
+        try:
+            await process_event(app.state.services.attachments, event)
+        except Exception:  # AttachmentFunction would be retried; here the log says what went wrong
+            logger.exception("local S3 event not processed")
+
+    @app.post(S3_EVENTS_PATH, include_in_schema=False)
+    async def s3_events(event: dict[str, Any], background: BackgroundTasks) -> dict[str, int]:
+        background.add_task(process, event)
+        return {"accepted": len(event.get("Records") or [])}
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.mount(MOUNT, demo_tools_app(), name="demo-tools")
+    return app

@@ -11,6 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from devserver.event_setup import prepare
 from devserver.stack import ROOT, apply_local_defaults
 
 FUNCTIONS = ("api", "chat_stream", "archive", "ingest", "attachments")
@@ -76,6 +77,7 @@ def main(argv: list[str]) -> int:
     apply_local_defaults()
     sys.path[:0] = [str(ROOT / "layers" / "core"), str(ROOT / "functions" / name)]
     event = json.loads((ROOT / event_path).read_text())  # an absolute path replaces ROOT
+    event = prepare(event)  # the sample's object uploaded, its conversation there
     module = load_handler_module(name)
     if name == "chat_stream":
         asyncio.run(_stream(module.app, event))

@@ -1,5 +1,6 @@
 """`make dev`'s stack as a newcomer starts it: health answers 200 with every part up, the README's sample
-question is answered from the sample knowledge base; SIGTERM stops all."""
+question is answered from the sample knowledge base, an attachment is read, the chat page and the demo
+tools are there, every sample event runs with `make invoke` against it; SIGTERM stops all."""
 
 from __future__ import annotations
 
@@ -17,6 +18,23 @@ from devserver.stack import ROOT, free_port, wait_http
 from tests.fakes.sse import parse_sse
 
 pytestmark = pytest.mark.integration
+
+
+# Every sample under events/, with what its run must show.
+SAMPLES = [
+    ("api", "events/api_health.json", '"statusCode": 200'),
+    ("api", "events/api_create_conversation.json", '"statusCode": 201'),
+    ("ingest", "events/s3_put.json", "uploaded events/objects/documents/guide.md"),
+    ("chat_stream", "events/stream_turn.json", '"type":"Completed"'),
+    ("archive", "events/schedule.json", '"stopped_early": false'),
+    ("attachments", "events/s3_attachment.json", '"processed": ['),
+]
+
+
+def test_every_sample_event_is_listed():
+    assert {sample for _, sample, _ in SAMPLES} == {
+        str(p.relative_to(ROOT)) for p in (ROOT / "events").glob("*.json")
+    }
 
 
 def _children(pid: int) -> list[int]:
@@ -118,6 +136,23 @@ def test_make_dev_stack_serves_health_answers_the_readme_question_reads_an_attac
         assert answer.startswith("`make test`") and "[source:docs/README.md#" in answer, answer
         assert "curl" not in answer, answer
         read_an_attachment(base)
+        with urlopen(f"{base}/", timeout=10) as response:
+            assert b"<title>RAG Orchestrator" in response.read()
+        with urlopen(
+            Request(f"{base}/api/v1/agent/tools", headers={"X-Caller-Id": "newcomer"}), timeout=10
+        ) as r:
+            assert "get_order_status" in {tool["name"] for tool in json.loads(r.read())["tools"]}
+        for name, sample, expected in SAMPLES:
+            done = subprocess.run(
+                [sys.executable, "-m", "devserver.invoke", name, sample],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 0, (sample, done.stderr[-2000:])
+            assert expected in done.stdout + done.stderr, (sample, done.stdout[-2000:], done.stderr[-2000:])
         children = _children(process.pid)
         assert len(children) >= 2  # moto and chroma
     finally:

@@ -293,6 +293,8 @@ def test_query_refuses_bad_input_with_400(client, body, message):
         [{"title": "T", "text": "body", "extra": 1}],
         [{"title": "T", "text": "body", "tags": ["x" * 65]}],
         [{"documentId": "a\nb", "title": "T", "text": "body"}],
+        [{"documentId": "a", "title": "T", "text": "one"}, {"documentId": "a", "title": "U", "text": "two"}],
+        [{"title": "T", "text": "same"}, {"title": "T", "text": "same"}],
     ],
 )
 def test_ingest_refuses_bad_documents(client, documents):

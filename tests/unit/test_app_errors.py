@@ -68,6 +68,47 @@ def test_malformed_json_is_400(client):
     )
 
 
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("text/plain", b'{"name": "x"}'),
+        ("application/x-www-form-urlencoded", b"name=x"),
+        (None, b'{"name": "x"}'),
+    ],
+)
+def test_a_body_not_sent_as_json_is_415_saying_what_to_send(client, content_type, body):
+    headers = {"content-type": content_type} if content_type else {}
+    error = assert_error_json(client.post("/echo", content=body, headers=headers), 415)
+    assert "Content-Type: application/json" in error["message"]
+    assert f"received Content-Type: {content_type or 'none'}" in error["message"]
+
+
+def test_json_media_types_with_parameters_or_suffix_are_json(client):
+    for content_type in ("application/json; charset=utf-8", "application/merge-patch+json"):
+        response = client.post("/echo", content=b'{"name": "x"}', headers={"content-type": content_type})
+        assert response.status_code == 200, content_type
+
+
+def test_a_missing_body_is_422_asking_for_json(client):
+    body = assert_error_json(client.post("/echo"), 422)
+    assert body["message"] == "A JSON body is required"
+
+
+def test_query_routes_keep_400_for_input_but_415_for_media_type(client):
+    from rag_orchestrator.api.query import router as query_router
+
+    client.app.include_router(query_router)
+    alice = {"X-Caller-Id": "alice"}
+    malformed = client.post(
+        "/api/v1/query", content=b"{x", headers={**alice, "content-type": "application/json"}
+    )
+    assert assert_error_json(malformed, 400)["message"] == "Malformed JSON body"
+    assert_error_json(client.post("/api/v1/query", json={"query": ""}, headers=alice), 400)
+    assert_error_json(
+        client.post("/api/v1/query", content=b"q", headers={**alice, "content-type": "text/plain"}), 415
+    )
+
+
 def test_unexpected_exception_is_500_without_internals(client):
     body = assert_error_json(client.get("/boom"), 500)
     assert "secret" not in client.get("/boom").text

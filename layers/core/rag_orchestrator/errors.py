@@ -12,7 +12,7 @@
     │   ├── DuplicateClientMessage    a clientMessageId this conversation has already received
     │   └── AttachmentNotReady        an attachment that failed, or was never uploaded
     ├── PayloadTooLarge               413: a declared attachment size over ATTACHMENT_MAX_BYTES
-    ├── UnsupportedMediaType          415: a content type attachments do not take
+    ├── UnsupportedMediaType          415: a body not sent as JSON; a content type attachments do not take
     ├── DependencyUnavailable         503: DynamoDB, S3 or Chroma cannot be reached
     │   ├── StorageUnavailable
     │   ├── VectorStoreUnavailable

@@ -27,6 +27,7 @@ ROUTERS: dict[str, str] = {
     "query": "rag_orchestrator.api.query:router",
     "chat": "rag_orchestrator.api.chat:router",
     "chat_stream": "rag_orchestrator.api.chat:stream_router",
+    "ui_stream": "rag_orchestrator.api.ui_stream:router",
     # "answer" before "answer_stream": where both are mounted, the REST route owns /query/answer.
     "answer": "rag_orchestrator.api.answers:router",
     "answer_stream": "rag_orchestrator.api.answers:stream_router",
@@ -49,7 +50,7 @@ API_ROUTERS = (
     "audit",
     "documents",
 )
-STREAM_ROUTERS = ("health", "chat_stream", "answer_stream")
+STREAM_ROUTERS = ("health", "chat_stream", "ui_stream", "answer_stream")
 ALL_ROUTERS = tuple(ROUTERS)
 
 

@@ -28,7 +28,7 @@ def check(services: Services) -> None:
     _ = services.toolbox  # building it validates the catalogue
 
 
-def _turn_request(
+def turn_request(
     conversation_id: str, body: ChatRequest, caller: Caller, mode: StreamingMode, request: Request
 ) -> TurnRequest:
     return TurnRequest(
@@ -53,7 +53,7 @@ async def send_message(
     orchestrator: Orchestrator = Depends(get_orchestrator),
 ) -> ChatResponse:
     turn = await orchestrator.begin(
-        _turn_request(conversation_id, body, caller, StreamingMode.FINAL_ONLY, request)
+        turn_request(conversation_id, body, caller, StreamingMode.FINAL_ONLY, request)
     )
     async for _ in turn.events():
         pass
@@ -94,6 +94,6 @@ async def stream_message(
 ) -> StreamingResponse:
     # begin() raises 404/409 as plain HTTP errors before the stream starts.
     turn = await orchestrator.begin(
-        _turn_request(conversation_id, body, caller, StreamingMode.PROGRESSIVE, request)
+        turn_request(conversation_id, body, caller, StreamingMode.PROGRESSIVE, request)
     )
     return StreamingResponse(_sse(turn), media_type="text/event-stream", headers=SSE_HEADERS)

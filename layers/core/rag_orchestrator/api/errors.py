@@ -43,13 +43,30 @@ def error_response(request: Request, status: int, message: str, error: str | Non
     return JSONResponse(error_body(status, message, request_id, error), status_code=status, headers=headers)
 
 
+SEND_JSON = "Send the body as JSON, with Content-Type: application/json"
+
+
 def describe_validation(exc: RequestValidationError) -> str:
     parts = []
     for err in exc.errors()[:10]:
+        if tuple(err.get("loc", ())) == ("body",) and err.get("type") == "missing":
+            parts.append("A JSON body is required")
+            continue
         loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
         msg = err.get("msg", "invalid").removeprefix("Value error, ")
         parts.append(f"{loc}: {msg}" if loc else msg)
     return "; ".join(parts) or "Invalid request"
+
+
+def validation_failure(request: Request, exc: RequestValidationError) -> tuple[int, str]:
+    """The status and message of a request that failed validation (docs/errors.md): 415 for a body not
+    sent as JSON, 400 for JSON that cannot be parsed, 422 for JSON that breaks the route's schema."""
+    if isinstance(exc.body, bytes | bytearray) and exc.body:  # FastAPI keeps the raw bytes of a non-JSON body
+        received = (request.headers.get("content-type") or "none")[:100]
+        return 415, f"{SEND_JSON} (received Content-Type: {received})"
+    if any(err.get("type") == "json_invalid" for err in exc.errors()):
+        return 400, "Malformed JSON body"
+    return 422, describe_validation(exc)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -61,10 +78,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        malformed = any(err.get("type") == "json_invalid" for err in exc.errors())
-        status = 400 if malformed else 422
-        message = "Malformed JSON body" if malformed else describe_validation(exc)
-        return error_response(request, status, message)
+        return error_response(request, *validation_failure(request, exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

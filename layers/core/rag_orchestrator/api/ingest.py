@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from rag_orchestrator.api.auth import kb_writer
 from rag_orchestrator.api.deps import get_settings
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
-from rag_orchestrator.retrieval.ingestion import MAX_DOCUMENTS, aingest_documents
+from rag_orchestrator.retrieval.ingestion import MAX_DOCUMENTS, aingest_documents, stable_document_id
 from rag_orchestrator.retrieval.models import Document
 
 router = APIRouter(tags=["knowledge base"])
@@ -20,6 +20,14 @@ class IngestRequest(CamelModel):
     model_config = ConfigDict(extra="forbid")
 
     documents: list[Document] = Field(min_length=1, max_length=MAX_DOCUMENTS)
+
+    @model_validator(mode="after")
+    def _distinct_ids(self) -> IngestRequest:
+        """Two documents with one documentId (given, or derived from title and text) are a 422."""
+        ids = [d.document_id or stable_document_id(d.title, d.text) for d in self.documents]
+        if duplicate := next((i for i in ids if ids.count(i) > 1), None):
+            raise ValueError(f"documentId {duplicate!r} appears more than once")
+        return self
 
 
 class IngestedDocument(CamelModel):

@@ -13,18 +13,18 @@ from pydantic import ConfigDict, Field
 
 from rag_orchestrator.api.auth import get_caller
 from rag_orchestrator.api.deps import get_settings
-from rag_orchestrator.api.errors import describe_validation
+from rag_orchestrator.api.errors import validation_failure
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.passages import Passage, Source
-from rag_orchestrator.errors import BadRequest
+from rag_orchestrator.errors import BadRequest, UnsupportedMediaType
 from rag_orchestrator.retrieval.search import MAX_QUERY_CHARS, search
 from rag_orchestrator.sanitize import MAX_SOURCE, MAX_TAG, MAX_TAGS
 
 
 class BadRequestRoute(APIRoute):
-    """Seed 003 RF-07: invalid input answers 400, not FastAPI's 422."""
+    """Seed 003 RF-07: invalid input answers 400, not 422 (a body not sent as JSON is still a 415)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -33,7 +33,8 @@ class BadRequestRoute(APIRoute):
             try:
                 return await handler(request)
             except RequestValidationError as exc:
-                raise BadRequest(describe_validation(exc)) from None
+                status, message = validation_failure(request, exc)
+                raise (UnsupportedMediaType if status == 415 else BadRequest)(message) from None
 
         return route
 

@@ -9,7 +9,7 @@ typed next step (loop/steps.py); the turn's messages, passages and counters are 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any, assert_never
 
@@ -90,7 +90,7 @@ class ActiveTurn:
     def _event(self, cls: type[Any], **fields: Any) -> Any:
         return cls(conversation_id=self.request.conversation_id, **fields)
 
-    async def events(self) -> AsyncIterator[ev.StreamEvent]:
+    async def events(self) -> AsyncGenerator[ev.StreamEvent, None]:
         try:
             async for event in self._run():
                 yield event

@@ -1,0 +1,320 @@
+// The dev chat page: conversations over the REST routes, turns over the native SSE stream
+// (POST …/messages/stream, read with fetch + ReadableStream). No framework, no build step.
+"use strict";
+
+const API = "/api/v1";
+const state = { conversationId: null, busy: false, attachmentIds: [] };
+const $ = (selector) => document.querySelector(selector);
+
+// ---------------------------------------------------------------- HTTP
+
+function callerHeaders(json) {
+  const headers = { "X-Caller-Id": $("#caller-id").value.trim() };
+  const roles = $("#caller-roles").value.trim();
+  if (roles) headers["X-Caller-Roles"] = roles;
+  if (json) headers["Content-Type"] = "application/json";
+  return headers;
+}
+
+async function failure(response) {
+  try {
+    const body = await response.json();
+    return new Error(`${response.status} ${body.error}: ${body.message}`);
+  } catch {
+    return new Error(`HTTP ${response.status}`);
+  }
+}
+
+async function api(method, path, body) {
+  const response = await fetch(API + path, {
+    method,
+    headers: callerHeaders(body !== undefined),
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (!response.ok) throw await failure(response);
+  return response.status === 204 ? null : response.json();
+}
+
+// Server-sent events from a fetch body: blocks split on a blank line, `event:` / `id:` / `data:` fields.
+async function* readEvents(body) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value.replace(/\r\n/g, "\n");
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart());
+      if (data.length) yield JSON.parse(data.join("\n"));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- DOM helpers
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function showError(message) {
+  const box = $("#composer-error");
+  box.textContent = message;
+  box.hidden = !message;
+}
+
+function scrollDown() {
+  const transcript = $("#transcript");
+  transcript.scrollTop = transcript.scrollHeight;
+}
+
+function pretty(value) {
+  if (typeof value !== "string") return JSON.stringify(value, null, 2);
+  try {
+    return JSON.stringify(JSON.parse(value), null, 2);
+  } catch {
+    return value;
+  }
+}
+
+// ---------------------------------------------------------------- conversations
+
+async function loadConversations() {
+  const list = $("#conversations");
+  list.replaceChildren();
+  const page = await api("GET", "/chat/conversations?limit=50");
+  for (const c of page.items) {
+    const item = el("li", c.conversationId === state.conversationId ? "active" : "");
+    item.append(el("span", "id", c.conversationId.slice(0, 8)), el("span", "muted", ` ${c.messageCount} msgs`));
+    item.title = c.conversationId;
+    item.addEventListener("click", () => openConversation(c.conversationId).catch((e) => showError(e.message)));
+    list.append(item);
+  }
+}
+
+async function loadTools() {
+  const list = $("#tools");
+  list.replaceChildren();
+  const { tools } = await api("GET", "/agent/tools");
+  for (const t of tools) {
+    const item = el("li");
+    item.append(el("span", "name", t.name));
+    item.title = t.description;
+    if (t.preview) item.append(el("span", "badge", t.preview));
+    list.append(item);
+  }
+}
+
+async function newConversation() {
+  const created = await api("POST", "/chat/conversations", {});
+  await openConversation(created.conversationId);
+}
+
+async function openConversation(id) {
+  state.conversationId = id;
+  $("#conversation-title").textContent = `Conversation ${id}`;
+  $("#send").disabled = false;
+  const transcript = $("#transcript");
+  transcript.replaceChildren();
+  const page = await api("GET", `/chat/conversations/${id}/messages?limit=100`);
+  for (const m of page.items) renderStored(m);
+  await loadConversations();
+  scrollDown();
+}
+
+function renderStored(message) {
+  if (message.role === "user") {
+    $("#transcript").append(el("div", "bubble user", message.content));
+  } else if (message.role === "assistant" && message.toolCalls?.length) {
+    for (const call of message.toolCalls) {
+      $("#transcript").append(el("div", "stored-tool muted", `⚙ ${call.function.name} ${call.function.arguments}`));
+    }
+  } else if (message.role === "assistant") {
+    $("#transcript").append(el("div", "bubble assistant", message.content));
+  }
+}
+
+// ---------------------------------------------------------------- a streamed turn
+
+function turnView() {
+  const root = el("div", "turn");
+  const view = {
+    root,
+    status: el("div", "status muted"),
+    tools: el("div", "tools"),
+    previews: el("div", "previews"),
+    answer: el("div", "bubble assistant answer"),
+    sources: el("ol", "sources"),
+    footer: el("div", "turn-footer muted"),
+    cards: new Map(),
+  };
+  root.append(view.status, view.tools, view.previews, view.answer, view.sources, view.footer);
+  $("#transcript").append(root);
+  return view;
+}
+
+function renderPreview(type, payload) {
+  const card = el("div", "preview-card");
+  card.append(el("div", "preview-title", type.replace(/_/g, " ")));
+  const steps = payload?.steps ?? payload?.columns;
+  if (Array.isArray(steps)) {
+    const list = el("ol");
+    for (const step of steps) list.append(el("li", step === payload.added ? "added" : "", String(step)));
+    card.append(list);
+  } else {
+    card.append(el("pre", "", pretty(payload)));
+  }
+  return card;
+}
+
+// One handler per native event type. Approvals (ApprovalRequested) plug in here when they land.
+const EVENT_HANDLERS = {
+  StatusUpdate(view, e) {
+    view.status.textContent = e.details ? `${e.status} (${e.details})` : e.status;
+  },
+  ToolCallStart(view, e) {
+    const card = el("details", "tool-card running");
+    const summary = el("summary", "", `⚙ ${e.toolName}`);
+    card.append(summary, el("div", "caption muted", "arguments"), el("pre", "arguments", pretty(e.arguments)));
+    view.cards.set(e.toolCallId, card);
+    view.tools.append(card);
+  },
+  ToolCallResult(view, e) {
+    const card = view.cards.get(e.toolCallId);
+    if (!card) return;
+    card.classList.remove("running");
+    card.classList.add(e.success ? "ok" : "failed");
+    card.querySelector("summary").textContent = `${e.success ? "✓" : "✗"} ${e.toolName}`;
+    card.append(el("div", "caption muted", "result"), el("pre", "result", pretty(e.result)));
+  },
+  Preview(view, e) {
+    view.previews.append(renderPreview(e.previewType, e.payload));
+  },
+  ResponseChunk(view, e) {
+    view.answer.textContent += e.content;
+  },
+  Sources(view, e) {
+    for (const s of e.sources) {
+      const item = el("li", "", `${s.title || s.documentId} `);
+      item.append(el("span", "muted", `${s.documentId}#${s.chunkIndex}`));
+      item.title = s.snippet || "";
+      view.sources.append(item);
+    }
+  },
+  Completed(view, e) {
+    view.status.textContent = "";
+    view.footer.textContent = `${e.iterationsUsed} model call(s) · ${e.tokensUsed} tokens · message ${e.messageId}`;
+  },
+  Error(view, e) {
+    view.status.textContent = "";
+    view.root.append(el("div", "error", e.error));
+  },
+};
+
+function handleEvent(view, event) {
+  const handler = EVENT_HANDLERS[event.type];
+  if (handler) handler(view, event);
+  else view.root.append(el("pre", "muted", `${event.type}: ${pretty(event)}`));
+  scrollDown();
+}
+
+function turnBody(message) {
+  const body = { message };
+  const contextType = $("#context-type").value.trim();
+  const context = $("#context").value.trim();
+  if (contextType) body.contextType = contextType;
+  if (context) body.context = JSON.parse(context);
+  return withAttachments(body);
+}
+
+async function sendMessage(message) {
+  const body = turnBody(message);
+  $("#transcript").append(el("div", "bubble user", message));
+  const view = turnView();
+  view.status.textContent = "Sending…";
+  const response = await fetch(`${API}/chat/conversations/${state.conversationId}/messages/stream`, {
+    method: "POST",
+    headers: { ...callerHeaders(true), Accept: "text/event-stream" },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) {
+    view.status.textContent = "";
+    throw await failure(response);
+  }
+  for await (const event of readEvents(response.body)) handleEvent(view, event);
+}
+
+// ---------------------------------------------------------------- attachments (hook)
+// Attachment uploads (presigned S3 POST) land with their issue: the upload UI fills
+// state.attachmentIds, and every turn carries them as `attachmentIds`.
+
+function withAttachments(body) {
+  if (state.attachmentIds.length) body.attachmentIds = [...state.attachmentIds];
+  return body;
+}
+
+// ---------------------------------------------------------------- wiring
+
+async function refresh() {
+  localStorage.setItem("callerId", $("#caller-id").value.trim());
+  localStorage.setItem("callerRoles", $("#caller-roles").value.trim());
+  state.conversationId = null;
+  $("#transcript").replaceChildren();
+  $("#send").disabled = true;
+  $("#conversation-title").textContent = "Pick or create a conversation.";
+  showError("");
+  await Promise.all([loadConversations(), loadTools()]);
+}
+
+async function submit(event) {
+  event.preventDefault();
+  const message = $("#message").value.trim();
+  if (!message || state.busy || !state.conversationId) return;
+  state.busy = true;
+  $("#send").disabled = true;
+  showError("");
+  try {
+    $("#message").value = "";
+    await sendMessage(message);
+    await loadConversations();
+  } catch (e) {
+    showError(e.message);
+  } finally {
+    state.busy = false;
+    $("#send").disabled = false;
+  }
+}
+
+async function checkHealth() {
+  const badge = $("#health");
+  try {
+    const response = await fetch(`${API}/agent/health`);
+    const body = await response.json();
+    badge.textContent = body.status;
+    badge.className = `badge ${response.ok ? "ok" : "failed"}`;
+  } catch {
+    badge.textContent = "down";
+    badge.className = "badge failed";
+  }
+}
+
+function start() {
+  $("#caller-id").value = localStorage.getItem("callerId") || "alice";
+  $("#caller-roles").value = localStorage.getItem("callerRoles") || "";
+  $("#caller-id").addEventListener("change", () => refresh().catch((e) => showError(e.message)));
+  $("#caller-roles").addEventListener("change", () => refresh().catch((e) => showError(e.message)));
+  $("#new-conversation").addEventListener("click", () => newConversation().catch((e) => showError(e.message)));
+  $("#composer").addEventListener("submit", submit);
+  $("#message").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey) submit(e);
+  });
+  checkHealth();
+  refresh().catch((e) => showError(e.message));
+}
+
+start();

@@ -1,0 +1,126 @@
+"""POST …/{id}/ui-stream: the same turn as …/messages/stream, in the AI SDK UI message stream protocol.
+
+The body is what the AI SDK's `useChat` (DefaultChatTransport) sends: `{id, messages, trigger,
+messageId}` plus the fields an app adds with `body` (`contextType`, `context`, `metadata`). The
+service keeps the history itself, so only the last message is read: a user message whose text parts
+are the turn's message; its id is the turn's clientMessageId, so a resent message starts no second turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from rag_orchestrator.api.auth import get_owner
+from rag_orchestrator.api.chat import CONVERSATION_ID, turn_request
+from rag_orchestrator.api.deps import get_orchestrator
+from rag_orchestrator.api.ui_parts import DONE, HEADERS, UIParts, encode_part
+from rag_orchestrator.domain.base import CamelModel
+from rag_orchestrator.domain.callers import Caller
+from rag_orchestrator.domain.conversations import (
+    MAX_ID_LENGTH,
+    MAX_MESSAGE_CHARS,
+    MAX_METADATA_ENTRIES,
+    ChatRequest,
+)
+from rag_orchestrator.errors import Conflict
+from rag_orchestrator.loop.orchestrator import ActiveTurn, Orchestrator
+from rag_orchestrator.providers.events import StreamingMode
+
+router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
+
+REGENERATE_REFUSED = (
+    "Regenerating an answer is not available on this route; send the question as a new message"
+)
+
+
+class UIPart(BaseModel):
+    """A part of an AI SDK UI message; only text parts are read, the others are ignored."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    type: str = Field(min_length=1, max_length=100)
+    text: str | None = None
+
+
+class UIMessage(BaseModel):
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    role: Literal["system", "user", "assistant"]
+    parts: list[UIPart] = Field(max_length=1000)
+
+
+class UIChatRequest(CamelModel):
+    # Unknown fields are ignored rather than refused: the SDK's body may grow, and the caller is never
+    # read from a body anyway.
+    model_config = CamelModel.model_config | {"extra": "ignore"}
+
+    id: str | None = Field(None, max_length=MAX_ID_LENGTH, description="The SDK's chat id (not used)")
+    messages: list[UIMessage] = Field(min_length=1, description="The chat; only the last message is read")
+    trigger: Literal["submit-message", "regenerate-message"] = "submit-message"
+    message_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
+    context_type: str | None = Field(None, max_length=64)
+    context: dict[str, Any] | None = None
+    metadata: dict[str, str] = Field(default_factory=dict, max_length=MAX_METADATA_ENTRIES)
+
+    @model_validator(mode="after")
+    def _last_is_a_user_text(self) -> UIChatRequest:
+        last = self.messages[-1]
+        if last.role != "user":
+            raise ValueError("messages: the last message must be the user's")
+        text = self.text()
+        if not text.strip():
+            raise ValueError("messages: the last message has no text part")
+        if len(text) > MAX_MESSAGE_CHARS:
+            raise ValueError(f"messages: the last message's text exceeds {MAX_MESSAGE_CHARS} characters")
+        return self
+
+    def text(self) -> str:
+        return "".join(p.text or "" for p in self.messages[-1].parts if p.type == "text")
+
+    def chat_request(self) -> ChatRequest:
+        return ChatRequest(
+            message=self.text(),
+            context_type=self.context_type,
+            context=self.context,
+            metadata=self.metadata,
+            client_message_id=self.messages[-1].id,
+        )
+
+
+async def _parts(turn: ActiveTurn, conversation_id: str) -> AsyncIterator[bytes]:
+    translation = UIParts(conversation_id)
+    for part in translation.start():
+        yield encode_part(part)
+    async with aclosing(turn.events()) as events:
+        async for event in events:
+            for part in translation.parts(event):
+                yield encode_part(part)
+    yield DONE
+
+
+@router.post(
+    "/{conversation_id}/ui-stream",
+    summary="One turn in the AI SDK UI message stream protocol (v1), for useChat",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def ui_stream(
+    body: UIChatRequest,
+    request: Request,
+    conversation_id: str = CONVERSATION_ID,
+    caller: Caller = Depends(get_owner),
+    orchestrator: Orchestrator = Depends(get_orchestrator),
+) -> StreamingResponse:
+    if body.trigger == "regenerate-message":
+        raise Conflict(REGENERATE_REFUSED)
+    # begin() raises 404/409 as plain HTTP errors before the stream starts.
+    wanted = turn_request(conversation_id, body.chat_request(), caller, StreamingMode.PROGRESSIVE, request)
+    turn = await orchestrator.begin(wanted)
+    return StreamingResponse(_parts(turn, conversation_id), media_type="text/event-stream", headers=HEADERS)

@@ -1,0 +1,54 @@
+"""`dev_app`: the dev server's app on a loopback port, as `make dev` serves it — chat page, demo tools
+and every route — over a real Chroma server holding a small guide, with the fake LLM as its model
+(or, parametrized indirectly with "extractive", the offline strategy)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from devserver.demo_tools import CATALOG, MOUNT
+from devserver.stack import free_port
+from tests.fakes.fake_llm import FakeLLM
+from tests.integration.served import serve_dev_app
+
+GUIDE = (
+    "The suite runs with make test on a fresh machine. It starts a moto server and a Chroma server.\n\n"
+    "The dev server starts with make dev and listens on port 8000 by default."
+)
+
+
+@dataclass
+class DevApp:
+    url: str
+    llm: FakeLLM
+
+    def conversation_url(self, conversation_id: str, tail: str) -> str:
+        return f"{self.url}/api/v1/chat/conversations/{conversation_id}/{tail}"
+
+
+@pytest.fixture
+def dev_app(request, chroma_url, fake_llm, monkeypatch) -> Iterator[DevApp]:
+    from rag_orchestrator.config import get_settings
+    from rag_orchestrator.retrieval.ingestion import ingest_documents
+
+    port = free_port()
+    monkeypatch.setenv("CHROMA_COLLECTION", f"dev-app-{uuid.uuid4().hex[:8]}")
+    monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
+    monkeypatch.setenv("TOOL_CATALOG_PATH", str(CATALOG))
+    monkeypatch.setenv("DEMO_TOOLS_URL", f"http://127.0.0.1:{port}{MOUNT}")
+    if getattr(request, "param", None) == "extractive":
+        monkeypatch.setenv("MODEL_STRATEGY", "extractive")
+    else:
+        for key, value in fake_llm.settings_for("openai_compatible", model_max_retries=0).items():
+            monkeypatch.setenv(key.upper(), str(value))
+    get_settings.cache_clear()
+    ingest_documents(
+        [{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs", "tags": ["dev"]}],
+        get_settings(),
+    )
+    with serve_dev_app(port) as url:
+        yield DevApp(url, fake_llm)

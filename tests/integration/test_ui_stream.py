@@ -1,0 +1,162 @@
+"""The AI SDK UI message stream route, read by the AI SDK's own chat client (node, `ai` pinned in
+tests/node): text, tool parts, sources and metadata of a turn, an error turn, refusals before a byte."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from tests.fakes.llm_script import error_reply, text_reply, tool_calls_reply
+from tests.integration.served import run_node
+
+pytestmark = pytest.mark.integration
+
+ALICE = {"X-Caller-Id": "alice"}
+API_KEY = "sk-test-SECRET-KEY-4242"
+ORDERS = json.dumps({"contextType": "orders", "context": {"accountId": "acct-1001"}})
+
+
+def new_conversation(base: str, headers=ALICE) -> str:
+    response = httpx.post(f"{base}/api/v1/chat/conversations", json={}, headers=headers)
+    assert response.status_code == 201, response.text
+    return response.json()["conversationId"]
+
+
+def ui_message(text: str, message_id: str = "u-1", role: str = "user") -> dict:
+    return {"id": message_id, "role": role, "parts": [{"type": "text", "text": text}]}
+
+
+def test_use_chat_assembles_tool_parts_text_sources_and_metadata(dev_app):
+    dev_app.llm.script(
+        tool_calls_reply([("get_order_status", {"orderId": "A-1001"}, "call_1")]),
+        text_reply("Order A-1001 has shipped; tests run with make test [source:guide#0].", chunks=4),
+    )
+    cid = new_conversation(dev_app.url)
+    out = run_node(
+        "ui_stream_client.mjs",
+        dev_app.conversation_url(cid, "ui-stream"),
+        "alice",
+        "Where is my order A-1001, and how do I run the tests?",
+        ORDERS,
+    )
+    assert (out["status"], out["error"], out["errors"]) == ("ready", None, [])
+    user, assistant = out["messages"]
+    assert user["role"] == "user" and assistant["role"] == "assistant"
+    parts = assistant["parts"]
+    assert [p["type"] for p in parts] == [
+        "step-start",
+        "dynamic-tool",
+        "step-start",
+        "text",
+        "source-document",
+    ]
+    tool = parts[1]
+    assert (tool["toolName"], tool["toolCallId"], tool["state"]) == (
+        "get_order_status",
+        "call_1",
+        "output-available",
+    )
+    assert tool["input"] == {"orderId": "A-1001"}
+    assert json.loads(tool["output"])["status"] == "shipped"  # the demo tool API, with accountId from context
+    assert parts[3] == {
+        "type": "text",
+        "text": "Order A-1001 has shipped; tests run with make test [source:guide#0].",
+        "state": "done",
+    }
+    source = parts[4]
+    assert (source["sourceId"], source["title"], source["mediaType"]) == ("guide#0", "Guide", "text/plain")
+    assert source["providerMetadata"]["ragOrchestrator"]["documentId"] == "guide"
+    # status updates arrive as transient data parts: on onData, never in the message
+    assert {"type": "data-status", "data": {"status": "Searching the knowledge base"}} in [
+        {k: v for k, v in d.items() if k != "transient"} for d in out["data"]
+    ]
+    metadata = assistant["metadata"]
+    stored = httpx.get(dev_app.conversation_url(cid, "messages"), headers=ALICE).json()["items"]
+    assert stored[-1]["messageId"] == metadata["messageId"] and stored[-1]["role"] == "assistant"
+    assert (metadata["conversationId"], metadata["iterationsUsed"]) == (cid, 2)
+    assert stored[0]["clientMessageId"] == user["id"]  # the SDK's message id: a resend starts no turn
+    users = [m["content"] for m in dev_app.llm.requests[0]["messages"] if m["role"] == "user"]
+    assert users == ["Where is my order A-1001, and how do I run the tests?"]
+
+
+def test_preview_tools_give_a_data_preview_part(dev_app):
+    dev_app.llm.script(
+        tool_calls_reply([("preview_workflow", {"change": "reminder email"}, "call_p")]),
+        text_reply("Here is the workflow with a reminder email. Shall I save it?"),
+    )
+    cid = new_conversation(dev_app.url)
+    body = json.dumps({"contextType": "workflow", "context": {"workflowId": "wf-onboarding"}})
+    out = run_node(
+        "ui_stream_client.mjs", dev_app.conversation_url(cid, "ui-stream"), "alice", "Add a reminder", body
+    )
+    parts = out["messages"][1]["parts"]
+    preview = next(p for p in parts if p["type"] == "data-preview")
+    assert preview["data"]["previewType"] == "workflow_preview"
+    assert preview["data"]["payload"]["steps"][-1] == "reminder email"
+    tool = next(p for p in parts if p["type"] == "dynamic-tool")
+    assert tool["output"] == "preview_sent"
+
+
+def test_a_failed_turn_is_the_chats_error_and_leaks_nothing(dev_app):
+    dev_app.llm.script(error_reply(401, f"invalid key {API_KEY}"))
+    cid = new_conversation(dev_app.url)
+    out = run_node("ui_stream_client.mjs", dev_app.conversation_url(cid, "ui-stream"), "alice", "hello")
+    assert out["status"] == "error"
+    assert out["error"] and API_KEY not in json.dumps(out)
+    assert "Traceback" not in json.dumps(out)
+
+
+def test_another_callers_conversation_fails_before_the_stream(dev_app):
+    cid = new_conversation(dev_app.url)
+    out = run_node("ui_stream_client.mjs", dev_app.conversation_url(cid, "ui-stream"), "mallory", "hello")
+    assert out["status"] == "error"
+    assert json.loads(out["error"])["error"] == "Conversation not found"
+    assert len(out["messages"]) == 1  # the user's message only: no assistant message was started
+
+
+@pytest.mark.parametrize("dev_app", ["extractive"], indirect=True)
+def test_the_wire_format_headers_parts_and_done(dev_app):
+    cid = new_conversation(dev_app.url)
+    body = {
+        "id": "chat-1",
+        "messages": [ui_message("How do I run the test suite?")],
+        "trigger": "submit-message",
+    }
+    with httpx.stream(
+        "POST", dev_app.conversation_url(cid, "ui-stream"), json=body, headers=ALICE
+    ) as response:
+        text = response.read().decode()
+    assert response.status_code == 200
+    assert response.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    assert response.headers["content-type"].startswith("text/event-stream")
+    blocks = [b for b in text.split("\n\n") if b]
+    assert all(b.startswith("data: ") and "\n" not in b for b in blocks)
+    assert blocks[-1] == "data: [DONE]"
+    parts = [json.loads(b[6:]) for b in blocks[:-1]]
+    kinds = [p["type"] for p in parts]
+    assert kinds[:2] == ["start", "start-step"] and kinds[-2:] == ["finish-step", "finish"]
+    assert "tool-input-available" in kinds and "source-document" in kinds
+    assert not [k for k in kinds if k.startswith("reasoning")]
+
+
+@pytest.mark.parametrize("dev_app", ["extractive"], indirect=True)
+def test_bodies_the_route_refuses_start_nothing(dev_app):
+    cid = new_conversation(dev_app.url)
+    url = dev_app.conversation_url(cid, "ui-stream")
+    cases = [
+        ({"messages": []}, 422),
+        ({"messages": [ui_message("hi", role="assistant")]}, 422),
+        ({"messages": [{"id": "u", "role": "user", "parts": [{"type": "file", "url": "x"}]}]}, 422),
+        ({"messages": [ui_message("hi")], "trigger": "regenerate-message"}, 409),
+    ]
+    for body, status in cases:
+        response = httpx.post(url, json=body, headers=ALICE)
+        assert response.status_code == status, (body, response.text)
+        assert set(response.json()) == {"error", "message", "timestamp", "requestId"}
+    conversation = httpx.get(f"{dev_app.url}/api/v1/chat/conversations/{cid}", headers=ALICE).json()
+    assert conversation["messageCount"] == 0
+    first = httpx.post(url, json={"messages": [ui_message("hi", "same")]}, headers=ALICE)
+    again = httpx.post(url, json={"messages": [ui_message("hi", "same")]}, headers=ALICE)
+    assert (first.status_code, again.status_code) == (200, 409)
