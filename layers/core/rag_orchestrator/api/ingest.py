@@ -8,6 +8,7 @@ from pydantic import ConfigDict, Field
 from rag_orchestrator.api.auth import Caller, get_caller
 from rag_orchestrator.config import Settings, get_settings
 from rag_orchestrator.domain.base import CamelModel
+from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.errors import Forbidden
 from rag_orchestrator.retrieval.ingestion import MAX_DOCUMENTS, aingest_documents
 from rag_orchestrator.retrieval.models import Document
@@ -15,7 +16,7 @@ from rag_orchestrator.retrieval.models import Document
 router = APIRouter(tags=["knowledge base"])
 
 
-class IngestRequest(CamelModel):
+class IngestRequest(ClientBody):
     model_config = ConfigDict(extra="forbid")
 
     documents: list[Document] = Field(min_length=1, max_length=MAX_DOCUMENTS)

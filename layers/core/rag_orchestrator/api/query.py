@@ -15,6 +15,7 @@ from rag_orchestrator.api.auth import Caller, get_caller
 from rag_orchestrator.api.errors import describe_validation
 from rag_orchestrator.config import Settings, get_settings
 from rag_orchestrator.domain.base import CamelModel
+from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.errors import BadRequest
 from rag_orchestrator.retrieval.models import Passage, Source
 from rag_orchestrator.retrieval.sanitize import MAX_SOURCE, MAX_TAG, MAX_TAGS
@@ -39,7 +40,7 @@ class BadRequestRoute(APIRoute):
 router = APIRouter(tags=["knowledge base"], route_class=BadRequestRoute)
 
 
-class QueryRequest(CamelModel):
+class QueryRequest(ClientBody):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 from rag_orchestrator.domain.base import CamelModel, new_id, utcnow
 from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
+from rag_orchestrator.domain.text import ClientBody
 
 MAX_ID_LENGTH = 100
 MAX_MESSAGE_CHARS = 32_000
@@ -116,8 +117,8 @@ def _strip_optional(value: str | None) -> str | None:
     return value
 
 
-class CreateConversationRequest(CamelModel):
-    model_config = CamelModel.model_config | {"extra": "forbid"}
+class CreateConversationRequest(ClientBody):
+    model_config = ClientBody.model_config | {"extra": "forbid"}
 
     user_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
     account_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
@@ -135,8 +136,8 @@ class CreateConversationRequest(CamelModel):
         return value
 
 
-class ChatRequest(CamelModel):
-    model_config = CamelModel.model_config | {"extra": "forbid"}
+class ChatRequest(ClientBody):
+    model_config = ClientBody.model_config | {"extra": "forbid"}
 
     message: str = Field(..., min_length=1, max_length=MAX_MESSAGE_CHARS)
     context_type: str | None = Field(None, max_length=64)
