@@ -27,6 +27,7 @@ from tests.fakes.llm_script import (
     Comment,
     Data,
     Drop,
+    Echo,
     HTTPError,
     Pause,
     Reply,
@@ -51,6 +52,7 @@ __all__ = [
     "Comment",
     "Data",
     "Drop",
+    "Echo",
     "FakeLLM",
     "HTTPError",
     "Pause",
@@ -215,6 +217,9 @@ class FakeLLM:
             self.requests.append(request)
             self.headers.append(headers)
         reply = self._refusal(request, headers) or self._next_reply()
+        if isinstance(reply, Echo):
+            message = f"Invalid request body: {json.dumps(request)}"
+            reply = HTTPError(reply.status, {"error": {"message": message, "type": "invalid_request_error"}})
         if isinstance(reply, HTTPError):
             await self._send_json(writer, reply)
             return True

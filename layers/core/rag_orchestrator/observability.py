@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+from contextvars import ContextVar
 
 from aws_lambda_powertools import Logger, Metrics
 
@@ -22,6 +24,32 @@ logging.addLevelName(TRACE, "TRACE")
 
 logger = Logger(service=SERVICE)
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
+
+# The id of the request being served: per task, where the logger's correlation id is per process.
+_request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
+
+
+def bind_request_id(request_id: str) -> None:
+    _request_id.set(request_id)
+
+
+def request_reference() -> str | None:
+    """`request id <id>` for a client to quote when it reports a failure; None outside a request."""
+    value = _request_id.get()
+    return f"request id {value}" if value else None
+
+
+_SECRET_LIKE = re.compile(r"(?i)\b(?:sk|pk|rk)-[A-Za-z0-9*._-]{6,}|\bbearer\s+[A-Za-z0-9*._~+/=-]{6,}")
+MAX_LOGGED_DETAIL = 300
+
+
+def redacted(text: str, *secrets: str | None, limit: int = MAX_LOGGED_DETAIL) -> str:
+    """An upstream's text as it may be logged: the secrets and key- or bearer-like tokens masked,
+    on one line, truncated. It is for the log only; clients never get an upstream's text."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    return _SECRET_LIKE.sub("[redacted]", " ".join(text.split()))[:limit]
 
 
 def audit_thinking(sanitized: str, **keys: object) -> None:

@@ -9,7 +9,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_orchestrator.api.errors import error_body
-from rag_orchestrator.observability import logger
+from rag_orchestrator.observability import bind_request_id, logger
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -39,6 +39,7 @@ class RequestContextMiddleware:
         request_id = request_id or str(uuid.uuid4())
         scope.setdefault("state", {})["request_id"] = request_id
         logger.set_correlation_id(request_id)
+        bind_request_id(request_id)
 
         started = False
 

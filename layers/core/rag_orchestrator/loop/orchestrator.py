@@ -19,11 +19,12 @@ from rag_orchestrator.api.auth import Caller
 from rag_orchestrator.domain import events as ev
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.messages import Message, Role, ToolCall, ToolResult
+from rag_orchestrator.domain.text import scrub
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.citations import drawn_on
 from rag_orchestrator.loop.finalizers import DirectFinalizer, Finalizer
 from rag_orchestrator.loop.history import knowledge_message, well_formed
-from rag_orchestrator.observability import logger, metrics
+from rag_orchestrator.observability import logger, metrics, request_reference
 from rag_orchestrator.providers import events as se
 from rag_orchestrator.tools.base import ToolContext
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
@@ -122,11 +123,11 @@ class ActiveTurn:
             raise
         except Exception as exc:
             self.outcome.failure = exc if isinstance(exc, RagError) else RagError(_UNEXPECTED)
-            self.outcome.error = self.outcome.failure.message
+            self.outcome.error = self.outcome.failure.public_message
             logger.exception("turn failed", extra={"conversation_id": self.request.conversation_id})
             metrics.add_metric(name="TurnFailures", unit="Count", value=1)
             await self._finish(interrupted=True)
-            yield self._event(ev.Error, error=self.outcome.error)
+            yield self._event(ev.Error, error=self.outcome.error, details=request_reference())
 
     async def _run(self) -> AsyncIterator[ev.StreamEvent]:
         request, settings = self.request, self.o.settings
@@ -244,7 +245,7 @@ class ActiveTurn:
             try:
                 arguments = call.parsed_arguments()
             except ValueError:
-                arguments = {"_raw": call.function.arguments[:2000]}
+                arguments = {"_raw": scrub(call.function.arguments[:2000])}
             yield self._event(
                 ev.ToolCallStart, tool_name=call.function.name, tool_call_id=call.id, arguments=arguments
             )
@@ -260,7 +261,7 @@ class ActiveTurn:
                 ev.ToolCallResult,
                 tool_name=result.tool_name,
                 tool_call_id=result.tool_call_id,
-                result=content,
+                result=result.for_client(),
                 success=result.success,
             )
             message = Message(
