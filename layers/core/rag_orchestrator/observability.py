@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from contextvars import ContextVar
 
 from aws_lambda_powertools import Logger, Metrics
@@ -50,6 +51,11 @@ def redacted(text: str, *secrets: str | None, limit: int = MAX_LOGGED_DETAIL) ->
         if secret:
             text = text.replace(secret, "[redacted]")
     return _SECRET_LIKE.sub("[redacted]", " ".join(text.split()))[:limit]
+
+
+def since(started: float) -> float:
+    """Milliseconds since a `time.perf_counter()` reading, for latency metrics."""
+    return round((time.perf_counter() - started) * 1000, 1)
 
 
 def audit_thinking(sanitized: str, **keys: object) -> None:

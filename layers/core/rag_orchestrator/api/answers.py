@@ -33,7 +33,6 @@ from rag_orchestrator.api.sse import SSE_HEADERS, encode
 from rag_orchestrator.config import Settings, get_settings
 from rag_orchestrator.domain.base import new_id
 from rag_orchestrator.errors import BadRequest
-from rag_orchestrator.observability import metrics
 from rag_orchestrator.providers.strategies import ModelStrategy, create_strategy
 from rag_orchestrator.retrieval.answers import (
     AnswerEvent,
@@ -116,16 +115,13 @@ def _payload(event: AnswerEvent, request_id: str) -> dict:
 async def _sse(
     first: AnswerEvent, events: AsyncIterator[AnswerEvent], request_id: str
 ) -> AsyncIterator[bytes]:
-    try:
-        yield encode(first.type, _payload(first, request_id), 1)
-        seq = 1
-        async with aclosing(events) as rest:  # type: ignore[type-var]
-            async for event in rest:
-                seq += 1
-                yield encode(event.type, _payload(event, request_id), seq)
-    finally:
-        # The streaming function has no Powertools handler decorator to flush EMF metrics.
-        metrics.flush_metrics()
+    # Metrics are flushed by the streaming function's LambdaContextMiddleware once the response is done.
+    yield encode(first.type, _payload(first, request_id), 1)
+    seq = 1
+    async with aclosing(events) as rest:  # type: ignore[type-var]
+        async for event in rest:
+            seq += 1
+            yield encode(event.type, _payload(event, request_id), seq)
 
 
 async def _respond(

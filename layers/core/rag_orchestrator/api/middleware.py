@@ -20,8 +20,15 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 def _lambda_request_id(scope: Scope) -> str | None:
-    event = scope.get("aws.event") or {}
-    return (event.get("requestContext") or {}).get("requestId")
+    """API Gateway's request id (Mangum's event), or the Function URL's (the Web Adapter's header)."""
+    context = (scope.get("aws.event") or {}).get("requestContext")
+    if context is None:
+        try:
+            context = json.loads(_header(scope, b"x-amzn-request-context") or "null")
+        except ValueError:
+            context = None
+    request_id = context.get("requestId") if isinstance(context, dict) else None
+    return request_id if isinstance(request_id, str) and len(request_id) <= 128 else None
 
 
 class RequestContextMiddleware:
