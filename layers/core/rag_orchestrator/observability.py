@@ -19,11 +19,19 @@ from aws_lambda_powertools import Logger, Metrics
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "rag-orchestrator")
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "RagOrchestrator")
 
-# Seed 002: reasoning traces are logged for audit at TRACE, below DEBUG.
+# Seed 002: reasoning traces are logged for audit at TRACE, below DEBUG. The name must be registered
+# before the Logger exists: Powertools hands LOG_LEVEL (or POWERTOOLS_LOG_LEVEL) to logging by name.
 TRACE = 5
 logging.addLevelName(TRACE, "TRACE")
 
-logger = Logger(service=SERVICE)
+
+def _numeric_level() -> int | None:
+    """LOG_LEVEL=5 means TRACE too; Powertools passes a number through only as an argument."""
+    raw = (os.environ.get("POWERTOOLS_LOG_LEVEL") or os.environ.get("LOG_LEVEL") or "").strip()
+    return int(raw) if raw.isdigit() else None
+
+
+logger = Logger(service=SERVICE, level=_numeric_level())
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
 
 # The id of the request being served: per task, where the logger's correlation id is per process.
