@@ -86,10 +86,20 @@ def as_list(value: Any) -> list:
 
 
 def policy_statements(node: Any):
-    """Every statement of every policy document inside node."""
+    """Every statement of every policy document inside node; both branches of a conditional one."""
     for item in walk(node):
         if isinstance(item, dict) and isinstance(item.get("Statement"), list | dict):
-            yield from as_list(item["Statement"])
+            for statement in as_list(item["Statement"]):
+                yield from branches(statement)
+
+
+def branches(node: Any):
+    """The node, or each value an Fn::If may choose (AWS::NoValue left out)."""
+    if isinstance(node, dict) and "Fn::If" in node:
+        for branch in node["Fn::If"][1:]:
+            yield from branches(branch)
+    elif node != {"Ref": "AWS::NoValue"}:
+        yield node
 
 
 def wildcard_actions(statement: dict) -> list[str]:
@@ -259,6 +269,10 @@ def test_chat_stream_runs_behind_the_lambda_web_adapter_with_a_streaming_url(tem
     url = props["FunctionUrlConfig"]
     assert url["InvokeMode"] == "RESPONSE_STREAM"
     assert url["AuthType"] == "NONE"  # the app verifies the JWT itself (AUTH_MODE=jwt)
+    # ... so every unauthenticated request is an invocation: a parameter caps how many run at once.
+    assert props["ReservedConcurrentExecutions"] == {
+        "Fn::If": ["CapStreamConcurrency", {"Ref": "ChatStreamReservedConcurrency"}, {"Ref": "AWS::NoValue"}]
+    }
     assert props["Timeout"] == 300
     assert props["MemorySize"] == 1024
 
@@ -481,6 +495,8 @@ def test_function_policies_are_inline_statements(resources):
 
 
 def test_secrets_access_is_scoped_to_the_named_parameters(resources):
+    """The named key parameters, the tool catalogue parameter, and the tool secrets' path prefix."""
+    readable = {*SECRET_PARAMETERS.values(), "ToolCatalog", "ToolSecretsPrefix}*"}
     for logical_id in FUNCTIONS:
         statements = list(policy_statements(resources[logical_id]["Properties"].get("Policies", [])))
         for statement in statements:
@@ -492,7 +508,7 @@ def test_secrets_access_is_scoped_to_the_named_parameters(resources):
                     assert sub.startswith(
                         "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${"
                     )
-                    assert sub.split("parameter${", 1)[1].rstrip("}") in SECRET_PARAMETERS.values(), sub
+                    assert sub.split("parameter${", 1)[1].removesuffix("}") in readable, sub
             if "kms:Decrypt" in actions:
                 assert actions == ["kms:Decrypt"]
                 via = statement["Condition"]["StringEquals"]["kms:ViaService"]
@@ -535,7 +551,7 @@ def test_no_wildcard_actions_after_the_sam_transform(tmp_path):
     assert {f"{f}Role" for f in FUNCTIONS} <= set(roles)
     for logical_id, role in roles.items():
         for policy in role["Properties"].get("Policies", []):
-            for statement in as_list(policy["PolicyDocument"]["Statement"]):
+            for statement in policy_statements(policy["PolicyDocument"]):
                 assert statement["Effect"] != "Allow" or not wildcard_actions(statement), (
                     logical_id,
                     statement,
