@@ -46,7 +46,28 @@ def load_handler_module(name: str):
     return module
 
 
-async def _stream(app, event: dict) -> None:
+def adapter_headers(event: dict, context: LambdaContext) -> dict[str, str]:
+    """The two headers the Lambda Web Adapter adds to each request it forwards to the app."""
+    lambda_context = {
+        "request_id": context.aws_request_id,
+        "deadline": int(time.time() * 1000) + context.get_remaining_time_in_millis(),
+        "invoked_function_arn": context.invoked_function_arn,
+        "xray_trace_id": None,
+        "env_config": {
+            "function_name": context.function_name,
+            "memory": context.memory_limit_in_mb,
+            "version": context.function_version,
+            "log_stream": context.log_stream_name,
+            "log_group": context.log_group_name,
+        },
+    }
+    return {
+        "x-amzn-request-context": json.dumps(event.get("requestContext") or {}),
+        "x-amzn-lambda-context": json.dumps(lambda_context),
+    }
+
+
+async def _stream(app, event: dict, context: LambdaContext) -> None:
     import httpx
 
     http = event["requestContext"]["http"]
@@ -58,7 +79,7 @@ async def _stream(app, event: dict) -> None:
         client.stream(
             http["method"],
             event.get("rawPath", http.get("path")),
-            headers=event.get("headers") or {},
+            headers={**(event.get("headers") or {}), **adapter_headers(event, context)},
             content=content,
             params=event.get("rawQueryString") or None,
         ) as response,
@@ -79,10 +100,11 @@ def main(argv: list[str]) -> int:
     event = json.loads((ROOT / event_path).read_text())  # an absolute path replaces ROOT
     event = prepare(event)  # the sample's object uploaded, its conversation there
     module = load_handler_module(name)
+    context = LambdaContext(function_name=f"rag-orchestrator-{name}")
     if name == "chat_stream":
-        asyncio.run(_stream(module.app, event))
+        asyncio.run(_stream(module.app, event, context))
         return 0
-    result = module.handler(event, LambdaContext(function_name=f"rag-orchestrator-{name}"))
+    result = module.handler(event, context)
     print(json.dumps(result, indent=2, default=str))
     return 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ class FakeEmbeddings:
         default_factory=list
     )  # (status, headers) to answer first
     drop_connection: int = 0  # close the next N connections without answering
+    stall_seconds: float = 0.0  # wait this long before answering each request (a hung server)
     requests: list[dict] = field(default_factory=list)
     url: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -36,6 +38,8 @@ class FakeEmbeddings:
     def respond(self, headers: dict[str, str], body: dict) -> tuple[int, dict[str, str], dict | None]:
         with self._lock:
             self.requests.append({"headers": headers, "body": body})
+        time.sleep(self.stall_seconds)
+        with self._lock:
             if self.drop_connection:
                 self.drop_connection -= 1
                 return -1, {}, None

@@ -28,6 +28,7 @@ from tests.fakes.llm_script import (
     Comment,
     Data,
     Drop,
+    Echo,
     HTTPError,
     Pause,
     Reply,
@@ -52,6 +53,7 @@ __all__ = [
     "Comment",
     "Data",
     "Drop",
+    "Echo",
     "FakeLLM",
     "HTTPError",
     "Image",
@@ -239,6 +241,9 @@ class FakeLLM:
         with self._lock:
             self.images.extend(images)
         reply = self._refusal(request, headers) or self._next_reply()
+        if isinstance(reply, Echo):
+            message = f"Invalid request body: {json.dumps(request)}"
+            reply = HTTPError(reply.status, {"error": {"message": message, "type": "invalid_request_error"}})
         if isinstance(reply, HTTPError):
             await self._send_json(writer, reply)
             return True

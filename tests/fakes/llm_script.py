@@ -48,7 +48,14 @@ class HTTPError:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-Reply = Stream | HTTPError
+@dataclass(frozen=True)
+class Echo:
+    """An HTTP error whose body quotes the whole request, as some servers' validation errors do."""
+
+    status: int = 400
+
+
+Reply = Stream | HTTPError | Echo
 
 
 # --- chunk builders ---------------------------------------------------------------------------

@@ -182,24 +182,26 @@ def test_cl01_nothing_above_the_threshold_answers_plainly_without_a_model_call(m
     assert model.requests == []
 
 
-def test_cl02_model_unavailable_is_500_with_a_generic_message_and_an_error_log(model, caplog):
+def test_cl02_model_unavailable_is_502_with_a_generic_message_and_an_error_log(model, caplog):
     caplog.set_level(logging.INFO)
     model.script(error_reply(500, "GPU on fire at node-7"), error_reply(503, "GPU on fire at node-7"))
     with client() as c:
         response = c.post(ANSWER, json={"query": QUESTION}, headers=CALLER)
         streamed, messages = stream(c, {"query": QUESTION})
-    assert_error(response, 500, MODEL_FAILURE)
+    assert_error(response, 502, MODEL_FAILURE, "try again later")
+    assert response.headers.get("retry-after") is None  # a 502: no promise of when
     assert "GPU" not in response.text
     assert streamed.status_code == 200  # the stream had started: the failure is its last event
     assert [m.event for m in messages] == ["sources", "error"]
     error = messages[-1].data
-    assert error["message"] == MODEL_FAILURE and error["status"] == 500 and "GPU" not in str(error)
+    assert error["message"].startswith(MODEL_FAILURE) and error["status"] == 502 and "GPU" not in str(error)
     failures = [r for r in caplog.records if r.getMessage() == "answer failed"]
     assert len(failures) == 2 and all(r.levelno == logging.ERROR for r in failures)
-    assert "GPU on fire" in failures[0].detail
+    refusals = [r for r in caplog.records if r.getMessage() == "model provider refused a request"]
+    assert "GPU on fire" in refusals[0].detail  # the upstream's words are for the log
 
 
-def test_cl02_an_unreachable_model_server_is_also_a_generic_500(kb, monkeypatch):
+def test_cl02_an_unreachable_model_server_is_also_a_generic_502(kb, monkeypatch):
     configure(
         monkeypatch,
         model_strategy="openai_compatible",
@@ -208,7 +210,7 @@ def test_cl02_an_unreachable_model_server_is_also_a_generic_500(kb, monkeypatch)
         model_max_retries=0,
     )
     with client() as c:
-        assert_error(c.post(ANSWER, json={"query": QUESTION}, headers=CALLER), 500, MODEL_FAILURE)
+        assert_error(c.post(ANSWER, json={"query": QUESTION}, headers=CALLER), 502, MODEL_FAILURE)
 
 
 @pytest.mark.parametrize("path", [ANSWER, STREAM])

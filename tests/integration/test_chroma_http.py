@@ -157,7 +157,7 @@ def test_the_token_header_goes_with_every_request(written, monkeypatch):
 def test_unreachable_server_is_unavailable_without_the_token(monkeypatch, caplog):
     monkeypatch.setenv("CHROMA_URL", "http://127.0.0.1:9")
     with_token(monkeypatch)
-    with pytest.raises(VectorStoreUnavailable, match=r"Chroma unreachable \(ConnectError\)") as caught:
+    with pytest.raises(VectorStoreUnavailable, match=r"Chroma could not be reached") as caught:
         VectorStore(load_settings(), EMBEDDER).query([0.1] * DIMENSIONS, 3)
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
     assert TOKEN not in caught.value.message and TOKEN not in caplog.text
@@ -165,10 +165,11 @@ def test_unreachable_server_is_unavailable_without_the_token(monkeypatch, caplog
 
 def test_a_refused_query_is_unavailable_and_logged_without_the_token(written, monkeypatch, caplog):
     with_token(monkeypatch)
-    with pytest.raises(VectorStoreUnavailable, match=r"refused the request \(InvalidArgumentError\)"):
+    with pytest.raises(VectorStoreUnavailable, match=r"refused the request \(HTTP 400\)$") as caught:
         VectorStore(load_settings(), EMBEDDER).query([0.1] * (DIMENSIONS + 1), 3)  # wrong dimension
+    assert not caught.value.retryable  # the same query would be refused again
     refused = [r for r in caplog.records if r.getMessage() == "chroma refused a request"]
-    assert [r.__dict__["error_type"] for r in refused] == ["InvalidArgumentError"]
+    assert [r.__dict__["error_type"] for r in refused] == ["InvalidArgumentError"]  # Chroma's words: logged
     assert TOKEN not in caplog.text
 
 

@@ -22,7 +22,6 @@ from rag_orchestrator.providers import (
 )
 from rag_orchestrator.providers.openai_compat import RetryPolicy
 from tests.fakes.fake_llm import (
-    DEEPSEEK_MISSING_REASONING,
     Comment,
     Drop,
     Pause,
@@ -178,8 +177,8 @@ async def test_deepseek_refuses_a_history_without_reasoning(fake_llm, strategy_f
     fake_llm.script(text_reply("never sent"))
     with pytest.raises(ProviderHTTPError) as raised:
         await run(strategy_for("openai_compatible"), history)  # the plain dialect passes nothing back
-    assert raised.value.status == 400
-    assert DEEPSEEK_MISSING_REASONING in raised.value.message
+    assert raised.value.status == 400 and not raised.value.retryable
+    assert raised.value.message == "openai_compatible answered HTTP 400"  # the server's words are logged
     assert len(fake_llm.requests) == 2 and fake_llm.pending == 1  # refused, and not retried
 
 
@@ -313,11 +312,13 @@ async def test_total_timeout_even_with_keepalives(fake_llm, strategy_for):  # no
         await run(strategy_for("openai_compatible", model_timeout_seconds=0.5))
 
 
-async def test_an_in_band_error_is_raised(fake_llm, strategy_for):  # noqa: F811
+async def test_an_in_band_error_is_ours_and_the_providers_words_are_logged(fake_llm, strategy_for, caplog):  # noqa: F811
     fake_llm.script(Stream([content_chunk("Ref"), error_chunk("Model overloaded, try later", "overloaded")]))
-    with pytest.raises(ProviderStreamError, match="overloaded: Model overloaded, try later"):
+    with pytest.raises(ProviderStreamError, match=r"^deepseek: the answer stream reported an error$"):
         await run(strategy_for("deepseek_single"))
     assert len(fake_llm.requests) == 1
+    [logged] = [r for r in caplog.records if r.getMessage() == "model provider stream reported an error"]
+    assert logged.detail == "overloaded: Model overloaded, try later"
 
 
 # --- the key never leaks ----------------------------------------------------------------------
@@ -338,4 +339,6 @@ async def test_the_api_key_never_appears_in_logs_or_errors(fake_llm, strategy_fo
     for text in (str(raised.value), raised.value.message, repr(raised.value), repr(strategy), caplog.text):
         assert key not in text
     assert key not in capsys.readouterr().out
-    assert "Incorrect API key provided" in raised.value.message
+    assert raised.value.message == "deepseek answered HTTP 401"
+    details = [r.detail for r in caplog.records if r.getMessage() == "model provider refused a request"]
+    assert details[-1] == "authentication_error: Incorrect API key provided: [redacted]"  # for the log

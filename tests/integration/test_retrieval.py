@@ -316,4 +316,5 @@ def test_routes_answer_503_when_chroma_is_down(monkeypatch):
         assert response.status_code == 503
         error = response.json()
         assert error["error"] == "Knowledge base unavailable"
-        assert "Chroma unreachable" in error["message"]
+        assert error["message"] == "Chroma could not be reached; try again later"
+        assert response.headers["retry-after"] == "5"

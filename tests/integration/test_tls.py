@@ -13,7 +13,7 @@ import pytest
 
 from rag_orchestrator import tls
 from rag_orchestrator.api.jwt_verifier import JwksCache
-from rag_orchestrator.errors import Unauthorized
+from rag_orchestrator.errors import IdentityUnavailable
 from tests.fakes.jwks_server import JwksServer, SigningKey
 
 
@@ -78,7 +78,7 @@ def test_plain_http_needs_no_context_and_https_shares_one():
 def test_an_untrusted_certificate_is_refused(https_jwks, monkeypatch):
     server, signing, _ = https_jwks
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
-    with pytest.raises(Unauthorized, match="signing keys are unavailable"):
+    with pytest.raises(IdentityUnavailable, match="signing keys are unavailable"):
         JwksCache(server.url).key(signing.kid)
     assert server.requests == 0  # the handshake failed: no request was made
 

@@ -39,7 +39,7 @@ ADMIN = Caller("root", ("user", "admin"))
 MODERATOR = Caller("mo", ("moderator",))
 ANONYMOUS = Caller("anonymous", ("anonymous",))
 
-# Four more tools that fail in each way the executor must survive, in a context of their own.
+# Five more tools that fail in each way the executor must survive, in a context of their own.
 FAILING = [
     {
         "name": name,
@@ -53,6 +53,7 @@ FAILING = [
         ("slow_service", "/slow", {"timeoutSeconds": 0.5}),
         ("huge_report", "/big", {}),
         ("huge_stream", "/big-stream", {}),
+        ("strict_service", "/bad", {}),
     ]
 ]
 
@@ -125,7 +126,7 @@ async def test_the_matching_tool_is_offered_and_decoys_are_trimmed_to_top_k(cata
         "When will order 204 arrive?", context_type="orders", context={"accountId": "acc-42"}
     )
     offered = h.offered()
-    assert len(h.toolbox.registry.all()) == 1 + 30 + 4
+    assert len(h.toolbox.registry.all()) == 1 + 30 + len(FAILING)
     assert offered[:2] == ["rag_search", "list_orders"]  # always-on search, then the context's core tool
     assert "get_order_status" in offered and len(offered) == 2 + 6  # top 6 of the 14 candidates
     assert not {"preview_workflow", "list_table_configs", "flaky_service"} & set(offered)
@@ -204,6 +205,22 @@ async def test_http_500_timeout_and_oversized_answers_are_unsuccessful_and_the_t
     tool_messages = [m for m in h.strategy.requests[1][0] if m.role is Role.TOOL]
     assert len(tool_messages) == 4 and all('"success": false' in m.content for m in tool_messages)
     assert events[-1].type == "Completed" and by_type(events, "ResponseChunk")
+
+
+async def test_a_4xx_body_helps_the_model_and_never_reaches_the_client(catalog_path, api):
+    h = harness(
+        catalog_path,
+        api,
+        tool_calls(call("strict_service", "{}", "c1")),
+        answer("The service needs a numeric order id."),
+    )
+    events = await h.turn("check the diagnostics", context_type="diagnostics")
+    (result,) = by_type(events, "ToolCallResult")
+    assert result.success is False and "HTTP 400 Bad Request" in result.result
+    assert "numeric" not in result.result  # the upstream's body stays out of the client's event
+    (tool_message,) = [m for m in h.strategy.requests[1][0] if m.role is Role.TOOL]
+    assert "orderId must be numeric" in tool_message.content  # the model may read why
+    assert events[-1].type == "Completed"
 
 
 async def test_the_preview_path_emits_preview_and_hands_the_model_preview_sent(catalog_path, api):
@@ -314,7 +331,7 @@ def test_the_tools_list_shows_what_each_role_may_use(app, monkeypatch):
 
     user = names({"X-Caller-Id": "alice"})
     admin = names({"X-Caller-Id": "root", "X-Caller-Roles": "user,admin"})
-    assert "rag_search" in user and len(user) == 1 + 30 + 4 - 3  # refund, hide_review, reports
+    assert "rag_search" in user and len(user) == 1 + 30 + len(FAILING) - 3  # refund, hide_review, reports
     assert set(admin) - set(user) == {"refund_order", "hide_review", "list_reported_content"}
     listed = user["get_order_status"]
     assert listed["contexts"] == ["orders"] and listed["core"] is False and listed["preview"] is None

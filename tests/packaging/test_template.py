@@ -101,10 +101,16 @@ def policy_statements(node: Any):
     for item in walk(node):
         if isinstance(item, dict) and isinstance(item.get("Statement"), list | dict):
             for statement in as_list(item["Statement"]):
-                if "Fn::If" in statement:
-                    yield from (s for s in statement["Fn::If"][1:] if isinstance(s, dict) and "Effect" in s)
-                else:
-                    yield statement
+                yield from branches(statement)
+
+
+def branches(node: Any):
+    """The node, or each value an Fn::If may choose (AWS::NoValue left out)."""
+    if isinstance(node, dict) and "Fn::If" in node:
+        for branch in node["Fn::If"][1:]:
+            yield from branches(branch)
+    elif node != {"Ref": "AWS::NoValue"}:
+        yield node
 
 
 def wildcard_actions(statement: dict) -> list[str]:
@@ -280,6 +286,10 @@ def test_chat_stream_runs_behind_the_lambda_web_adapter_with_a_streaming_url(tem
     url = props["FunctionUrlConfig"]
     assert url["InvokeMode"] == "RESPONSE_STREAM"
     assert url["AuthType"] == "NONE"  # the app verifies the JWT itself (AUTH_MODE=jwt)
+    # ... so every unauthenticated request is an invocation: a parameter caps how many run at once.
+    assert props["ReservedConcurrentExecutions"] == {
+        "Fn::If": ["CapStreamConcurrency", {"Ref": "ChatStreamReservedConcurrency"}, {"Ref": "AWS::NoValue"}]
+    }
     assert props["Timeout"] == 300
     assert props["MemorySize"] == 1024
 
@@ -558,6 +568,8 @@ def test_ingest_records_documents_and_archive_keeps_audit_trails(resources):
 
 
 def test_secrets_access_is_scoped_to_the_named_parameters(resources):
+    """The named key parameters, the tool catalogue parameter, and the tool secrets' path prefix."""
+    readable = {*SECRET_PARAMETERS.values(), "ToolCatalog", "ToolSecretsPrefix}*"}
     for logical_id in FUNCTIONS:
         statements = list(policy_statements(resources[logical_id]["Properties"].get("Policies", [])))
         for statement in statements:
@@ -569,7 +581,7 @@ def test_secrets_access_is_scoped_to_the_named_parameters(resources):
                     assert sub.startswith(
                         "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${"
                     )
-                    assert sub.split("parameter${", 1)[1].rstrip("}") in SECRET_PARAMETERS.values(), sub
+                    assert sub.split("parameter${", 1)[1].removesuffix("}") in readable, sub
             if "kms:Decrypt" in actions:
                 assert actions == ["kms:Decrypt"]
                 via = statement["Condition"]["StringEquals"]["kms:ViaService"]

@@ -265,7 +265,7 @@ async def test_a_model_failure_is_an_error_event_with_a_generic_message_and_an_e
     events = await events_of(ScriptedStrategy([[failure]]), settings)
     assert isinstance(events[-1], ErrorEvent)
     error = events[-1].error
-    assert isinstance(error, ProviderError) and error.status_code == 500 and error.message == MODEL_FAILURE
+    assert isinstance(error, ProviderError) and error.status_code == 502 and error.message == MODEL_FAILURE
     [record] = [r for r in caplog.records if r.getMessage() == "answer failed"]
     assert record.levelno == logging.ERROR and record.detail == "upstream said: secret internal detail"
     with pytest.raises(ProviderError):

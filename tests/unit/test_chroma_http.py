@@ -137,7 +137,7 @@ def test_a_collection_gone_for_good_reads_no_passages_and_absence_is_not_cached(
         (httpx.Response(200, text="not json"), r"refused the request \(HTTP 200\)"),
         (
             httpx.Response(401, json={"error": "AuthError", "message": "no"}),
-            r"refused the request \(AuthError\)",
+            r"refused the request \(HTTP 401\)$",
         ),
         (httpx.Response(404, text="no such route"), r"refused the request \(HTTP 404\)"),
     ],
@@ -151,7 +151,7 @@ def test_a_timeout_is_unreachable_and_carries_no_chain():
     def hang(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("timed out", request=request)
 
-    with pytest.raises(VectorStoreUnavailable, match=r"Chroma unreachable \(ReadTimeout\)") as caught:
+    with pytest.raises(VectorStoreUnavailable, match=r"Chroma did not answer within 3 s") as caught:
         store(Script(hang)).query([1, 0, 0, 0], 3)
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
 

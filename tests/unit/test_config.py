@@ -99,3 +99,31 @@ def test_kb_writer_roles_are_roles_as_callers_carry_them(monkeypatch):
     assert load_settings().kb_writers == ("admin",)
     monkeypatch.setenv("KB_WRITER_ROLES", "admin, moderator,,editor")
     assert load_settings().kb_writers == ("admin", "mod", "editor")
+
+
+def test_waits_on_dependencies_are_short_by_default_and_set_by_configuration(monkeypatch):
+    settings = load_settings()
+    assert (settings.chroma_timeout_seconds, settings.embedding_timeout_seconds) == (3.0, 5.0)
+    assert settings.jwks_timeout_seconds == 3.0
+    monkeypatch.setenv("CHROMA_TIMEOUT_SECONDS", "1.5")
+    monkeypatch.setenv("JWKS_TIMEOUT_SECONDS", "0.5")
+    settings = load_settings()
+    assert (settings.chroma_timeout_seconds, settings.jwks_timeout_seconds) == (1.5, 0.5)
+    monkeypatch.setenv("CHROMA_TIMEOUT_SECONDS", "0")
+    with pytest.raises(ConfigError, match="CHROMA_TIMEOUT_SECONDS"):
+        load_settings()
+
+
+def test_an_empty_variable_is_unset_as_the_template_passes_blank_parameters(monkeypatch):
+    for name in ("EMBEDDING_DIMENSIONS", "TOOL_CATALOG_PATH", "TOOL_SECRETS_PREFIX", "JWT_JWKS_URL"):
+        monkeypatch.setenv(name, "")
+    settings = load_settings()
+    assert settings.embedding_dimensions is None and settings.tool_catalog_path is None
+    assert settings.tool_secrets_prefix is None and settings.jwt_jwks_url is None
+
+
+@pytest.mark.parametrize("prefix", ["no-slash/", "/no-trailing-slash", "/a b/"])
+def test_the_tool_secrets_prefix_is_a_parameter_path(monkeypatch, prefix):
+    monkeypatch.setenv("TOOL_SECRETS_PREFIX", prefix)
+    with pytest.raises(ConfigError, match="TOOL_SECRETS_PREFIX"):
+        load_settings()

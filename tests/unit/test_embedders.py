@@ -165,6 +165,16 @@ def test_openai_compatible_retries_a_dropped_connection():
     assert len(fake.requests) == 2
 
 
+def test_a_server_that_accepts_and_stays_silent_is_asked_once_within_the_timeout():
+    with (
+        serve_fake_embeddings(FakeEmbeddings(stall_seconds=1.0)) as fake,
+        pytest.raises(EmbedderUnavailable, match="did not answer in time") as raised,
+    ):
+        make_openai(fake, timeout=0.2, max_retries=3).embed("x")
+    assert len(fake.requests) == 1  # retrying a hung server would only multiply the turn's wait
+    assert raised.value.retryable and raised.value.status_code == 503
+
+
 def test_openai_compatible_gives_up_after_max_retries():
     with (
         serve_fake_embeddings(FakeEmbeddings(failures=[(500, {})] * 5)) as fake,
@@ -187,7 +197,7 @@ def test_openai_compatible_never_retries_a_4xx_and_never_shows_the_key(caplog):
     [record] = [r for r in caplog.records if r.getMessage() == "embedding request refused"]
     logged = f"{record.getMessage()} {record.__dict__}"
     assert secret not in logged
-    assert "Bearer ***" in record.detail  # the server echoed the key; the log shows it redacted
+    assert "[redacted]" in record.detail  # the server echoed the key; the log shows it redacted
 
 
 def test_openai_compatible_sends_the_key_and_the_requested_dimensions():
@@ -248,8 +258,9 @@ def test_bedrock_maps_a_refusal_to_embedder_unavailable():
     client = bedrock_client()
     with Stubber(client) as stub:
         stub.add_client_error("invoke_model", "AccessDeniedException", "not allowed", 403)
-        with pytest.raises(EmbedderUnavailable, match="AccessDeniedException"):
+        with pytest.raises(EmbedderUnavailable, match="Bedrock refused the embedding request") as raised:
             BedrockEmbedder(client).embed("x")
+    assert not raised.value.retryable and "not allowed" not in raised.value.public_message
 
 
 def test_bedrock_refuses_dimensions_titan_does_not_offer():

@@ -17,6 +17,19 @@ _lock = threading.Lock()
 # regions opened since 2014 refuse and S3 has deprecated everywhere.
 _SERVICE_CONFIG = {"s3": {"signature_version": "s3v4"}}
 
+# Error codes that mean "too many requests now": a client may retry later (503 + Retry-After).
+THROTTLING_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "Throttling",
+        "RequestLimitExceeded",
+        "TooManyRequestsException",
+        "ServiceQuotaExceededException",
+        "SlowDown",
+    }
+)
+
 
 @lru_cache(maxsize=1)
 def _session() -> Any:
@@ -26,18 +39,25 @@ def _session() -> Any:
 
 
 @lru_cache(maxsize=8)
-def client(service: str) -> Any:
+def client(service: str, *, read_timeout: float = 10, max_attempts: int = 5) -> Any:
     from botocore.config import Config
 
     config = Config(
         connect_timeout=3,
-        read_timeout=10,
-        retries={"mode": "adaptive", "max_attempts": 5},
+        read_timeout=read_timeout,
+        retries={"mode": "adaptive", "max_attempts": max_attempts},
         max_pool_connections=32,
         **_SERVICE_CONFIG.get(service, {}),
     )
     with _lock:
         return _session().client(service, config=config)
+
+
+def error_code(exc: Exception) -> str:
+    """The AWS error code of a botocore ClientError (`ValidationException`, ...), else the class name."""
+    response = getattr(exc, "response", None)
+    code = (response or {}).get("Error", {}).get("Code") if isinstance(response, dict) else None
+    return str(code or type(exc).__name__)
 
 
 def reset() -> None:

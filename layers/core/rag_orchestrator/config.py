@@ -34,7 +34,10 @@ def in_lambda() -> bool:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
+    # env_ignore_empty: an empty variable is unset (template.yaml passes "" for an optional setting left blank).
+    model_config = SettingsConfigDict(
+        case_sensitive=False, extra="ignore", frozen=True, env_ignore_empty=True
+    )
 
     model_strategy: Strategy = "extractive"
     deepseek_api_key: SecretStr | None = None
@@ -72,6 +75,7 @@ class Settings(BaseSettings):
     chroma_tenant: str = "default_tenant"
     chroma_database: str = "default_database"
     chroma_collection: str = Field("knowledge-base", min_length=3, max_length=512)
+    chroma_timeout_seconds: float = Field(3.0, gt=0, le=60)  # each phase of a search request
 
     embedding_provider: Literal["hashing", "wordllama", "openai_compatible", "bedrock"] = "hashing"
     embedding_base_url: str | None = None
@@ -79,7 +83,7 @@ class Settings(BaseSettings):
     embedding_api_key: SecretStr | None = None
     embedding_dimensions: int | None = Field(None, ge=8, le=8192)
     embedding_batch_size: int = Field(32, ge=1, le=2048)
-    embedding_timeout_seconds: float = Field(30.0, gt=0)
+    embedding_timeout_seconds: float = Field(5.0, gt=0, le=300)
     embedding_max_retries: int = Field(3, ge=0, le=10)
 
     rag_topk_default: int = Field(5, ge=1)
@@ -96,6 +100,7 @@ class Settings(BaseSettings):
     tool_selection_min_score: float = Field(0.0, ge=-1.0, le=1.0)
     tool_response_max_bytes: int = Field(65_536, ge=1024, le=10_485_760)  # larger HTTP tool answers fail
     tool_index_cache: bool = False  # keep the tool index in TRANSCRIPTS_BUCKET under cache/tool-index/
+    tool_secrets_prefix: str | None = Field(None, pattern=r"^/[A-Za-z0-9_.\-/]*/$")  # SSM path of ${NAME}s
 
     # Attachments (docs/attachments.md): limits, and one engine per modality ("none": no segment).
     attachments_bucket: str | None = None
@@ -122,6 +127,7 @@ class Settings(BaseSettings):
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
     jwt_jwks_url: str | None = None
+    jwks_timeout_seconds: float = Field(3.0, gt=0, le=30)
     caller_id_claim: str = "sub"
     roles_claim: str = "cognito:groups"
 

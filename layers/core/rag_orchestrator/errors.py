@@ -13,30 +13,51 @@
     │   └── AttachmentNotReady        an attachment that failed, or was never uploaded
     ├── PayloadTooLarge               413: a declared attachment size over ATTACHMENT_MAX_BYTES
     ├── UnsupportedMediaType          415: a body not sent as JSON; a content type attachments do not take
-    ├── DependencyUnavailable         503: DynamoDB, S3 or Chroma cannot be reached
+    ├── DependencyUnavailable         503 + Retry-After: DynamoDB, S3, Chroma or the embedder failed or is throttled
     │   ├── StorageUnavailable
     │   ├── VectorStoreUnavailable
-    │   └── EmbedderUnavailable       the embedding service failed or refused (never names the key)
-    └── ProviderError                 the model provider failed (500 to REST callers, an Error event on streams)
+    │   ├── EmbedderUnavailable       the embedding service failed or refused (never names the key)
+    │   └── IdentityUnavailable       the JWT issuer's signing keys cannot be fetched
+    └── ProviderError                 502: the model provider failed (an Error event on streams)
         ├── ProviderHTTPError         a non-2xx answer; `retryable` says whether a retry may help
         ├── ProviderTimeout           total or idle timeout
         └── ProviderStreamError       a broken stream or an in-band error object
 
 A tool's failure is not an exception here: it goes back to the model as an unsuccessful ToolResult.
 
-`message` is always safe to show a client: no stack trace, secret, prompt or reasoning.
+`message` is always safe to show a client: no stack trace, secret, prompt, reasoning or upstream
+body; it says in our words which dependency failed. An upstream's own text goes to the log only.
+`retryable` says whether the same request may succeed later; `retry_after` (seconds) becomes the
+`Retry-After` header of a REST answer.
 """
 
 from __future__ import annotations
+
+RETRY_AFTER_SECONDS = 5  # what a client is told to wait after a dependency failed or throttled
 
 
 class RagError(Exception):
     status_code = 500
     error = "Internal error"
+    retryable = False
+    retry_after: float | None = None
 
-    def __init__(self, message: str | None = None) -> None:
+    def __init__(
+        self, message: str | None = None, *, retryable: bool | None = None, retry_after: float | None = None
+    ) -> None:
         self.message = message or self.error
+        if retryable is not None:
+            self.retryable = retryable
+        if retry_after is not None:
+            self.retry_after = retry_after
         super().__init__(self.message)
+
+    @property
+    def public_message(self) -> str:
+        """The message, and for a failed dependency whether trying again may help."""
+        if self.status_code < 500 or type(self) is RagError:
+            return self.message
+        return f"{self.message}; " + ("try again later" if self.retryable else "trying again will not help")
 
 
 class ConfigError(RagError):
@@ -115,6 +136,8 @@ class UnsupportedMediaType(RagError):
 class DependencyUnavailable(RagError):
     status_code = 503
     error = "Service unavailable"
+    retryable = True
+    retry_after = RETRY_AFTER_SECONDS
 
 
 class StorageUnavailable(DependencyUnavailable):
@@ -129,25 +152,27 @@ class EmbedderUnavailable(DependencyUnavailable):
     error = "Embedding service unavailable"
 
 
+class IdentityUnavailable(DependencyUnavailable):
+    error = "Identity provider unavailable"
+
+
 class ProviderError(RagError):
-    status_code = 500
+    status_code = 502
     error = "Model provider error"
 
 
 class ProviderHTTPError(ProviderError):
     def __init__(self, status: int, message: str | None = None, *, retry_after: float | None = None) -> None:
-        super().__init__(message or f"Model provider answered HTTP {status}")
+        super().__init__(message or f"Model provider answered HTTP {status}", retry_after=retry_after)
         self.status = status
-        self.retry_after = retry_after
-
-    @property
-    def retryable(self) -> bool:
-        return self.status in (408, 429, 500, 502, 503, 504)
+        self.retryable = status in (408, 429, 500, 502, 503, 504)
 
 
 class ProviderTimeout(ProviderError):
     error = "Model provider timed out"
+    retryable = True
 
 
 class ProviderStreamError(ProviderError):
     error = "Model provider stream failed"
+    retryable = True

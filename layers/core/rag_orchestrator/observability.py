@@ -10,27 +10,73 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import sys
+import time
+from contextvars import ContextVar
 
 from aws_lambda_powertools import Logger, Metrics
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "rag-orchestrator")
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "RagOrchestrator")
 
-# Seed 002: reasoning traces are logged for audit at TRACE, below DEBUG.
+# Seed 002: reasoning traces are logged for audit at TRACE, below DEBUG. The name must be registered
+# before the Logger exists: Powertools hands LOG_LEVEL (or POWERTOOLS_LOG_LEVEL) to logging by name.
 TRACE = 5
 logging.addLevelName(TRACE, "TRACE")
 
-logger = Logger(service=SERVICE)
+
+def _numeric_level() -> int | None:
+    """LOG_LEVEL=5 means TRACE too; Powertools passes a number through only as an argument."""
+    raw = (os.environ.get("POWERTOOLS_LOG_LEVEL") or os.environ.get("LOG_LEVEL") or "").strip()
+    return int(raw) if raw.isdigit() else None
+
+
+logger = Logger(service=SERVICE, level=_numeric_level())
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
+
+# The id of the request being served: per task, where the logger's correlation id is per process.
+_request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
+
+
+def bind_request_id(request_id: str) -> None:
+    _request_id.set(request_id)
+
+
+def request_reference() -> str | None:
+    """`request id <id>` for a client to quote when it reports a failure; None outside a request."""
+    value = _request_id.get()
+    return f"request id {value}" if value else None
+
+
+_SECRET_LIKE = re.compile(r"(?i)\b(?:sk|pk|rk)-[A-Za-z0-9*._-]{6,}|\bbearer\s+[A-Za-z0-9*._~+/=-]{6,}")
+MAX_LOGGED_DETAIL = 300
+
+
+def redacted(text: str, *secrets: str | None, limit: int = MAX_LOGGED_DETAIL) -> str:
+    """An upstream's text as it may be logged: the secrets and key- or bearer-like tokens masked,
+    on one line, truncated. It is for the log only; clients never get an upstream's text."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    return _SECRET_LIKE.sub("[redacted]", " ".join(text.split()))[:limit]
+
+
+def since(started: float) -> float:
+    """Milliseconds since a `time.perf_counter()` reading, for latency metrics."""
+    return round((time.perf_counter() - started) * 1000, 1)
 
 
 def flush_metrics() -> None:
     """Publish what has been added since the last flush (EMF on stdout); nothing when nothing was added.
 
-    Cleared either way: with POWERTOOLS_METRICS_DISABLED, Powertools keeps them otherwise."""
+    Cleared either way: with POWERTOOLS_METRICS_DISABLED, Powertools keeps them otherwise. EMF is
+    print()ed: stdout is flushed, or a pipe would hold it until a later write, or for ever if the
+    execution environment is frozen first."""
     if metrics.metric_set:
         metrics.flush_metrics()
         metrics.provider.clear_metrics()
+        sys.stdout.flush()
 
 
 def log_enabled(level: int) -> bool:

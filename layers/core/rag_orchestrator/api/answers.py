@@ -58,7 +58,8 @@ STREAMING_DISABLED = (
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"description": "Invalid request"},
-    500: {"description": "Model failure"},
+    502: {"description": "The model failed"},
+    503: {"description": "The knowledge base or the embedder is unavailable (with Retry-After)"},
 }
 router = APIRouter(tags=["knowledge base"], route_class=BadRequestRoute)
 stream_router = APIRouter(tags=["knowledge base"], route_class=BadRequestRoute)
@@ -98,7 +99,7 @@ def _payload(event: AnswerEvent, request_id: str) -> dict:
             return answer.model_dump(mode="json")
         case ErrorEvent(error=error):
             return {
-                **error_body(error.status_code, error.message, request_id, error.error),
+                **error_body(error.status_code, error.public_message, request_id, error.error),
                 "status": error.status_code,
             }
 

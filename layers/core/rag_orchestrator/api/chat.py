@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Depends, Path, Request
@@ -15,6 +16,7 @@ from rag_orchestrator.domain.conversations import ChatRequest, ChatResponse
 from rag_orchestrator.domain.passages import SourceWithSnippet
 from rag_orchestrator.loop.orchestrator import ActiveTurn, Orchestrator
 from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.observability import metrics, since
 from rag_orchestrator.providers.events import StreamingMode
 
 CONVERSATION_ID = Path(..., min_length=1, max_length=100)
@@ -72,10 +74,13 @@ async def send_message(
     )
 
 
-async def _sse(turn: ActiveTurn) -> AsyncIterator[bytes]:
+async def _sse(turn: ActiveTurn, started: float) -> AsyncIterator[bytes]:
     seq = 0
     async for event in turn.events():
         seq += 1
+        if event.type == "ResponseChunk" and started:
+            metrics.add_metric(name="TimeToFirstToken", unit="Milliseconds", value=since(started))
+            started = 0.0
         yield encode(event.type, event, seq)
 
 
@@ -92,8 +97,9 @@ async def stream_message(
     caller: Caller = Depends(get_owner),
     orchestrator: Orchestrator = Depends(get_orchestrator),
 ) -> StreamingResponse:
+    started = time.perf_counter()
     # begin() raises 404/409 as plain HTTP errors before the stream starts.
     turn = await orchestrator.begin(
         turn_request(conversation_id, body, caller, StreamingMode.PROGRESSIVE, request)
     )
-    return StreamingResponse(_sse(turn), media_type="text/event-stream", headers=SSE_HEADERS)
+    return StreamingResponse(_sse(turn, started), media_type="text/event-stream", headers=SSE_HEADERS)

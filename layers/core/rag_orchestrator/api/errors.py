@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 from fastapi import FastAPI, Request
@@ -24,6 +25,7 @@ _TITLES = {
     422: "Validation failed",
     429: "Too many requests",
     500: "Internal error",
+    502: "Bad gateway",
     503: "Service unavailable",
 }
 
@@ -37,9 +39,13 @@ def error_body(status: int, message: str, request_id: str | None, error: str | N
     }
 
 
-def error_response(request: Request, status: int, message: str, error: str | None = None) -> JSONResponse:
+def error_response(
+    request: Request, status: int, message: str, error: str | None = None, retry_after: float | None = None
+) -> JSONResponse:
     request_id = getattr(request.state, "request_id", None)
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else {}
+    if retry_after is not None:
+        headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
     return JSONResponse(error_body(status, message, request_id, error), status_code=status, headers=headers)
 
 
@@ -60,13 +66,16 @@ def describe_validation(exc: RequestValidationError) -> str:
 
 def validation_failure(request: Request, exc: RequestValidationError) -> tuple[int, str]:
     """The status and message of a request that failed validation (docs/errors.md): 415 for a body not
-    sent as JSON, 400 for JSON that cannot be parsed, 422 for JSON that breaks the route's schema."""
+    sent as JSON, 400 for JSON that cannot be parsed or text no system can hold, 422 for JSON that
+    breaks the route's schema."""
     if isinstance(exc.body, bytes | bytearray) and exc.body:  # FastAPI keeps the raw bytes of a non-JSON body
         received = (request.headers.get("content-type") or "none")[:100]
         return 415, f"{SEND_JSON} (received Content-Type: {received})"
-    if any(err.get("type") == "json_invalid" for err in exc.errors()):
+    kinds = {err.get("type") for err in exc.errors()}
+    if "json_invalid" in kinds:
         return 400, "Malformed JSON body"
-    return 422, describe_validation(exc)
+    # Text no system downstream can hold (lone surrogates, control characters) is malformed too.
+    return (400 if "invalid_text" in kinds else 422), describe_validation(exc)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -74,7 +83,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _rag_error(request: Request, exc: RagError) -> JSONResponse:
         if exc.status_code >= 500:
             logger.error("request failed", extra={"error_type": type(exc).__name__, "detail": exc.message})
-        return error_response(request, exc.status_code, exc.message, exc.error)
+        retry_after = exc.retry_after if exc.retryable else None
+        return error_response(request, exc.status_code, exc.public_message, exc.error, retry_after)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -10,13 +10,14 @@ from rag_orchestrator.api.deps import get_settings
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
+from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.retrieval.ingestion import MAX_DOCUMENTS, aingest_documents, stable_document_id
 from rag_orchestrator.retrieval.models import Document
 
 router = APIRouter(tags=["knowledge base"])
 
 
-class IngestRequest(CamelModel):
+class IngestRequest(ClientBody):
     model_config = ConfigDict(extra="forbid")
 
     documents: list[Document] = Field(min_length=1, max_length=MAX_DOCUMENTS)

@@ -1,8 +1,10 @@
 """RS256 token verification against the issuer's JWKS (AUTH_MODE=jwt, outside API Gateway's authorizer).
 
 The key set is fetched with httpx once per process and refetched when a token names an unknown
-`kid` (a key rotation), at most once every REFRESH_INTERVAL_SECONDS. Every failure is an
-Unauthorized with a short message that never repeats the token.
+`kid` (a key rotation), at most once every REFRESH_INTERVAL_SECONDS, each fetch bounded by
+JWKS_TIMEOUT_SECONDS. A token that does not verify is an Unauthorized with a short message that
+never repeats the token; keys that cannot be fetched are the issuer's outage, an IdentityUnavailable
+(503 with Retry-After), not the caller's fault.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import jwt
 
 from rag_orchestrator import tls
 from rag_orchestrator.config import Settings
-from rag_orchestrator.errors import Unauthorized
+from rag_orchestrator.errors import IdentityUnavailable, Unauthorized
 from rag_orchestrator.observability import logger
 
 ALGORITHM = "RS256"
 LEEWAY_SECONDS = 30
-FETCH_TIMEOUT_SECONDS = 5.0
+DEFAULT_FETCH_TIMEOUT_SECONDS = 3.0
 TOKEN_USES = ("id", "access")
 
 
@@ -30,9 +32,16 @@ class JwksCache:
 
     refresh_interval_seconds = 30.0
 
-    def __init__(self, url: str, client: httpx.Client | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        client: httpx.Client | None = None,
+        *,
+        timeout_seconds: float = DEFAULT_FETCH_TIMEOUT_SECONDS,
+    ) -> None:
         self.url = url
         self._client = client
+        self.timeout_seconds = timeout_seconds
         self._keys: dict[str, Any] = {}
         self._fetched_at: float | None = None
         self._lock = threading.Lock()
@@ -56,12 +65,12 @@ class JwksCache:
             if self._client is not None:
                 response = self._client.get(self.url)
             else:
-                response = httpx.get(self.url, timeout=FETCH_TIMEOUT_SECONDS, verify=tls.verify(self.url))
+                response = httpx.get(self.url, timeout=self.timeout_seconds, verify=tls.verify(self.url))
             response.raise_for_status()
             keys = jwt.PyJWKSet.from_dict(response.json()).keys
         except (httpx.HTTPError, ValueError, jwt.PyJWTError) as exc:
-            logger.warning("jwks fetch failed", extra={"error_type": type(exc).__name__})
-            raise Unauthorized("Token signing keys are unavailable") from None
+            logger.warning("jwks fetch failed", extra={"error_type": type(exc).__name__, "url": self.url})
+            raise IdentityUnavailable("The identity provider's token signing keys are unavailable") from None
         self._keys = {k.key_id: k.key for k in keys if k.key_id and k.algorithm_name == ALGORITHM}
 
 
@@ -69,9 +78,12 @@ _caches: dict[str, JwksCache] = {}
 _caches_lock = threading.Lock()
 
 
-def jwks_cache(url: str) -> JwksCache:
+def jwks_cache(url: str, timeout_seconds: float = DEFAULT_FETCH_TIMEOUT_SECONDS) -> JwksCache:
     with _caches_lock:
-        return _caches.setdefault(url, JwksCache(url))
+        cache = _caches.get(url)
+        if cache is None or cache.timeout_seconds != timeout_seconds:
+            cache = _caches[url] = JwksCache(url, timeout_seconds=timeout_seconds)
+        return cache
 
 
 def verify_token(token: str, settings: Settings) -> dict[str, Any]:
@@ -87,7 +99,7 @@ def verify_token(token: str, settings: Settings) -> dict[str, Any]:
     kid = header.get("kid")
     if not isinstance(kid, str) or not kid:
         raise Unauthorized("Token has no key id")
-    key = jwks_cache(settings.jwks_url).key(kid)
+    key = jwks_cache(settings.jwks_url, settings.jwks_timeout_seconds).key(kid)
     try:
         claims = jwt.decode(
             token,

@@ -9,7 +9,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_orchestrator.api.errors import error_body
-from rag_orchestrator.observability import flush_metrics, logger
+from rag_orchestrator.observability import bind_request_id, flush_metrics, logger
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -20,8 +20,15 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 def _lambda_request_id(scope: Scope) -> str | None:
-    event = scope.get("aws.event") or {}
-    return (event.get("requestContext") or {}).get("requestId")
+    """API Gateway's request id (Mangum's event), or the Function URL's (the Web Adapter's header)."""
+    context = (scope.get("aws.event") or {}).get("requestContext")
+    if context is None:
+        try:
+            context = json.loads(_header(scope, b"x-amzn-request-context") or "null")
+        except ValueError:
+            context = None
+    request_id = context.get("requestId") if isinstance(context, dict) else None
+    return request_id if isinstance(request_id, str) and len(request_id) <= 128 else None
 
 
 class RequestContextMiddleware:
@@ -39,6 +46,7 @@ class RequestContextMiddleware:
         request_id = request_id or str(uuid.uuid4())
         scope.setdefault("state", {})["request_id"] = request_id
         logger.set_correlation_id(request_id)
+        bind_request_id(request_id)
 
         started = False
 

@@ -18,6 +18,7 @@ from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.passages import Passage, Source
+from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.errors import BadRequest, UnsupportedMediaType
 from rag_orchestrator.retrieval.search import MAX_QUERY_CHARS, search
 from rag_orchestrator.sanitize import MAX_SOURCE, MAX_TAG, MAX_TAGS
@@ -42,7 +43,7 @@ class BadRequestRoute(APIRoute):
 router = APIRouter(tags=["knowledge base"], route_class=BadRequestRoute)
 
 
-class QueryRequest(CamelModel):
+class QueryRequest(ClientBody):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)

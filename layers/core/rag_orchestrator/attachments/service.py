@@ -194,7 +194,10 @@ class Attachments:
                 "lease_until": None,
             }
         )
-        metrics.add_metric(name=f"Attachments{status.value.title()}", unit="Count", value=1)
+        if status is AttachmentStatus.READY:
+            metrics.add_metric(name="AttachmentsReady", unit="Count", value=1)
+        else:
+            metrics.add_metric(name="AttachmentsFailed", unit="Count", value=1)
         logger.info(
             "attachment processed",
             extra={

@@ -1,23 +1,38 @@
-"""The DynamoDB calls the store makes, with botocore's errors turned into the package's."""
+"""The DynamoDB calls the store makes, with botocore's errors turned into the package's.
+
+    ConditionalCheckFailed, a cancelled transaction   -> ConditionFailed (the store decides what it means)
+    ValidationException (or a ValidationError reason)  -> BadRequest (400): the data, not the service
+    throttling codes                                   -> StorageUnavailable (503, Retry-After), "throttled"
+    anything else, or DynamoDB unreachable             -> StorageUnavailable (503, Retry-After)
+
+DynamoDB's own message stays in the log: it may quote the data of the request.
+"""
 
 from __future__ import annotations
 
 import random
 import time
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from rag_orchestrator import aws
 from rag_orchestrator.conversations.items import from_attributes, to_attributes
-from rag_orchestrator.errors import StorageUnavailable
-from rag_orchestrator.observability import logger
+from rag_orchestrator.errors import BadRequest, RagError, StorageUnavailable
+from rag_orchestrator.observability import logger, redacted
 
 TRANSACT_MAX_ITEMS = 100
 TRANSACT_MAX_BYTES = 3_500_000  # under the 4 MB a transaction may carry, leaving room for overhead
 BATCH_SIZE = 25
 ATTEMPTS = 5
 MAX_QUERY_ROUNDS = 5  # filtered listings read at most this many stretches for one page
+REFUSED = "The conversation store refused the request's data as invalid"
+THROTTLED = "The conversation store (DynamoDB) is throttling requests"
+FAILED = "The conversation store (DynamoDB) failed"
+UNREACHABLE = "The conversation store (DynamoDB) could not be reached"
+_THROTTLED_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
 
 
 class ConditionFailed(Exception):
@@ -40,6 +55,18 @@ class ConditionFailed(Exception):
     def only_conflicts(self) -> bool:
         codes = {r.get("Code") for r in self.reasons} - {"None", None}
         return codes == {"TransactionConflict"}
+
+
+def failure_of(code: str, reasons: AbstractSet[str | None] = frozenset()) -> RagError | None:
+    """The error a DynamoDB error code (and a cancelled transaction's reasons) means for a client;
+    None for a refused condition, which is the store's to interpret."""
+    if code == "ValidationException" or "ValidationError" in reasons:
+        return BadRequest(REFUSED)
+    if code in aws.THROTTLING_CODES or reasons & _THROTTLED_REASONS:
+        return StorageUnavailable(THROTTLED)
+    if code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
+        return None
+    return StorageUnavailable(FAILED)
 
 
 def _pause(attempt: int) -> None:
@@ -72,19 +99,22 @@ class Table:
         try:
             return getattr(self.client, operation)(**params)
         except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code")
-            if code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
-                reasons = exc.response.get("CancellationReasons") or ()
+            code = aws.error_code(exc)
+            reasons = exc.response.get("CancellationReasons") or ()
+            refusal = failure_of(code, {r.get("Code") for r in reasons})
+            if refusal is None:
                 raise ConditionFailed(reasons, exc.response.get("Item")) from None
-            logger.error(
-                "dynamodb call failed", extra={"operation": operation, "code": code, "detail": str(exc)}
+            log = logger.warning if refusal.status_code < 500 else logger.error
+            log(
+                "dynamodb call failed",
+                extra={"operation": operation, "code": code, "detail": redacted(str(exc))},
             )
-            raise StorageUnavailable() from exc
+            raise refusal from None
         except BotoCoreError as exc:
             logger.error(
                 "dynamodb unreachable", extra={"operation": operation, "error_type": type(exc).__name__}
             )
-            raise StorageUnavailable() from exc
+            raise StorageUnavailable(UNREACHABLE) from None
 
     def batch_put(self, items: Sequence[dict[str, Any]]) -> None:
         """BatchWriteItem in chunks of 25, retrying what DynamoDB leaves unprocessed."""
@@ -98,16 +128,23 @@ class Table:
         for start in range(0, len(requests), BATCH_SIZE):
             pending = {self.name: requests[start : start + BATCH_SIZE]}
             for attempt in range(ATTEMPTS):
-                try:
-                    response = self.client.batch_write_item(RequestItems=pending)
-                except (ClientError, BotoCoreError) as exc:
-                    raise StorageUnavailable() from exc
+                response = self._batch_write_once(pending)
                 pending = response.get("UnprocessedItems") or {}
                 if not pending:
                     break
                 _pause(attempt)
             else:
                 raise StorageUnavailable("Could not write every item")
+
+    def _batch_write_once(self, pending: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.client.batch_write_item(RequestItems=pending)
+        except ClientError as exc:
+            code = aws.error_code(exc)
+            logger.error("dynamodb batch write failed", extra={"code": code, "detail": redacted(str(exc))})
+            raise failure_of(code) or StorageUnavailable(FAILED) from None
+        except BotoCoreError:
+            raise StorageUnavailable(UNREACHABLE) from None
 
     def query_page(
         self, params: dict[str, Any], limit: int, start: dict[str, Any] | None, key_names: Sequence[str]

@@ -13,6 +13,7 @@ from rag_orchestrator.domain.events import FinishReason
 from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
 from rag_orchestrator.domain.passages import SourceWithSnippet
+from rag_orchestrator.domain.text import ClientBody
 
 MAX_ID_LENGTH = 100
 MAX_MESSAGE_CHARS = 32_000
@@ -157,8 +158,8 @@ def _strip_optional(value: str | None) -> str | None:
     return value
 
 
-class CreateConversationRequest(CamelModel):
-    model_config = CamelModel.model_config | {"extra": "forbid"}
+class CreateConversationRequest(ClientBody):
+    model_config = ClientBody.model_config | {"extra": "forbid"}
 
     user_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
     account_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
@@ -189,8 +190,8 @@ def new_conversation(
     return conversation, first
 
 
-class ChatRequest(CamelModel):
-    model_config = CamelModel.model_config | {"extra": "forbid"}
+class ChatRequest(ClientBody):
+    model_config = ClientBody.model_config | {"extra": "forbid"}
 
     message: str = Field(..., min_length=1, max_length=MAX_MESSAGE_CHARS)
     context_type: str | None = Field(None, max_length=64)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.passages import Passage
+from rag_orchestrator.domain.text import check_strings
 
 
 class Role(StrEnum):
@@ -30,11 +31,12 @@ class ToolCall(BaseModel):
     function: FunctionCall
 
     def parsed_arguments(self) -> dict[str, Any]:
-        """Arguments as an object; raises ValueError when they are not a JSON object."""
+        """Arguments as an object; ValueError when they are not a JSON object, InvalidText when a
+        string in them breaks the client-text rule (the model's arguments are checked like input)."""
         value = json.loads(self.function.arguments or "{}")
         if not isinstance(value, dict):
             raise ValueError("tool arguments must be a JSON object")
-        return value
+        return check_strings(value)
 
 
 class Message(BaseModel):
@@ -63,9 +65,16 @@ class ToolResult(CamelModel):
     error: str | None = None
     passages: list[Passage] = Field(default_factory=list)  # what a knowledge search found
     preview: ToolPreview | None = None
+    client_error: str | None = None  # what a client is shown instead of `error`, which may quote an upstream
 
     def for_model(self) -> str:
         """What the model reads back as the tool message's content."""
         if self.success:
             return self.result
         return json.dumps({"error": self.error or "tool failed", "success": False})
+
+    def for_client(self) -> str:
+        """What the ToolCallResult event shows: the model's view, minus any upstream body."""
+        if self.success or self.client_error is None:
+            return self.for_model()
+        return json.dumps({"error": self.client_error, "success": False})

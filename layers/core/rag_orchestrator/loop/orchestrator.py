@@ -22,13 +22,14 @@ from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
 from rag_orchestrator.domain.passage_formats import format_passages
 from rag_orchestrator.domain.passages import SourceWithSnippet
+from rag_orchestrator.domain.text import scrub
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.finalizers import DirectFinalizer, Finalizer
 from rag_orchestrator.loop.history import knowledge_message, well_formed
 from rag_orchestrator.loop.ports import KnowledgeSearch, ToolChooser, Tools, Toolset, TurnRequest
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.steps import FinalAnswer, ModelResponse, RunTools, Stop, next_step
-from rag_orchestrator.observability import logger, metrics
+from rag_orchestrator.observability import logger, metrics, request_reference
 from rag_orchestrator.providers import events as se
 from rag_orchestrator.providers.strategies import ModelStrategy
 from rag_orchestrator.tools.base import ToolContext
@@ -103,7 +104,7 @@ class ActiveTurn:
             logger.exception("turn failed", extra={"conversation_id": self.request.conversation_id})
             metrics.add_metric(name="TurnFailures", unit="Count", value=1)
             await self._finish(interrupted=True)
-            yield self._event(ev.Error, error=failure.message)
+            yield self._event(ev.Error, error=failure.public_message, details=request_reference())
 
     async def _run(self) -> AsyncIterator[ev.StreamEvent]:
         request, settings = self.request, self.o.settings
@@ -220,7 +221,7 @@ class ActiveTurn:
             try:
                 arguments = call.parsed_arguments()
             except ValueError:
-                arguments = {"_raw": call.function.arguments[:2000]}
+                arguments = {"_raw": scrub(call.function.arguments[:2000])}
             yield self._event(
                 ev.ToolCallStart, tool_name=call.function.name, tool_call_id=call.id, arguments=arguments
             )
@@ -236,7 +237,7 @@ class ActiveTurn:
                 ev.ToolCallResult,
                 tool_name=result.tool_name,
                 tool_call_id=result.tool_call_id,
-                result=content,
+                result=result.for_client(),
                 success=result.success,
             )
             message = Message(

@@ -12,7 +12,6 @@ import contextlib
 import email.utils
 import json
 import random
-import re
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -23,13 +22,10 @@ from httpx_sse import SSEError, aconnect_sse
 
 from rag_orchestrator import tls
 from rag_orchestrator.errors import ProviderError, ProviderHTTPError, ProviderStreamError, ProviderTimeout
-from rag_orchestrator.observability import logger
+from rag_orchestrator.observability import logger, redacted
 from rag_orchestrator.providers.openai_wire import ChunkDelta, parse_chunk
 
 T = TypeVar("T")
-
-_SECRET_LIKE = re.compile(r"(?i)\b(?:sk|pk|rk)-[A-Za-z0-9*._-]{6,}|\bbearer\s+[A-Za-z0-9*._~+/=-]{6,}")
-_MAX_DETAIL = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,14 +59,8 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(when.timestamp() - time.time(), 0.0)
 
 
-def redact(text: str, secret: str | None) -> str:
-    if secret:
-        text = text.replace(secret, "[redacted]")
-    return _SECRET_LIKE.sub("[redacted]", text)
-
-
 def error_detail(body: Any, secret: str | None = None) -> str:
-    """`type: message` of a provider's error object, redacted and truncated; never the request."""
+    """`type: message` of a provider's error object, redacted and truncated, for the log only."""
     error = body.get("error") if isinstance(body, Mapping) else None
     if isinstance(error, str):
         detail = error
@@ -80,8 +70,7 @@ def error_detail(body: Any, secret: str | None = None) -> str:
         detail = f"{kind}: {message}" if kind and message else str(kind or message)
     else:
         detail = ""
-    detail = redact(" ".join(detail.split()), secret)
-    return detail[:_MAX_DETAIL]
+    return redacted(detail, secret)
 
 
 _shared: tuple[asyncio.AbstractEventLoop, httpx.AsyncClient] | None = None
@@ -208,7 +197,11 @@ class ChatClient:
                     continue
                 if sse.event == "error" or data.get("error"):
                     detail = error_detail(data if data.get("error") else {"error": data}, self._api_key)
-                    raise ProviderStreamError(f"{self.provider} stream error: {detail or 'unknown error'}")
+                    logger.warning(
+                        "model provider stream reported an error",
+                        extra={"provider": self.provider, "detail": detail},
+                    )
+                    raise ProviderStreamError(f"{self.provider}: the answer stream reported an error")
                 yield parse_chunk(data)
 
     async def _guard(self, awaitable: Awaitable[T], deadline: float) -> T:
@@ -233,11 +226,17 @@ class ChatClient:
             raise ProviderStreamError(f"{self.provider}: the answer is not an event stream") from None
 
     def _http_error(self, response: httpx.Response, body: bytes) -> Exception:
+        """Our error for a non-2xx answer; the provider's own text (which may echo the request) is
+        logged, redacted and truncated, and never put in the error."""
         try:
             detail = error_detail(json.loads(body[:65536]), self._api_key)
         except ValueError:
-            detail = ""
-        message = f"{self.provider} answered HTTP {response.status_code}" + (f": {detail}" if detail else "")
+            detail = redacted(body[:1024].decode("utf-8", "replace"), self._api_key)
+        logger.warning(
+            "model provider refused a request",
+            extra={"provider": self.provider, "status": response.status_code, "detail": detail},
+        )
         retry_after = parse_retry_after(response.headers.get("retry-after"))
+        message = f"{self.provider} answered HTTP {response.status_code}"
         error = ProviderHTTPError(response.status_code, message, retry_after=retry_after)
         return _Retryable(error, retry_after) if error.retryable else error

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from rag_orchestrator.providers.strategies import ModelStrategy
 
 NO_CONTEXT_ANSWER = "I could not find anything about that in the knowledge base."
-MODEL_FAILURE = "The language model could not answer right now. Please try again later."
+MODEL_FAILURE = "The language model could not answer"
 UNEXPECTED = "An unexpected error occurred"
 
 
@@ -240,4 +240,6 @@ def _failed(exc: Exception, keys: dict, started: float) -> RagError:
     logger.error("answer failed", extra={**detail, "detail": exc.message})
     metrics.add_metric(name="AnswerFailures", unit="Count", value=1)
     # CL-02: a generic message; the provider's own text stays in the log.
-    return ProviderError(MODEL_FAILURE) if isinstance(exc, ProviderError) else exc
+    if isinstance(exc, ProviderError):
+        return ProviderError(MODEL_FAILURE, retryable=exc.retryable, retry_after=exc.retry_after)
+    return exc

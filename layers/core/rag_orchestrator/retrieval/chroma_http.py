@@ -7,9 +7,11 @@ metadata) and query a collection by id. Writes stay on chromadb-client (`vector_
 Errors come back as `{"error": "<ChromaError class name>", "message": ...}`; a missing collection is
 `NotFoundError` (HTTP 404), whether its name, its id or its database is missing.
 
-    httpx.TransportError, timeout   -> VectorStoreUnavailable("Chroma unreachable (...)")
-    NotFoundError                   -> ChromaNotFound (the caller decides what a missing collection means)
-    any other non-2xx answer        -> VectorStoreUnavailable("Chroma refused the request (...)"), logged
+    timeout (CHROMA_TIMEOUT_SECONDS) -> VectorStoreUnavailable("Chroma did not answer within N s")
+    httpx.TransportError             -> VectorStoreUnavailable("Chroma could not be reached")
+    NotFoundError                    -> ChromaNotFound (the caller decides what a missing collection means)
+    any other non-2xx answer         -> VectorStoreUnavailable("Chroma refused the request (HTTP n)"); Chroma's
+                                        own error and message go to the log only
 """
 
 from __future__ import annotations
@@ -23,13 +25,12 @@ import httpx
 
 from rag_orchestrator import tls
 from rag_orchestrator.errors import VectorStoreUnavailable
-from rag_orchestrator.observability import logger
+from rag_orchestrator.observability import logger, redacted
 
-REQUEST_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
+DEFAULT_TIMEOUT_SECONDS = 3.0
 KEEPALIVE_SECONDS = 40.0  # chromadb-client's default
 USER_AGENT = "rag-orchestrator (Chroma v2 REST; chromadb-client 1.5.9 protocol)"
 INCLUDE = ["documents", "metadatas", "distances"]
-MAX_LOGGED_DETAIL = 500
 
 
 class ChromaNotFound(Exception):
@@ -97,6 +98,7 @@ class ChromaReader:
         tenant: str,
         database: str,
         token: str | None,
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
@@ -106,11 +108,13 @@ class ChromaReader:
         self._http = httpx.Client(
             base_url=base_url,
             headers=headers,
-            timeout=REQUEST_TIMEOUT,
+            # Every phase (connect, each read) is bounded: a paused server costs a search this long.
+            timeout=httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, 3.0)),
             limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
             verify=tls.verify(base_url),
             transport=transport,
         )
+        self.timeout_seconds = timeout_seconds
         self.tenant = tenant
         self.database = database
         self._database_path = f"/tenants/{tenant}/databases/{database}"
@@ -132,7 +136,9 @@ class ChromaReader:
                 "chroma database not found",
                 extra={"chroma_tenant": self.tenant, "chroma_database": self.database},
             )
-            raise VectorStoreUnavailable("Chroma refused the request (NotFoundError)") from None
+            raise VectorStoreUnavailable(
+                "Chroma refused the request (its tenant or database does not exist)", retryable=False
+            ) from None
         return None
 
     def query(
@@ -148,8 +154,12 @@ class ChromaReader:
         # Like chromadb-client: escape the path ourselves, httpx does not.
         try:
             response = self._http.request(method, quote(path, safe="/"), json=body)
+        except httpx.TimeoutException as exc:
+            logger.warning("chroma timed out", extra={"error_type": type(exc).__name__})
+            raise VectorStoreUnavailable(f"Chroma did not answer within {self.timeout_seconds:g} s") from None
         except httpx.TransportError as exc:
-            raise VectorStoreUnavailable(f"Chroma unreachable ({type(exc).__name__})") from None
+            logger.warning("chroma unreachable", extra={"error_type": type(exc).__name__})
+            raise VectorStoreUnavailable("Chroma could not be reached") from None
         try:
             answer = response.json()
         except ValueError:
@@ -163,10 +173,8 @@ class ChromaReader:
         detail = answer.get("message") if isinstance(answer, dict) else response.text
         logger.error(
             "chroma refused a request",
-            extra={
-                "error_type": error_type,
-                "status": response.status_code,
-                "detail": str(detail)[:MAX_LOGGED_DETAIL],
-            },
+            extra={"error_type": error_type, "status": response.status_code, "detail": redacted(str(detail))},
         )
-        raise VectorStoreUnavailable(f"Chroma refused the request ({error_type})")
+        raise VectorStoreUnavailable(
+            f"Chroma refused the request (HTTP {response.status_code})", retryable=response.status_code >= 500
+        )

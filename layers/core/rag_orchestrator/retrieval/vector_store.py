@@ -19,9 +19,8 @@ import httpx
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import ConfigError, VectorStoreUnavailable
-from rag_orchestrator.observability import logger
+from rag_orchestrator.observability import logger, redacted
 from rag_orchestrator.retrieval.chroma_http import (
-    REQUEST_TIMEOUT,
     ChromaNotFound,
     ChromaReader,
     CollectionInfo,
@@ -35,6 +34,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 UPSERT_BATCH = 256
+# Writes (ingestion) may take longer than a search; they are not on a turn's path.
+WRITE_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
 
 
 def build_where(
@@ -152,6 +153,7 @@ class VectorStore:
                     tenant=self.settings.chroma_tenant,
                     database=self.settings.chroma_database,
                     token=self.settings.secret("chroma_token"),
+                    timeout_seconds=self.settings.chroma_timeout_seconds,
                     transport=self._transport,
                 )
             if self._read_collection is None:
@@ -174,12 +176,14 @@ class VectorStore:
                 return operation(self._open())
         except (httpx.TransportError, ConnectionError) as exc:
             self._collection = None
-            raise VectorStoreUnavailable(f"Chroma unreachable ({type(exc).__name__})") from None
+            logger.warning("chroma unreachable", extra={"error_type": type(exc).__name__})
+            raise VectorStoreUnavailable("Chroma could not be reached") from None
         except chromadb.errors.ChromaError as exc:
             logger.error(
-                "chroma refused a request", extra={"error_type": type(exc).__name__, "detail": str(exc)}
+                "chroma refused a request",
+                extra={"error_type": type(exc).__name__, "detail": redacted(str(exc))},
             )
-            raise VectorStoreUnavailable(f"Chroma refused the request ({type(exc).__name__})") from None
+            raise VectorStoreUnavailable("Chroma refused the request") from None
 
     def _open(self) -> Collection:
         with self._lock:
@@ -228,9 +232,11 @@ def connect(settings: Settings) -> ClientAPI:
             settings=ChromaSettings(anonymized_telemetry=False),
         )
     except ValueError as exc:  # chromadb's "Could not connect to a Chroma server"
-        raise VectorStoreUnavailable(f"Chroma unreachable at {url.hostname}:{url.port}") from exc
+        logger.warning("chroma unreachable", extra={"error_type": type(exc).__name__})
+        raise VectorStoreUnavailable("Chroma could not be reached") from None
     except (httpx.TransportError, ConnectionError) as exc:
-        raise VectorStoreUnavailable(f"Chroma unreachable ({type(exc).__name__})") from None
+        logger.warning("chroma unreachable", extra={"error_type": type(exc).__name__})
+        raise VectorStoreUnavailable("Chroma could not be reached") from None
     _set_timeout(client)
     return client
 
@@ -239,7 +245,7 @@ def _set_timeout(client: ClientAPI) -> None:
     # chromadb's HTTP session has no timeout at all; a hung server would hold a Lambda until it dies.
     session = getattr(getattr(client, "_server", None), "_session", None)
     if isinstance(session, httpx.Client):
-        session.timeout = REQUEST_TIMEOUT
+        session.timeout = WRITE_TIMEOUT
 
 
 def _passage(row: QueryRow) -> Passage:

@@ -43,5 +43,15 @@ def definition(tool: Tool) -> dict[str, Any]:
     }
 
 
-def failure(tool_name: str, message: str, tool_call_id: str = "") -> ToolResult:
-    return ToolResult(tool_call_id=tool_call_id, tool_name=tool_name, result="", success=False, error=message)
+def failure(
+    tool_name: str, message: str, tool_call_id: str = "", *, client_message: str | None = None
+) -> ToolResult:
+    """An unsuccessful result; `client_message` replaces `message` for clients when it quotes an upstream."""
+    return ToolResult(
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        result="",
+        success=False,
+        error=message,
+        client_error=client_message,
+    )

@@ -2,7 +2,9 @@
 
 Every problem is a ConfigError that names the tool and the field. With no TOOL_CATALOG_PATH the
 catalogue is empty: only `rag_search` is offered. `catalog.example.yaml` beside this module documents
-every field.
+every field. TOOL_CATALOG_PATH is a file, an S3 object (`s3://bucket/key.yaml`) or an SSM parameter
+(`ssm:/name`), read once when a function starts. `${NAME}` in a URL or header is the environment
+variable NAME; in Lambda, else the SSM parameter NAME_PARAM names, else `<TOOL_SECRETS_PREFIX>NAME`.
 """
 
 from __future__ import annotations
@@ -112,14 +114,19 @@ class Catalog(_Strict):
 
 
 def environment_secret(name: str) -> str | None:
-    """`${NAME}`: the environment variable NAME, else in Lambda the SSM parameter `NAME_PARAM` names."""
+    """`${NAME}`: the environment variable NAME, else in Lambda the SSM parameter `NAME_PARAM` names,
+    else the SSM parameter NAME under TOOL_SECRETS_PREFIX (the one path the template lets functions read)."""
     value = os.environ.get(name)
     if value is not None:
         return value
-    parameter = os.environ.get(f"{name}_PARAM")
-    if parameter and in_lambda():
+    prefix = os.environ.get("TOOL_SECRETS_PREFIX")
+    parameter = os.environ.get(f"{name}_PARAM") or (f"{prefix}{name}" if prefix else None)
+    if not (parameter and in_lambda()):
+        return None
+    try:
         return _ssm_secret(parameter)
-    return None
+    except Exception:  # Powertools' GetParameterError: missing, or not readable by this function
+        raise ValueError(f"${{{name}}}: the SSM parameter {parameter} cannot be read") from None
 
 
 def resolve(text: str, lookup: Lookup = environment_secret) -> str:
@@ -226,29 +233,64 @@ def parse_catalog(document: Any, source: str = "catalogue", lookup: Lookup = env
     return Catalog.model_construct(rag_search=rag, tools=tuple(tools.values()))
 
 
+def parse_document(text: str, source: str, suffix: str) -> Any:
+    """A catalogue's text parsed as YAML or JSON by its `suffix` (an SSM parameter's has none: YAML)."""
+    suffix = suffix.lower()
+    if suffix not in ("", ".yaml", ".yml", ".json"):
+        raise ConfigError(f"TOOL_CATALOG_PATH: {source} must end in .yaml, .yml or .json")
+    try:
+        if suffix == ".json":
+            return json.loads(text)
+        import yaml
+
+        return yaml.safe_load(text)
+    except (ValueError, ImportError) as exc:
+        raise ConfigError(f"TOOL_CATALOG_PATH: {source} is not valid: {exc}") from None
+    except Exception as exc:  # yaml.YAMLError, without importing yaml for JSON catalogues
+        raise ConfigError(f"TOOL_CATALOG_PATH: {source} is not valid YAML: {exc}") from None
+
+
 def read_document(path: Path) -> Any:
     """A catalogue file's content, parsed as YAML or JSON by its extension."""
+    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
+        raise ConfigError(f"TOOL_CATALOG_PATH: {path} must end in .yaml, .yml or .json")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"TOOL_CATALOG_PATH: cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
+    return parse_document(text, str(path), path.suffix)
 
-            return yaml.safe_load(text)
-        if path.suffix.lower() == ".json":
-            return json.loads(text)
-    except (ValueError, ImportError) as exc:
-        raise ConfigError(f"TOOL_CATALOG_PATH: {path} is not valid: {exc}") from None
-    except Exception as exc:  # yaml.YAMLError, without importing yaml for JSON catalogues
-        raise ConfigError(f"TOOL_CATALOG_PATH: {path} is not valid YAML: {exc}") from None
-    raise ConfigError(f"TOOL_CATALOG_PATH: {path} must end in .yaml, .yml or .json")
+
+def read_remote_document(location: str) -> Any:
+    """The catalogue in an S3 object (`s3://bucket/key`) or an SSM parameter (`ssm:/name`), parsed."""
+    from rag_orchestrator import aws
+
+    try:
+        if location.startswith("ssm:"):
+            name = location.removeprefix("ssm:")
+            parameter = aws.client("ssm").get_parameter(Name=name, WithDecryption=True)
+            return parse_document(parameter["Parameter"]["Value"], location, "")
+        bucket, _, key = location.removeprefix("s3://").partition("/")
+        if not bucket or not key:
+            raise ConfigError(f"TOOL_CATALOG_PATH: {location} must be s3://bucket/key")
+        suffix = Path(key).suffix
+        if suffix.lower() not in (".yaml", ".yml", ".json"):
+            raise ConfigError(f"TOOL_CATALOG_PATH: {location} must end in .yaml, .yml or .json")
+        body = aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+        return parse_document(body.decode("utf-8"), location, suffix)
+    except ConfigError:
+        raise
+    except UnicodeDecodeError:
+        raise ConfigError(f"TOOL_CATALOG_PATH: {location} is not UTF-8 text") from None
+    except Exception as exc:  # botocore's ClientError and BotoCoreError, without importing botocore
+        raise ConfigError(f"TOOL_CATALOG_PATH: cannot read {location} ({aws.error_code(exc)})") from None
 
 
 def load_catalog(settings: Settings, lookup: Lookup = environment_secret) -> Catalog:
     """The catalogue TOOL_CATALOG_PATH names, validated; empty (rag_search only) when it is unset."""
-    if not settings.tool_catalog_path:
+    location = settings.tool_catalog_path
+    if not location:
         return Catalog()
-    path = Path(settings.tool_catalog_path)
-    return parse_catalog(read_document(path), str(path), lookup)
+    if location.startswith(("s3://", "ssm:")):
+        return parse_catalog(read_remote_document(location), location, lookup)
+    return parse_catalog(read_document(Path(location)), location, lookup)

@@ -187,7 +187,9 @@ class HttpTool:
         logger.info("http tool called", extra={"tool": self.name, "status": response.status_code})
         text = self._redact(content.decode(response.encoding or "utf-8", errors="replace"))
         if not response.is_success:
-            return failure(self.name, self._status_message(response, text))
+            status = self._status_message(response)
+            # The model may read the 4xx body's excerpt (it says which argument was wrong); a client never.
+            return failure(self.name, self._with_excerpt(status, response, text), client_message=status)
         return self._result(response, text)
 
     async def _send(self, method: str, url: httpx.URL, body: Any) -> tuple[httpx.Response, bytes]:
@@ -232,14 +234,16 @@ class HttpTool:
             )
         return ToolResult(tool_call_id="", tool_name=self.name, result=text)
 
-    def _status_message(self, response: httpx.Response, text: str) -> str:
+    @staticmethod
+    def _status_message(response: httpx.Response) -> str:
         message = f"The service answered HTTP {response.status_code} {response.reason_phrase}".rstrip()
-        if response.is_redirect:
-            return message + " (redirects are not followed)"
+        return message + " (redirects are not followed)" if response.is_redirect else message
+
+    @staticmethod
+    def _with_excerpt(message: str, response: httpx.Response, text: str) -> str:
         if response.is_client_error and text.strip():
             # A 4xx body usually says which argument was wrong, which helps the model retry.
-            excerpt = truncate(" ".join(strip_control(text).split()), _ERROR_EXCERPT)
-            return f"{message}: {excerpt}"
+            return f"{message}: {truncate(' '.join(strip_control(text).split()), _ERROR_EXCERPT)}"
         return message
 
     def _redact(self, text: str) -> str:

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from rag_orchestrator.domain.messages import ToolCall, ToolResult
+from rag_orchestrator.domain.text import InvalidText
 from rag_orchestrator.observability import logger
 from rag_orchestrator.tools.base import Tool, ToolContext, definition, failure
 
@@ -78,6 +79,8 @@ class ToolRegistry:
             return failure(name, f"Unknown tool: {name}", call.id)
         try:
             arguments = call.parsed_arguments()
+        except InvalidText as exc:
+            return failure(name, f"Invalid arguments: {exc}", call.id)
         except ValueError:
             return failure(name, "Arguments are not a valid JSON object", call.id)
         problems = schema_errors(tool.parameters, arguments)

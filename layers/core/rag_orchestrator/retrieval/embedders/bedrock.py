@@ -31,14 +31,22 @@ class BedrockEmbedder:
     def from_settings(cls, settings: Settings) -> BedrockEmbedder:
         from rag_orchestrator import aws
 
+        # A hung Bedrock is asked again at most EMBEDDING_MAX_RETRIES times, each bounded by the timeout.
+        client = aws.client(
+            "bedrock-runtime",
+            read_timeout=settings.embedding_timeout_seconds,
+            max_attempts=settings.embedding_max_retries + 1,
+        )
         return cls(
-            aws.client("bedrock-runtime"),
+            client,
             model=settings.embedding_model or DEFAULT_MODEL,
             dimensions=settings.embedding_dimensions or 1024,
         )
 
     def embed(self, text: str) -> list[float]:
         from botocore.exceptions import BotoCoreError, ClientError
+
+        from rag_orchestrator import aws
 
         body = {"inputText": text[:MAX_INPUT_CHARS], "dimensions": self.dimensions, "normalize": True}
         try:
@@ -50,11 +58,15 @@ class BedrockEmbedder:
             )
             return [float(v) for v in json.loads(response["body"].read())["embedding"]]
         except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "ClientError")
+            code = aws.error_code(exc)
             logger.warning("bedrock embedding failed", extra={"code": code, "model": self.model})
-            raise EmbedderUnavailable(f"Bedrock refused the embedding request ({code})") from None
+            if code in aws.THROTTLING_CODES:
+                raise EmbedderUnavailable("Bedrock throttled the embedding request") from None
+            retryable = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 500) >= 500
+            raise EmbedderUnavailable("Bedrock refused the embedding request", retryable=retryable) from None
         except BotoCoreError as exc:
-            raise EmbedderUnavailable(f"Bedrock unreachable ({type(exc).__name__})") from None
+            logger.warning("bedrock unreachable", extra={"error_type": type(exc).__name__})
+            raise EmbedderUnavailable("Bedrock could not be reached") from None
         except (KeyError, ValueError, TypeError):
             raise EmbedderUnavailable("Bedrock sent an unreadable embedding") from None
 

@@ -11,14 +11,16 @@ import httpx
 from rag_orchestrator import tls
 from rag_orchestrator.config import Settings
 from rag_orchestrator.errors import EmbedderUnavailable
-from rag_orchestrator.observability import logger
+from rag_orchestrator.observability import logger, redacted
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 MAX_BACKOFF_SECONDS = 20.0
 
 
 class OpenAICompatibleEmbedder:
-    """POSTs batches of at most `batch_size` texts; retries 429, 5xx and connection errors, never other 4xx."""
+    """POSTs batches of at most `batch_size` texts; retries 429, 5xx and connection failures, never other
+    4xx, and never a server that accepted the request and then stayed silent for `timeout` seconds: asking
+    it again would only multiply the wait of the turn behind it."""
 
     def __init__(
         self,
@@ -28,7 +30,7 @@ class OpenAICompatibleEmbedder:
         api_key: str | None = None,
         dimensions: int | None = None,
         batch_size: int = 32,
-        timeout: float = 30.0,
+        timeout: float = 5.0,
         max_retries: int = 3,
         backoff_seconds: float = 0.5,
         client: httpx.Client | None = None,
@@ -46,7 +48,7 @@ class OpenAICompatibleEmbedder:
         self._sleep = sleep
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = client or httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=5.0), verify=tls.verify(self.url)
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 3.0)), verify=tls.verify(self.url)
         )
         self._headers = headers
 
@@ -86,6 +88,11 @@ class OpenAICompatibleEmbedder:
             last = attempt == self.max_retries
             try:
                 response = self._client.post(self.url, json=body, headers=self._headers)
+            except (httpx.ReadTimeout, httpx.WriteTimeout) as exc:
+                logger.warning("embedding request timed out", extra={"url": self.url})
+                raise EmbedderUnavailable(
+                    f"Embedding service did not answer in time ({type(exc).__name__})"
+                ) from None
             except httpx.TransportError as exc:
                 if last:
                     raise EmbedderUnavailable(
@@ -123,10 +130,11 @@ class OpenAICompatibleEmbedder:
         return min(self.backoff_seconds * 2**attempt, MAX_BACKOFF_SECONDS) * random.uniform(0.8, 1.2)
 
     def _log_refusal(self, response: httpx.Response) -> None:
-        detail = response.text[:300]
-        if self._api_key:
-            detail = detail.replace(self._api_key, "***")
         logger.warning(
             "embedding request refused",
-            extra={"status": response.status_code, "url": self.url, "detail": detail},
+            extra={
+                "status": response.status_code,
+                "url": self.url,
+                "detail": redacted(response.text[:2048], self._api_key),
+            },
         )

@@ -1,0 +1,78 @@
+"""The one rule for every string a client sends (and every tool argument a model sends back).
+
+Refused: lone UTF-16 surrogates (they cannot be encoded as UTF-8, so nothing downstream could store
+or send them) and control characters other than tab, line feed and carriage return. Keys of
+objects are checked like values. Refusing beats stripping here: a changed id, filter or metadata
+value would silently mean something else.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import model_validator
+from pydantic_core import PydanticCustomError
+
+from rag_orchestrator.domain.base import CamelModel
+
+# C0 controls but \t \n \r, DEL, C1 controls; and lone surrogates.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+MAX_DEPTH = 32  # deeper client JSON is refused rather than walked
+
+
+class InvalidText(ValueError):
+    """A string breaks the rule; the message names where (`context.items[2]`) and what."""
+
+
+def text_problem(value: str) -> str | None:
+    """Why `value` is refused, or None when it is fine."""
+    if match := _SURROGATE.search(value):
+        return f"contains a lone surrogate (U+{ord(match.group()):04X})"
+    if match := _CONTROL.search(value):
+        return f"contains a control character (U+{ord(match.group()):04X})"
+    return None
+
+
+def check_text(value: str, where: str = "value") -> str:
+    """`value` unchanged, or InvalidText."""
+    problem = text_problem(value)
+    if problem:
+        raise InvalidText(f"{where}: {problem}")
+    return value
+
+
+def check_strings(value: Any, where: str = "", depth: int = 0) -> Any:
+    """Every string inside `value` (dict keys, values, list items, at any depth) checked; `value` unchanged."""
+    if depth > MAX_DEPTH:
+        raise InvalidText(f"{where or 'body'}: nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, str):
+        check_text(value, where or "value")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            label = f"{where}.{key}" if where else str(key)
+            if isinstance(key, str) and (problem := text_problem(key)):
+                raise InvalidText(f"{where or 'body'}: a key {problem}")
+            check_strings(item, label, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            check_strings(item, f"{where}[{index}]", depth + 1)
+    return value
+
+
+def scrub(value: str) -> str:
+    """`value` with lone surrogates replaced by U+FFFD: for text shown back, never for input."""
+    return _SURROGATE.sub("\ufffd", value)
+
+
+class ClientBody(CamelModel):
+    """A request body: every string in it, however nested, follows the rule before any field is read."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_strings(cls, data: Any) -> Any:
+        try:
+            return check_strings(data)
+        except InvalidText as exc:
+            raise PydanticCustomError("invalid_text", "{problem}", {"problem": str(exc)}) from None

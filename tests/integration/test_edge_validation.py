@@ -1,0 +1,112 @@
+"""Every client string is checked once at the edge: refused with the error JSON, never a 5xx, nothing stored.
+
+The app runs on DynamoDB and S3 of the moto server; request bodies are sent as the JSON a client
+would send (`"\\ud800"` escapes and all).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+
+from rag_orchestrator.api.app import ALL_ROUTERS, create_app
+from tests.fakes.llm_script import text_reply, tool_call_reply
+from tests.fakes.sse import parse_sse
+
+pytestmark = pytest.mark.integration
+
+ALICE = {"X-Caller-Id": "edge-alice", "Content-Type": "application/json"}  # no other test's conversations
+LONE = "\ud800"
+
+
+@pytest.fixture
+def app(aws_stack) -> TestClient:
+    return TestClient(create_app(ALL_ROUTERS), raise_server_exceptions=False)
+
+
+def send(app: TestClient, path: str, body: dict, headers: dict[str, str] = ALICE):
+    # json.dumps escapes a lone surrogate as \ud800, exactly what a client's JSON encoder sends.
+    return app.post(path, content=json.dumps(body), headers=headers)
+
+
+def assert_refused(response, *words: str) -> dict:
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert set(body) == {"error", "message", "timestamp", "requestId"}
+    for word in words:
+        assert word in body["message"], body["message"]
+    return body
+
+
+def new_conversation(app: TestClient) -> str:
+    response = send(app, "/api/v1/chat/conversations", {})
+    assert response.status_code == 201, response.text
+    return response.json()["conversationId"]
+
+
+def test_a_lone_surrogate_in_conversation_metadata_is_a_400_not_a_storage_outage(app):
+    headers = {**ALICE, "X-Caller-Id": "metadata-tester"}
+    for body, words in (
+        ({"metadata": {"note": LONE}}, ("metadata.note",)),
+        ({"userId": "u\x00"}, ("U+0000",)),
+    ):
+        response = app.post("/api/v1/chat/conversations", content=json.dumps(body), headers=headers)
+        assert_refused(response, *words)
+    assert app.get("/api/v1/chat/conversations", headers=headers).json()["items"] == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"message": "hi", "context": {"screen": {"items": ["ok", LONE]}}},
+        {"message": "hi", "metadata": {"k": LONE}},
+        {"message": "hi", "clientMessageId": "m\x1b"},
+        {"message": f"hi {LONE}"},
+    ],
+)
+def test_a_bad_string_anywhere_in_a_turn_is_refused_before_anything_is_stored(app, body):
+    cid = new_conversation(app)
+    for route in ("messages", "messages/stream"):
+        response = send(app, f"/api/v1/chat/conversations/{cid}/{route}", body)
+        assert_refused(response, "contains a")
+    assert app.get(f"/api/v1/chat/conversations/{cid}", headers=ALICE).json()["messageCount"] == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "where"),
+    [
+        ("/api/v1/query", {"query": "refunds", "source": f"docs{LONE}"}, "source"),
+        ("/api/v1/query", {"query": "refunds", "tags": ["ok", "t\x07"]}, "tags[1]"),
+        ("/api/v1/query/answer", {"query": f"refunds{LONE}"}, "query"),
+        ("/api/v1/query/answer/stream", {"query": "refunds", "source": "\x00"}, "source"),
+        ("/api/v1/ingest", {"documents": [{"title": "T", "text": f"body {LONE}"}]}, "documents[0].text"),
+    ],
+)
+def test_query_filters_and_ingested_documents_follow_the_same_rule(app, path, body, where):
+    writer = {**ALICE, "X-Caller-Roles": "admin"}  # who may ingest at all (KB_WRITER_ROLES)
+    assert_refused(send(app, path, body, writer), where)
+
+
+def test_a_tool_argument_from_the_model_with_a_lone_surrogate_is_an_unsuccessful_result(
+    app, fake_llm, monkeypatch
+):
+    for key, value in fake_llm.settings_for("openai_compatible", loop_initial_rag="false").items():
+        monkeypatch.setenv(key.upper(), str(value))
+    # The model's arguments text is JSON holding the escape; decoded, it is a lone surrogate.
+    fake_llm.script(tool_call_reply("rag_search", '{"query": "\\ud800"}'), text_reply("Nothing to search."))
+    app = TestClient(create_app(ALL_ROUTERS), raise_server_exceptions=False)  # with the model just set
+    cid = new_conversation(app)
+    with app.stream(
+        "POST", f"/api/v1/chat/conversations/{cid}/messages/stream", json={"message": "hi"}, headers=ALICE
+    ) as response:
+        messages = parse_sse("".join(response.iter_text()))
+    kinds = [m.event for m in messages]
+    assert kinds[-1] == "Completed", kinds
+    start = messages[kinds.index("ToolCallStart")].data
+    assert "_raw" in start["arguments"]  # shown as the model sent it, not decoded
+    result = messages[kinds.index("ToolCallResult")].data
+    assert result["success"] is False and "contains a lone surrogate" in result["result"]
+    tool_message = fake_llm.requests[1]["messages"][-1]
+    assert tool_message["role"] == "tool" and "Invalid arguments" in tool_message["content"]
