@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,7 +103,9 @@ def aws_stack(moto_server: Service, monkeypatch: pytest.MonkeyPatch) -> dict[str
 
 @pytest.fixture
 def chroma_url(chroma_server: Service, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The session's Chroma server, with conversation memory of this test's own (turns index into it)."""
     monkeypatch.setenv("CHROMA_URL", chroma_server.url)
+    monkeypatch.setenv("CHROMA_MEMORY_COLLECTION", f"memory-{uuid.uuid4().hex[:12]}")
     return chroma_server.url
 
 

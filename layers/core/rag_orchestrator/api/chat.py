@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, BackgroundTasks, Depends, Path
 from fastapi.responses import StreamingResponse
 
 from rag_orchestrator.api.auth import get_caller
@@ -46,6 +46,7 @@ def _turn_request(
 @router.post("/{conversation_id}/messages", response_model=ChatResponse, summary="One turn, answered whole")
 async def send_message(
     body: ChatRequest,
+    background: BackgroundTasks,
     conversation_id: str = CONVERSATION_ID,
     caller: Caller = Depends(get_caller),
     orchestrator: Orchestrator = Depends(get_orchestrator),
@@ -56,6 +57,8 @@ async def send_message(
     record = turn.record
     if record.failure is not None:
         raise record.failure
+    # After the response under uvicorn; under Mangum before the invocation returns (never frozen mid-way).
+    background.add_task(turn.after)
     return ChatResponse(
         conversation_id=conversation_id,
         message=record.content,
@@ -73,6 +76,8 @@ async def _sse(turn: ActiveTurn) -> AsyncIterator[bytes]:
     async for event in turn.events():
         seq += 1
         yield encode(event.type, event, seq)
+    # The client has the terminal event; the body ends (and Lambda's invocation with it) after this.
+    await turn.after()
 
 
 @stream_router.post(
