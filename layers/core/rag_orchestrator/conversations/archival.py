@@ -21,7 +21,13 @@ from typing import Any
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations import items as it
-from rag_orchestrator.conversations.archive_steps import Checkpoint, ConversationArchiver, Outcome, Result
+from rag_orchestrator.conversations.archive_steps import (
+    Checkpoint,
+    ConversationArchiver,
+    Forget,
+    Outcome,
+    Result,
+)
 from rag_orchestrator.conversations.keys import iso
 from rag_orchestrator.conversations.table import Table
 from rag_orchestrator.domain.base import utcnow
@@ -86,12 +92,13 @@ class ArchivalJob:
         *,
         archive_after: timedelta,
         retention: timedelta,
+        forget: Forget,
         checkpoint: Checkpoint | None = None,
         workers: int = WORKERS,
         margin_ms: int = SAFETY_MARGIN_MS,
     ) -> None:
         self._table = table
-        self._archiver = ConversationArchiver(table, s3, bucket, checkpoint=checkpoint)
+        self._archiver = ConversationArchiver(table, s3, bucket, forget=forget, checkpoint=checkpoint)
         self._archive_after = archive_after
         self._retention = retention
         self._workers = workers
@@ -195,6 +202,7 @@ def run_archival(
         logger.info("archival skipped: CONVERSATION_STORAGE is not dynamodb")
         return ArchivalReport()
     from rag_orchestrator import aws
+    from rag_orchestrator.retrieval.fragments import fragment_eraser
 
     job = ArchivalJob(
         Table(aws.client("dynamodb"), settings.conversations_table or ""),
@@ -202,6 +210,8 @@ def run_archival(
         settings.transcripts_bucket or "",
         archive_after=timedelta(days=settings.archive_after_days),
         retention=timedelta(days=settings.deleted_retention_days),
+        # Also with MEMORY_ENABLED=false: fragments indexed before it was turned off go too.
+        forget=fragment_eraser(settings),
         checkpoint=checkpoint,
         workers=workers,
         margin_ms=margin_ms,

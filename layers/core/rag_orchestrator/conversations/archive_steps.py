@@ -14,8 +14,10 @@ A crash before 3 leaves the conversation ACTIVE and an object nothing points at,
 overwrites; after 3, the CLEANUP# entry leads the next run back to 4 (writing nothing: the transcript
 holds every message). Readers merge transcript and table by message id, so nothing shows twice.
 
-Purge (DELETED longer ago than the retention): every version of the transcript and of the offloaded
-contents, then the partition's items, META last, so a crash leaves it findable for the next run.
+Purge (DELETED longer ago than the retention): the conversation's fragments in conversation memory
+(its turns and its attachments' segments: DELETE removed them already unless Chroma failed then), every
+version of the transcript and of the offloaded contents, then the partition's items, META last, so a
+crash or a failure leaves it findable for the next run.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ S3_DELETE_BATCH = 1000
 # (step, conversation_id), called after "read", "written" (transcript verified) and "marked"
 # (status updated): where tests inject a crash or a concurrent write.
 Checkpoint = Callable[[str, str], None]
+# Deletes every fragment of a conversation from conversation memory (FragmentIndex.forget_conversation).
+Forget = Callable[[str], None]
 
 
 class Outcome(StrEnum):
@@ -70,8 +74,11 @@ def _no_checkpoint(step: str, conversation_id: str) -> None:
 
 
 class ConversationArchiver:
-    def __init__(self, table: Table, s3: Any, bucket: str, *, checkpoint: Checkpoint | None = None) -> None:
+    def __init__(
+        self, table: Table, s3: Any, bucket: str, *, forget: Forget, checkpoint: Checkpoint | None = None
+    ) -> None:
         self._table = table
+        self._forget = forget
         self._s3 = s3
         self._bucket = bucket
         self._contents = ContentOffloader(s3, bucket)
@@ -115,6 +122,7 @@ class ConversationArchiver:
         )
         if not due:
             return SKIPPED
+        self._forget(conversation_id)
         keys = {transcript_key(meta["callerId"], conversation_id)}
         if meta.get("s3Key"):
             keys.add(meta["s3Key"])
