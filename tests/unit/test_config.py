@@ -64,3 +64,14 @@ def test_openai_compatible_strategy_needs_url_and_model(monkeypatch):
     monkeypatch.setenv("MODEL_STRATEGY", "openai_compatible")
     with pytest.raises(ConfigError, match="OPENAI_COMPATIBLE_BASE_URL"):
         load_settings()
+
+
+def test_conversation_memory_is_on_by_default_and_never_in_the_knowledge_base(monkeypatch):
+    settings = load_settings()
+    assert settings.memory_enabled and settings.chroma_memory_collection == "conversation-memory"
+    monkeypatch.setenv("CHROMA_MEMORY_COLLECTION", settings.chroma_collection)
+    with pytest.raises(ConfigError, match="CHROMA_MEMORY_COLLECTION must differ from CHROMA_COLLECTION"):
+        load_settings()
+    monkeypatch.setenv("MEMORY_ENABLED", "maybe")
+    with pytest.raises(ConfigError, match="MEMORY_ENABLED"):
+        load_settings()

@@ -15,6 +15,7 @@ from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.turn_memory import TurnMemory
 from rag_orchestrator.retrieval.fragments import (
     MAX_FRAGMENT_CHARS,
+    Fragment,
     FragmentIndex,
     attachment_segment,
     conversation_fragment,
@@ -137,20 +138,28 @@ def test_the_same_turn_gets_the_same_id_and_an_answers_time_is_its_chunk_index()
     assert first.index == 1795426200123
 
 
-def test_attachment_segments_carry_their_modality_attachment_and_index():
-    segment = attachment_segment(
-        conversation_id="c1",
-        caller_id="alice",
-        attachment_id="a9",
-        file_name="scan.png",
-        modality="image-ocr",
-        index=2,
-        text="Total 42",
-        created_at=WHEN,
+def segment(**changes) -> Fragment:
+    """An attachment's segment; `changes` override the defaults."""
+    return attachment_segment(
+        **{
+            "conversation_id": "c1",
+            "caller_id": "alice",
+            "attachment_id": "a9",
+            "file_name": "scan.png",
+            "modality": "image-ocr",
+            "index": 2,
+            "text": "Total 42",
+            "created_at": WHEN,
+            **changes,
+        }
     )
-    assert segment.id == "attachment:a9#2"
+
+
+def test_attachment_segments_carry_their_modality_attachment_and_index():
+    made = segment()
+    assert made.id == "attachment:a9#2"
     assert {
-        k: segment.chunk().metadata[k] for k in ("source", "modality", "attachmentId", "index", "title")
+        k: made.chunk().metadata[k] for k in ("source", "modality", "attachmentId", "index", "title")
     } == {
         "source": "image-ocr",
         "modality": "image-ocr",
@@ -159,27 +168,14 @@ def test_attachment_segments_carry_their_modality_attachment_and_index():
         "title": "scan.png (image-ocr)",
     }
     with pytest.raises(ValueError, match="modality must be one of"):
-        attachment_segment(**{**segment_args(), "modality": "video"})
-
-
-def segment_args() -> dict:
-    return dict(
-        conversation_id="c1",
-        caller_id="alice",
-        attachment_id="a9",
-        file_name="x",
-        modality="audio",
-        index=0,
-        text="t",
-        created_at=WHEN,
-    )
+        segment(modality="video")
 
 
 def test_an_index_refuses_empty_and_oversized_fragments_and_one_without_embedder_only_forgets():
     index = FragmentIndex(store=None, embedder=object())  # type: ignore[arg-type]
     for text in ("  ", "x" * (MAX_FRAGMENT_CHARS + 1)):
         with pytest.raises(ValueError, match="1 to"):
-            index.add([attachment_segment(**{**segment_args(), "text": text})])
+            index.add([segment(text=text)])
     with pytest.raises(ValueError, match="only forgets"):
         FragmentIndex(store=None, embedder=None).add([])  # type: ignore[arg-type]
 
