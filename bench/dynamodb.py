@@ -108,7 +108,7 @@ def run(quick: bool = False) -> Section:
     asyncio.run(main())
     # Proof that the after-turn work ran: the turns' fragments are in conversation memory.
     section.details["fragments indexed (caller bench)"] = get_fragment_index(settings).store.count(
-        {"callerId": caller.caller_id}
+        where={"callerId": caller.caller_id}
     )
     section.details["operations of the last of each"] = {
         name: ", ".join(f"{key} x{n}" for key, n in sorted(taken.items())) or "none"

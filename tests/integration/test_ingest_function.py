@@ -86,8 +86,8 @@ def test_markdown_and_pdf_are_ingested_and_a_bad_object_fails_the_invocation(sta
     assert "unsupported file type .png" in {f["reason"] for f in raised.value.failures}
     settings = load_settings()
     store = get_vector_store(settings)
-    assert store.count({"documentId": "documents/harbour/tide tables.md"}) == 1
-    assert store.count({"documentId": "documents/lighthouse report.pdf"}) == 1
+    assert store.count("documents/harbour/tide tables.md") == 1
+    assert store.count("documents/lighthouse report.pdf") == 1
     assert store.count() == 2
 
     [md] = search_sync("when is high water at the pier", top_k=1, threshold=0.0, settings=settings)
@@ -115,7 +115,7 @@ def test_a_clean_event_returns_what_was_ingested_and_reuploads_replace(stack):
     put(bucket, "documents/notes.txt", b"Short release notes.")
     second = invoke(s3_event(bucket, "documents/notes.txt"))
     assert second["ingested"] == [{"documentId": "documents/notes.txt", "chunks": 1}]
-    assert get_vector_store(load_settings()).count({"documentId": "documents/notes.txt"}) == 1
+    assert get_vector_store(load_settings()).count("documents/notes.txt") == 1
 
 
 def test_a_missing_object_is_reported_not_lost(stack):

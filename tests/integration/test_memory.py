@@ -41,7 +41,7 @@ def client() -> TestClient:
 def fragments(where: dict | None = None) -> int:
     """Fragments in this test's memory collection (0 when nothing created it)."""
     store = get_fragment_index(load_settings()).store
-    return store.count(where) if store._resolve()[1] is not None else 0
+    return store.count(where=where) if store._resolve()[1] is not None else 0
 
 
 def new_conversation(c: TestClient, headers=ALICE) -> str:
@@ -76,10 +76,8 @@ def test_a_fact_told_in_one_conversation_is_found_in_the_callers_next_and_never_
     told = new_conversation(c)
     completed = stream_turn(c, told, FACT)[-1].data  # streamed: indexed after Completed was sent
     assert fragments() == 1
-    entry = get_fragment_index(load_settings()).store.count(
-        {"$and": [{"messageId": completed["messageId"]}, {"callerId": "alice"}, {"conversationId": told}]}
-    )
-    assert entry == 1
+    entry = {"$and": [{"messageId": completed["messageId"]}, {"callerId": "alice"}, {"conversationId": told}]}
+    assert fragments(entry) == 1
 
     later = ask(c, new_conversation(c), QUESTION)  # whole: rag_search inside the turn
     assert "4711" in later["message"]

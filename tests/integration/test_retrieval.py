@@ -123,12 +123,12 @@ def test_same_document_id_replaces_all_old_chunks(collection):
         [{"documentId": "handbook", "title": "Handbook", "text": long_text(12)}], settings
     )
     assert first["chunks"] > 4
-    assert store.count({"documentId": "handbook"}) == first["chunks"]
+    assert store.count("handbook") == first["chunks"]
 
     short = "The handbook was rewritten: releases now need one approval only."
     [second] = ingest_documents([{"documentId": "handbook", "title": "Handbook", "text": short}], settings)
     assert second == {"documentId": "handbook", "chunks": 1}
-    assert store.count({"documentId": "handbook"}) == 1
+    assert store.count("handbook") == 1
     assert store.count() == 1
     passages = search_sync(
         "release checklists approvals rollbacks", top_k=10, threshold=0.0, settings=settings
@@ -141,7 +141,7 @@ def test_delete_document(collection):
     ingest_documents(DOCS, settings)
     store = get_vector_store(settings)
     store.delete_document("bread")
-    assert store.count({"documentId": "bread"}) == 0
+    assert store.count("bread") == 0
     assert store.count() == 2
     assert "bread" not in ids(search_sync("sourdough", top_k=5, threshold=0.0, settings=settings))
 

@@ -9,4 +9,4 @@ TEXT = "text"
 ATTACHMENT_MODALITIES = ("document", "image-ocr", "image-caption", "audio")
 MODALITIES = (TEXT, *ATTACHMENT_MODALITIES)
 
-Modality = str | Sequence[str]  # a search filter: one modality, or any of several
+ModalityFilter = str | Sequence[str]  # a search filter: one modality, or any of several

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from rag_orchestrator.config import Settings
-from rag_orchestrator.domain.modalities import ATTACHMENT_MODALITIES, TEXT, Modality
+from rag_orchestrator.domain.modalities import ATTACHMENT_MODALITIES, TEXT, ModalityFilter
 from rag_orchestrator.domain.passages import CITATION, Passage
 from rag_orchestrator.retrieval.chunking import Chunk
 from rag_orchestrator.retrieval.vector_store import VectorStore
@@ -161,7 +161,7 @@ class FragmentIndex:
         *,
         source: str | None = None,
         tags: Sequence[str] | None = None,
-        modality: Modality | None = None,
+        modality: ModalityFilter | None = None,
     ) -> list[Passage]:
         """The caller's `top_k` nearest fragments, best first; the caller is a filter in Chroma."""
         return self.store.query(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag_orchestrator.config import Settings
-from rag_orchestrator.domain.modalities import Modality
+from rag_orchestrator.domain.modalities import ModalityFilter
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import BadRequest
 from rag_orchestrator.observability import logger
@@ -31,7 +31,9 @@ def embed_query(query: str, settings: Settings) -> list[float]:
     return get_embedder(settings).embed(query[:MAX_QUERY_CHARS])
 
 
-def _filters(source: str | None, tags: Sequence[str] | None, modality: Modality | None) -> dict[str, Any]:
+def _filters(
+    source: str | None, tags: Sequence[str] | None, modality: ModalityFilter | None
+) -> dict[str, Any]:
     # Filters go through the same sanitising as the stored metadata, so they compare like with like.
     return {
         "source": sanitize_metadata(source, MAX_SOURCE) if source else None,
@@ -64,7 +66,7 @@ def search_sync(
     threshold: float,
     source: str | None = None,
     tags: Sequence[str] | None = None,
-    modality: Modality | None = None,
+    modality: ModalityFilter | None = None,
     settings: Settings,
 ) -> list[Passage]:
     """The `top_k` knowledge-base passages nearest to the query, best first, none scoring below `threshold`."""
@@ -81,7 +83,7 @@ async def search(
     threshold: float,
     source: str | None = None,
     tags: Sequence[str] | None = None,
-    modality: Modality | None = None,
+    modality: ModalityFilter | None = None,
     caller_id: str | None = None,
     settings: Settings,
 ) -> list[Passage]:

@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 import httpx
 
 from rag_orchestrator.config import Settings
-from rag_orchestrator.domain.modalities import Modality
+from rag_orchestrator.domain.modalities import ModalityFilter
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import ConfigError, VectorStoreUnavailable
 from rag_orchestrator.observability import logger
@@ -45,7 +45,7 @@ def build_where(
     caller_id: str | None = None,
     source: str | None = None,
     tags: Sequence[str] | None = None,
-    modality: Modality | None = None,
+    modality: ModalityFilter | None = None,
 ) -> dict[str, Any] | None:
     """Chroma `where` filter: caller and source must match, the modality be one of those given; any one
     of the tags is enough."""
@@ -135,7 +135,7 @@ class VectorStore:
         caller_id: str | None = None,
         source: str | None = None,
         tags: Sequence[str] | None = None,
-        modality: Modality | None = None,
+        modality: ModalityFilter | None = None,
     ) -> list[Passage]:
         """The `top_k` nearest chunks, best first, with score = 1 - cosine distance; none if no collection yet."""
         if top_k < 1:
@@ -153,8 +153,10 @@ class VectorStore:
                 rows = []
         return [_passage(row) for row in rows]
 
-    def count(self, where: dict[str, Any] | None = None) -> int:
-        """Entries in the collection, or those matching `where`."""
+    def count(self, document_id: str | None = None, *, where: dict[str, Any] | None = None) -> int:
+        """Entries in the collection, of one document, or matching `where`."""
+        if document_id is not None:
+            where = {"documentId": document_id}
         if where is None:
             return self._call(lambda c: c.count())
         return len(self._call(lambda c: c.get(where=where, include=[]))["ids"])

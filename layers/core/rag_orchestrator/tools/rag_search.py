@@ -10,7 +10,7 @@ from typing import Any
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.messages import ToolResult
-from rag_orchestrator.domain.modalities import MODALITIES, Modality
+from rag_orchestrator.domain.modalities import MODALITIES, ModalityFilter
 from rag_orchestrator.domain.passage_formats import format_passages
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.tools.base import ToolContext
@@ -73,7 +73,7 @@ class RagSearchTool:
         max_results: int | None = None,
         source: str | None = None,
         tags: list[str] | None = None,
-        modality: Modality | None = None,
+        modality: ModalityFilter | None = None,
     ) -> list[Passage]:
         """The knowledge base's passages, and with MEMORY_ENABLED the caller's fragments, best first."""
         from rag_orchestrator.retrieval.search import search
