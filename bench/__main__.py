@@ -22,6 +22,7 @@ BENCHMARKS = {
     "loop": "bench.loop",
     "cold": "bench.cold",
     "ttft": "bench.ttft",
+    "memory": "bench.memory",
     "streaming": "bench.streaming",
     "dynamodb": "bench.dynamodb",
     "selection": "bench.selection",

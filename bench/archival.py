@@ -26,7 +26,14 @@ def run(quick: bool = False) -> Section:
         for client in (dynamodb, s3):
             name = client.meta.service_model.service_name
             client.meta.events.register("before-send", lambda _name=name, **_: requests.update([_name]))
-        job = ArchivalJob(Table(dynamodb, TABLE), s3, BUCKET, archive_after=30 * DAY, retention=30 * DAY)
+        job = ArchivalJob(
+            Table(dynamodb, TABLE),
+            s3,
+            BUCKET,
+            archive_after=30 * DAY,
+            retention=30 * DAY,
+            forget=lambda conversation_id: None,  # nothing is purged here: archival only
+        )
         started = time.perf_counter()
         report = job.run(lambda: 10**9, utcnow())
         elapsed = time.perf_counter() - started

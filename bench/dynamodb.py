@@ -2,7 +2,8 @@
 
 A botocore `before-send` hook on the clients the store uses counts every HTTP request it sends,
 retries included. The turn runs the real Orchestrator over the DynamoDB store with the scripted
-strategy (no model on the wire), once answering directly and once after a tool call.
+strategy (no model on the wire), once answering directly and once after a tool call, with its
+after-turn work (conversation memory indexing the turn in the bench stack's Chroma).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def run(quick: bool = False) -> Section:
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
     from rag_orchestrator.loop.ports import TurnRequest
+    from rag_orchestrator.loop.turn_memory import TurnMemory
+    from rag_orchestrator.retrieval.fragments import get_fragment_index
     from tests.fakes.scripted import ScriptedStrategy, answer, call, scripted_orchestrator, tool_calls
 
     section = Section("dynamodb", packages=["boto3", "botocore", "moto"])
@@ -65,7 +68,11 @@ def run(quick: bool = False) -> Section:
 
     async def one_turn(script: list[Any], conversation_id: str) -> dict[str, int]:
         orchestrator = scripted_orchestrator(
-            ScriptedStrategy(script), store=store, tools=[LookupTool()], settings=settings
+            ScriptedStrategy(script),
+            store=store,
+            tools=[LookupTool()],
+            settings=settings,
+            after_turn=[TurnMemory(get_fragment_index(settings))],
         )
         wire.take()
         turn = await orchestrator.begin(
@@ -74,6 +81,7 @@ def run(quick: bool = False) -> Section:
         events = [event async for event in turn.events()]
         if events[-1].type != "Completed":
             raise RuntimeError(f"turn failed: {events[-1]}")
+        await turn.after()
         return wire.take()
 
     async def main() -> None:
@@ -98,6 +106,10 @@ def run(quick: bool = False) -> Section:
         section.add("window read (CONVERSATION_ROLLING_WINDOW messages)", "requests", windows)
 
     asyncio.run(main())
+    # Proof that the after-turn work ran: the turns' fragments are in conversation memory.
+    section.details["fragments indexed (caller bench)"] = get_fragment_index(settings).store.count(
+        where={"callerId": caller.caller_id}
+    )
     section.details["operations of the last of each"] = {
         name: ", ".join(f"{key} x{n}" for key, n in sorted(taken.items())) or "none"
         for name, taken in operations.items()

@@ -9,6 +9,7 @@ moto, Chroma, and MODEL_STRATEGY=openai_compatible against the fake LLM.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +67,8 @@ class LocalStack:
             "DOCUMENTS_BUCKET": "rag-orchestrator-bench-documents",
             "CHROMA_URL": chroma.url,
             "CHROMA_COLLECTION": "bench-knowledge-base",
+            # Chroma's data outlives a run: each run's turns remember into a collection of their own.
+            "CHROMA_MEMORY_COLLECTION": f"bench-memory-{uuid.uuid4().hex[:8]}",
             "RAG_SIMILARITY_THRESHOLD": "0.05",  # the hashing embedder scores low (docs/retrieval.md)
             "JWT_JWKS_URL": self.jwks.url,
             "POWERTOOLS_METRICS_DISABLED": "false",
@@ -83,6 +87,11 @@ class LocalStack:
         return self
 
     def stop(self) -> None:
+        if len(self.services) == 2:  # Chroma is up: drop this run's conversation memory
+            from rag_orchestrator.retrieval.vector_store import connect
+
+            with contextlib.suppress(Exception):
+                connect(self.settings()).delete_collection(self.env["CHROMA_MEMORY_COLLECTION"])
         if hasattr(self, "llm"):
             self.llm.stop()
         if hasattr(self, "jwks"):
@@ -182,6 +191,7 @@ class StreamedTurn:
     status: int
     sent_at: float  # time.monotonic() when the request was sent
     first_chunk_at: float | None  # time.monotonic() when the first ResponseChunk event arrived
+    completed_at: float | None  # ... when the Completed event arrived
     ended_at: float
     events: list[str]
 
@@ -200,6 +210,7 @@ def stream_turn(
         f"Accept: text/event-stream\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     )
     first: float | None = None
+    completed: float | None = None
     received = b""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -211,12 +222,14 @@ def stream_turn(
                 break
             if first is None and b"event: ResponseChunk" in received[-32:] + data:
                 first = time.monotonic()
+            if completed is None and b"event: Completed" in received[-32:] + data:
+                completed = time.monotonic()
             received += data
     ended = time.monotonic()
     status_line, _, rest = received.partition(b"\r\n")
     status = int(status_line.split()[1]) if status_line.startswith(b"HTTP/") else 0
     events = [line[7:].decode() for line in rest.split(b"\n") if line.startswith(b"event: ")]
-    return StreamedTurn(status, sent, first, ended, events)
+    return StreamedTurn(status, sent, first, completed, ended, events)
 
 
 _stack: LocalStack | None = None

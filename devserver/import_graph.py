@@ -61,6 +61,48 @@ def _is_module(name: str) -> bool:
     return (ROOT / f"{name}.py").exists() or (ROOT / name).is_dir()
 
 
+def _runtime_imports(path: Path) -> set[str]:
+    """The rag_orchestrator modules a file imports when it is itself imported: top-level statements only,
+    not function bodies nor `if TYPE_CHECKING:` blocks."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith(PACKAGE)}
+        elif isinstance(node, ast.ImportFrom) and node.module == PACKAGE:
+            found |= {f"{PACKAGE}.{alias.name}" for alias in node.names if _is_module(alias.name)}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PACKAGE + "."):
+            found.add(node.module)
+    return found
+
+
+def module_cycles() -> list[list[str]]:
+    """Modules that import each other, directly or around a loop, at import time."""
+    return find_cycles({module_name(path): _runtime_imports(path) for path in sorted(ROOT.rglob("*.py"))})
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The cycles a depth-first walk of `graph` meets, each as the path around it."""
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == 1:
+                cycles.append(path[path.index(target) :])
+            elif target in graph and target not in state:
+                visit(target)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    return cycles
+
+
 def package_graph() -> dict[str, set[str]]:
     """package -> the other packages it imports from."""
     graph: dict[str, set[str]] = defaultdict(set)
@@ -93,7 +135,12 @@ def main() -> int:
             print(f"layer {index}  {package:14} -> {targets}")
     problems = [f"upward: {a} -> {b}" for a, b in upward(graph)]
     problems += [f"cycle: {a} <-> {b}" for a, b in mutual(graph)]
-    print("\n".join(problems) if problems else "no import runs up a layer; no two packages import each other")
+    problems += ["module cycle: " + " -> ".join(cycle) for cycle in module_cycles()]
+    print(
+        "\n".join(problems)
+        if problems
+        else "no import runs up a layer; no two packages import each other; no module cycle"
+    )
     return 1 if problems else 0
 
 

@@ -125,7 +125,9 @@ def own_tables(aws_stack: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> di
 
 @pytest.fixture
 def chroma_url(chroma_server: Service, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The session's Chroma server, with conversation memory of this test's own (turns index into it)."""
     monkeypatch.setenv("CHROMA_URL", chroma_server.url)
+    monkeypatch.setenv("CHROMA_MEMORY_COLLECTION", f"memory-{uuid.uuid4().hex[:12]}")
     return chroma_server.url
 
 

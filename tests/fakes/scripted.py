@@ -112,6 +112,7 @@ def scripted_orchestrator(
     search: Any = None,
     settings: Any = None,
     timeout_seconds: float = 5.0,
+    after_turn: Sequence[Any] = (),
 ) -> Any:
     """An Orchestrator around `strategy` with no I/O of its own: memory store, these tools, no initial search."""
     from rag_orchestrator.config import load_settings
@@ -131,4 +132,5 @@ def scripted_orchestrator(
         settings=settings,
         choose_tools=tool_chooser(registry),
         search=search,
+        after_turn=after_turn,
     )

@@ -59,7 +59,10 @@ def app(aws_stack, chroma_url, fake_llm, monkeypatch) -> Iterator[TestClient]:
     for key, value in fake_llm.settings_for("openai_compatible").items():
         monkeypatch.setenv(key.upper(), str(value))
     ingest_documents([{"documentId": "guide", "title": "Guide", "text": "Run make test."}], load_settings())
-    return TestClient(create_app(ALL_ROUTERS))
+    # One event loop for the client's life, as a server has: a request does not end by waiting for the
+    # worker threads a paused Chroma holds (a new loop per request would, when it shuts down).
+    with TestClient(create_app(ALL_ROUTERS)) as client:
+        yield client
 
 
 def test_a_paused_chroma_costs_a_turn_its_configured_wait_and_the_turn_answers(app, fake_llm, paused_chroma):

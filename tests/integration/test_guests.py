@@ -170,7 +170,10 @@ def test_guest_tokens_are_accepted_beside_jwts_in_jwt_mode(guests, jwks, monkeyp
 
 
 def test_guest_conversations_are_purged_not_archived_and_their_audit_is_kept(
-    own_tables, fake_llm, monkeypatch
+    own_tables,
+    chroma_url,
+    fake_llm,
+    monkeypatch,  # the purge removes memory fragments from Chroma
 ):
     monkeypatch.setenv("ALLOW_ANONYMOUS", "true")
     monkeypatch.setenv("LOOP_INITIAL_RAG", "false")

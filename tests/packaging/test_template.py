@@ -240,6 +240,7 @@ def test_every_function_gets_the_shared_configuration(template):
         assert env["JWT_ISSUER"] == {"Ref": "JwtIssuer"}
         assert env["JWT_AUDIENCE"] == {"Ref": "JwtAudience"}
         assert env["CHROMA_URL"] == {"Ref": "ChromaUrl"}
+        assert env["MEMORY_ENABLED"] == {"Ref": "MemoryEnabled"}
         assert env["MODEL_STRATEGY"] == {"Ref": "ModelStrategy"}
         assert env["CONVERSATIONS_TABLE"] == {"Ref": "ConversationsTable"}
         assert env["POWERTOOLS_SERVICE_NAME"] == "rag-orchestrator"
@@ -472,6 +473,14 @@ def test_archive_runs_hourly(template, resources):
     assert len(schedules) == 1
     assert schedules[0]["Properties"]["Schedule"] in ("rate(1 hour)", "rate(60 minutes)")
     assert effective_function(template, "ArchiveFunction")["Timeout"] == 900
+    # the purge deletes fragments from Chroma, which may need its token
+    readable = [
+        arn["Fn::Sub"]
+        for statement in policy_statements(props["Policies"])
+        if "ssm:GetParameter" in as_list(statement["Action"])
+        for arn in as_list(statement["Resource"])
+    ]
+    assert any(sub.endswith("parameter${ChromaTokenParameter}") for sub in readable)
 
 
 def test_attachment_function_is_notified_of_uploads(template, resources):

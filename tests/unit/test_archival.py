@@ -24,6 +24,7 @@ from rag_orchestrator.domain.conversations import (
     MessageResponse,
 )
 from rag_orchestrator.domain.messages import Role
+from rag_orchestrator.errors import VectorStoreUnavailable
 from tests.fakes.moto_aws import mocked_aws
 from tests.unit.store_contract import ALICE, LEASE, conversation, message, tool_round
 
@@ -63,13 +64,16 @@ def add(store, cid: str, question: ConversationMessage, *produced: ConversationM
     store.finish_turn(cid, list(produced), tool_calls=0, tokens=0)
 
 
-def run(aws, *, days_ahead: int = 31, remaining_ms=lambda: FAR, **options):
+def run(
+    aws, *, days_ahead: int = 31, remaining_ms=lambda: FAR, forget=lambda conversation_id: None, **options
+):
     job = ArchivalJob(
         Table(aws[0], TABLE),
         aws[1],
         BUCKET,
         archive_after=30 * DAY,
         retention=30 * DAY,
+        forget=forget,
         **options,
     )
     return job.run(remaining_ms, utcnow() + days_ahead * DAY)
@@ -364,6 +368,22 @@ def test_deleted_conversations_are_purged_after_the_retention_not_before(aws, st
     assert not contents.get("Versions") and not contents.get("DeleteMarkers")
     assert meta(aws, kept)["status"] == "ARCHIVED"  # the other conversation was only archived
     assert run(aws, days_ahead=31).purged == 0
+
+
+def test_the_purge_forgets_the_fragments_first_and_a_failure_leaves_it_for_the_next_run(aws, store):
+    cid, _ = chatted(store)
+    store.soft_delete(cid, ALICE)
+
+    def chroma_down(conversation_id: str) -> None:
+        raise VectorStoreUnavailable("Chroma unreachable (ConnectError)")
+
+    failed = run(aws, forget=chroma_down)
+    assert (failed.purged, failed.failures) == (0, 1)
+    assert "META" in partition(aws, cid) and meta(aws, cid)["status"] == "DELETED"
+
+    forgotten: list[str] = []
+    assert run(aws, forget=forgotten.append).purged == 1
+    assert forgotten == [cid] and partition(aws, cid) == []
 
 
 # ------------------------------------------------------------------ entry point

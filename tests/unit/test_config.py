@@ -127,3 +127,14 @@ def test_the_tool_secrets_prefix_is_a_parameter_path(monkeypatch, prefix):
     monkeypatch.setenv("TOOL_SECRETS_PREFIX", prefix)
     with pytest.raises(ConfigError, match="TOOL_SECRETS_PREFIX"):
         load_settings()
+
+
+def test_conversation_memory_is_on_by_default_and_never_in_the_knowledge_base(monkeypatch):
+    settings = load_settings()
+    assert settings.memory_enabled and settings.chroma_memory_collection == "conversation-memory"
+    monkeypatch.setenv("CHROMA_MEMORY_COLLECTION", settings.chroma_collection)
+    with pytest.raises(ConfigError, match="CHROMA_MEMORY_COLLECTION must differ from CHROMA_COLLECTION"):
+        load_settings()
+    monkeypatch.setenv("MEMORY_ENABLED", "maybe")
+    with pytest.raises(ConfigError, match="MEMORY_ENABLED"):
+        load_settings()

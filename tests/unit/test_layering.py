@@ -1,6 +1,6 @@
 """The core package's layering: shared concepts at the bottom, no import running up, no cycle."""
 
-from devserver.import_graph import LAYERS, layer_of, mutual, package_graph, upward
+from devserver.import_graph import LAYERS, find_cycles, layer_of, module_cycles, mutual, package_graph, upward
 
 
 def test_every_package_sits_in_a_layer():
@@ -14,6 +14,13 @@ def test_no_import_runs_up_and_no_two_packages_import_each_other():
     assert mutual(graph) == []
 
 
+def test_no_two_modules_import_each_other_when_they_load():
+    assert module_cycles() == []
+
+
 def test_the_check_sees_an_upward_import():
     assert upward({"domain": {"api"}, "api": {"domain"}}) == [("domain", "api")]
     assert mutual({"providers": {"retrieval"}, "retrieval": {"providers"}}) == [("providers", "retrieval")]
+    assert find_cycles({"loop.ports": {"loop.record"}, "loop.record": {"loop.ports"}}) == [
+        ["loop.ports", "loop.record"]
+    ]

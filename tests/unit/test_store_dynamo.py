@@ -40,7 +40,7 @@ def store(aws) -> DynamoConversationStore:
 @pytest.fixture
 def archive(aws):
     """Archive a conversation the way the archival job does (archive_steps.py)."""
-    archiver = ConversationArchiver(Table(aws[0], TABLE), aws[1], BUCKET)
+    archiver = ConversationArchiver(Table(aws[0], TABLE), aws[1], BUCKET, forget=lambda conversation_id: None)
 
     def run(conversation_id: str) -> None:
         assert archiver.archive(conversation_id, DUE).outcome.value == "archived"

@@ -76,6 +76,8 @@ class Settings(BaseSettings):
     chroma_database: str = "default_database"
     chroma_collection: str = Field("knowledge-base", min_length=3, max_length=512)
     chroma_timeout_seconds: float = Field(3.0, gt=0, le=60)  # each phase of a search request
+    chroma_memory_collection: str = Field("conversation-memory", min_length=3, max_length=512)
+    memory_enabled: bool = True  # index each completed turn; rag_search ranks the caller's own fragments
 
     embedding_provider: Literal["hashing", "wordllama", "openai_compatible", "bedrock"] = "hashing"
     embedding_base_url: str | None = None
@@ -151,6 +153,8 @@ class Settings(BaseSettings):
             for name in ("conversations_table", "transcripts_bucket"):
                 if not getattr(self, name):
                     raise ValueError(f"{name.upper()} is required when CONVERSATION_STORAGE=dynamodb")
+        if self.chroma_memory_collection == self.chroma_collection:
+            raise ValueError("CHROMA_MEMORY_COLLECTION must differ from CHROMA_COLLECTION")
         if self.rag_topk_default > self.rag_topk_max:
             raise ValueError("RAG_TOPK_DEFAULT must not exceed RAG_TOPK_MAX")
         if self.chunk_overlap >= self.chunk_size:

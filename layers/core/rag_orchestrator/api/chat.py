@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Path, Request
 from fastapi.responses import StreamingResponse
 
 from rag_orchestrator.api.auth import get_owner
@@ -50,6 +50,7 @@ def turn_request(
 async def send_message(
     body: ChatRequest,
     request: Request,
+    background: BackgroundTasks,
     conversation_id: str = CONVERSATION_ID,
     caller: Caller = Depends(get_owner),
     orchestrator: Orchestrator = Depends(get_orchestrator),
@@ -62,6 +63,8 @@ async def send_message(
     record = turn.record
     if record.failure is not None:
         raise record.failure
+    # After the response under uvicorn; under Mangum before the invocation returns (never frozen mid-way).
+    background.add_task(turn.after)
     return ChatResponse(
         conversation_id=conversation_id,
         message=record.content,
@@ -74,7 +77,7 @@ async def send_message(
     )
 
 
-async def _sse(turn: ActiveTurn, started: float) -> AsyncIterator[bytes]:
+async def _sse(turn: ActiveTurn, started: float = 0.0) -> AsyncIterator[bytes]:
     seq = 0
     async for event in turn.events():
         seq += 1
@@ -82,6 +85,8 @@ async def _sse(turn: ActiveTurn, started: float) -> AsyncIterator[bytes]:
             metrics.add_metric(name="TimeToFirstToken", unit="Milliseconds", value=since(started))
             started = 0.0
         yield encode(event.type, event, seq)
+    # The client has the terminal event; the body ends (and Lambda's invocation with it) after this.
+    await turn.after()
 
 
 @stream_router.post(

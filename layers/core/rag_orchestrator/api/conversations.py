@@ -1,18 +1,20 @@
 """Conversation endpoints (docs/api.md): create, list, get, read messages, soft delete.
 
 Every route acts for the authenticated caller only (a signed-in caller or a guest): another caller's
-conversation answers 404, exactly like a missing one. DELETE answers 204 with no body; a second DELETE answers 404.
+conversation answers 404, exactly like a missing one. DELETE answers 204 with no body; a second DELETE
+answers 404. It also removes the conversation's fragments from conversation memory (docs/retrieval.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from enum import StrEnum
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
 from rag_orchestrator.api.auth import get_owner
-from rag_orchestrator.api.deps import get_store
+from rag_orchestrator.api.deps import get_memory, get_store
 from rag_orchestrator.conversations.cursors import MAX_CURSOR_CHARS
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from rag_orchestrator.conversations.store import ConversationStore
@@ -26,6 +28,8 @@ from rag_orchestrator.domain.conversations import (
     new_conversation,
 )
 from rag_orchestrator.errors import ConversationNotFound
+from rag_orchestrator.observability import logger
+from rag_orchestrator.retrieval.fragments import FragmentIndex
 
 router = APIRouter(prefix="/api/v1/chat/conversations", tags=["conversations"])
 
@@ -111,6 +115,20 @@ async def delete_conversation(
     conversation_id: str = Depends(conversation_id),
     caller: Caller = Depends(get_owner),
     store: ConversationStore = Depends(get_store),
+    memory: FragmentIndex | None = Depends(get_memory),
 ) -> Response:
     await store.soft_delete(conversation_id, caller.caller_id)
+    if memory is not None:
+        await _forget(memory, conversation_id)
     return Response(status_code=204)
+
+
+async def _forget(memory: FragmentIndex, conversation_id: str) -> None:
+    """Remove the conversation's fragments now; if Chroma fails, the purge of the deleted conversation will."""
+    try:
+        await asyncio.to_thread(memory.forget_conversation, conversation_id)
+    except Exception as exc:
+        logger.warning(
+            "conversation fragments left for the purge",
+            extra={"conversation_id": conversation_id, "error_type": type(exc).__name__},
+        )

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.conversations.store import ConversationStore
     from rag_orchestrator.loop.orchestrator import Orchestrator
     from rag_orchestrator.providers.strategies import ModelStrategy
+    from rag_orchestrator.retrieval.fragments import FragmentIndex
     from rag_orchestrator.tools.toolbox import Toolbox
 
 
@@ -55,10 +56,20 @@ class Services:
         return create_strategy(self.settings)
 
     @cached_property
+    def memory(self) -> FragmentIndex | None:
+        """Conversation memory (CHROMA_MEMORY_COLLECTION), or None with MEMORY_ENABLED=false."""
+        if not self.settings.memory_enabled:
+            return None
+        from rag_orchestrator.retrieval.fragments import get_fragment_index
+
+        return get_fragment_index(self.settings)
+
+    @cached_property
     def orchestrator(self) -> Orchestrator:
         from rag_orchestrator.loop.finalizers import FINALIZERS
         from rag_orchestrator.loop.orchestrator import Orchestrator
         from rag_orchestrator.loop.toolsets import tool_chooser
+        from rag_orchestrator.loop.turn_memory import TurnMemory
 
         toolbox = self.toolbox
         return Orchestrator(
@@ -69,6 +80,7 @@ class Services:
             choose_tools=tool_chooser(toolbox.registry, toolbox.selector),
             search=toolbox.search,
             finalizer=FINALIZERS[self.settings.loop_finalizer](),
+            after_turn=[TurnMemory(self.memory)] if self.memory is not None else [],
         )
 
 
@@ -98,3 +110,7 @@ def get_strategy(request: Request) -> ModelStrategy:
 
 def get_orchestrator(request: Request) -> Orchestrator:
     return services(request).orchestrator
+
+
+def get_memory(request: Request) -> FragmentIndex | None:
+    return services(request).memory

@@ -103,6 +103,7 @@ async def _parts(turn: ActiveTurn, conversation_id: str) -> AsyncIterator[bytes]
             for part in translation.parts(event):
                 yield encode_part(part)
     yield DONE
+    await turn.after()  # the client has every part; the body ends (and Lambda's invocation) after this
 
 
 @router.post(

@@ -27,6 +27,7 @@ from rag_orchestrator.conversations.archive_steps import (
     AUDIT_RETENTION,
     Checkpoint,
     ConversationArchiver,
+    Forget,
     Outcome,
     Result,
 )
@@ -97,6 +98,7 @@ class ArchivalJob:
         *,
         archive_after: timedelta,
         retention: timedelta,
+        forget: Forget,
         guest_ttl: timedelta = timedelta(hours=24),
         audit_retention: timedelta = AUDIT_RETENTION,
         checkpoint: Checkpoint | None = None,
@@ -109,6 +111,7 @@ class ArchivalJob:
             table,
             s3,
             bucket,
+            forget=forget,
             checkpoint=checkpoint,
             audit_retention=audit_retention,
             attachments_bucket=attachments_bucket,
@@ -222,6 +225,7 @@ def run_archival(
         logger.info("archival skipped: CONVERSATION_STORAGE is not dynamodb")
         return ArchivalReport()
     from rag_orchestrator import aws
+    from rag_orchestrator.retrieval.fragments import fragment_eraser
 
     job = ArchivalJob(
         Table(aws.client("dynamodb"), settings.conversations_table or ""),
@@ -231,6 +235,8 @@ def run_archival(
         retention=timedelta(days=settings.deleted_retention_days),
         guest_ttl=timedelta(hours=settings.guest_ttl_hours),
         audit_retention=timedelta(days=settings.audit_retention_days),
+        # Also with MEMORY_ENABLED=false: fragments indexed before it was turned off go too.
+        forget=fragment_eraser(settings),
         checkpoint=checkpoint,
         workers=workers,
         margin_ms=margin_ms,

@@ -17,9 +17,11 @@ overwrites; after 3, the CLEANUP# entry leads the next run back to 4 (writing no
 holds every message). Readers merge transcript and table by message id, so nothing shows twice.
 
 Purge (DELETED longer ago than the retention, or a guest's conversation no guest token can reach any
-more): every version of the transcript and of the offloaded contents, then the partition's items,
-META last, so a crash leaves it findable for the next run. The audit records stay, handed to an
-AUDIT$ item until AUDIT_RETENTION_DAYS after the deletion (audit_archive.py), when `expire` removes them.
+more): the conversation's fragments in conversation memory (its turns and its attachments' segments:
+DELETE removed them already unless Chroma failed then), every version of the transcript and of the
+offloaded contents, then the partition's items, META last, so a crash or a failure leaves it findable
+for the next run. The audit records stay, handed to an AUDIT$ item until AUDIT_RETENTION_DAYS after the
+deletion (audit_archive.py), when `expire` removes them.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ AUDIT_RETENTION = timedelta(days=365)
 # (step, conversation_id), called after "read", "written" (transcript verified) and "marked"
 # (status updated): where tests inject a crash or a concurrent write.
 Checkpoint = Callable[[str, str], None]
+# Deletes every fragment of a conversation from conversation memory (FragmentIndex.forget_conversation).
+Forget = Callable[[str], None]
 
 
 class Outcome(StrEnum):
@@ -81,11 +85,13 @@ class ConversationArchiver:
         s3: Any,
         bucket: str,
         *,
+        forget: Forget,
         checkpoint: Checkpoint | None = None,
         audit_retention: timedelta = AUDIT_RETENTION,
         attachments_bucket: str | None = None,
     ) -> None:
         self._table = table
+        self._forget = forget
         self._objects = ObjectStore(s3, bucket)
         self._attachment_objects = ObjectStore(s3, attachments_bucket) if attachments_bucket else None
         self._contents = ContentOffloader(s3, bucket)
@@ -127,6 +133,7 @@ class ConversationArchiver:
         meta, items = self._read(conversation_id)
         if meta is None or not _purgeable(meta, due_before):
             return SKIPPED
+        self._forget(conversation_id)
         keys = {transcript_key(meta["callerId"], conversation_id)}
         if meta.get("s3Key"):
             keys.add(meta["s3Key"])

@@ -2,14 +2,15 @@
 
 `begin()` claims the turn (stores the user message, takes the conversation's turn lock) and so
 raises 404/409 before any event is sent; `ActiveTurn.events()` then yields the stream events of
-docs/streams.md and always ends with exactly one Completed or Error. Each model call ends in a
+docs/streams.md and always ends with exactly one Completed or Error; the route then calls
+`ActiveTurn.after()` for the after-turn work (conversation memory). Each model call ends in a
 typed next step (loop/steps.py); the turn's messages, passages and counters are its TurnRecord.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from typing import Any, assert_never
 
@@ -26,7 +27,7 @@ from rag_orchestrator.domain.text import scrub
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.finalizers import DirectFinalizer, Finalizer
 from rag_orchestrator.loop.history import knowledge_message, well_formed
-from rag_orchestrator.loop.ports import KnowledgeSearch, ToolChooser, Tools, Toolset, TurnRequest
+from rag_orchestrator.loop.ports import AfterTurn, KnowledgeSearch, ToolChooser, Tools, Toolset, TurnRequest
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.steps import FinalAnswer, ModelResponse, RunTools, Stop, next_step
 from rag_orchestrator.observability import logger, metrics, request_reference
@@ -37,6 +38,7 @@ from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 
 TURN_LEASE_SECONDS = 330  # longer than the streaming function's timeout, so a lost lock frees itself
 UNEXPECTED = "The turn failed unexpectedly. Please try again."
+AFTER_TURN_SECONDS = 5.0  # each after-turn hook's share of the time after the terminal event
 
 
 class Orchestrator:
@@ -50,6 +52,7 @@ class Orchestrator:
         choose_tools: ToolChooser,
         search: KnowledgeSearch | None = None,
         finalizer: Finalizer | None = None,
+        after_turn: Sequence[AfterTurn] = (),
     ) -> None:
         self.store = store
         self.strategy = strategy
@@ -58,6 +61,7 @@ class Orchestrator:
         self.choose_tools = choose_tools
         self.search = search
         self.finalizer = finalizer or DirectFinalizer()
+        self.after_turn = tuple(after_turn)
 
     async def begin(self, request: TurnRequest) -> ActiveTurn:
         """Store the user message and take the turn lock; raises ConversationNotFound or Conflict."""
@@ -116,7 +120,7 @@ class ActiveTurn:
         messages = [Message(role=Role.SYSTEM, content=toolset.system_prompt), *history]
         if settings.loop_initial_rag and self.o.search is not None and RAG_SEARCH in toolset.names:
             yield self._event(ev.StatusUpdate, status="Searching the knowledge base")
-            found = await self._initial_search(self.o.search, request.message)
+            found = await self._initial_search(self.o.search, request)
             if found is None:
                 yield self._event(
                     ev.StatusUpdate, status="Knowledge base unavailable", details="continuing without it"
@@ -205,9 +209,9 @@ class ActiveTurn:
         self.record.tokens += response.usage.total_tokens
         yield response
 
-    async def _initial_search(self, search: KnowledgeSearch, query: str) -> str | None:
+    async def _initial_search(self, search: KnowledgeSearch, request: TurnRequest) -> str | None:
         try:
-            passages = await search.search(query)
+            passages = await search.search(request.message, caller_id=request.caller.caller_id)
         except RagError as exc:
             logger.warning("initial knowledge search failed", extra={"error": exc.message})
             return None
@@ -269,6 +273,22 @@ class ActiveTurn:
             message_id=stored.message_id,
             finish_reason=reason,
         )
+
+    async def after(self) -> None:
+        """The after-turn hooks, once the terminal event is out; shielded from a client gone meanwhile.
+        A hook's failure is logged and never reaches the turn."""
+        if not self._finished:
+            return
+        with anyio.CancelScope(shield=True):
+            for hook in self.o.after_turn:
+                # Bounded: the response (and a Lambda invocation) ends only when this returns.
+                with anyio.move_on_after(AFTER_TURN_SECONDS) as bounded:
+                    try:
+                        await hook(self.request, self.record)
+                    except Exception:
+                        logger.exception("after-turn work failed", extra={"hook": type(hook).__name__})
+                if bounded.cancelled_caught:
+                    logger.warning("after-turn work cut off", extra={"hook": type(hook).__name__})
 
     async def _finish(self, *, interrupted: bool) -> None:
         """Persist what the turn produced and release the lock, once, even while being cancelled."""

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.messages import ToolCall, ToolResult
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.providers.events import StreamingMode
 from rag_orchestrator.tools.base import Tool, ToolContext
+
+if TYPE_CHECKING:  # the record names the request it belongs to
+    from rag_orchestrator.loop.record import TurnRecord
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,15 @@ class Tools(Protocol):
 
 
 class KnowledgeSearch(Protocol):
-    """The initial knowledge search before the first model call (LOOP_INITIAL_RAG)."""
+    """The initial knowledge search before the first model call (LOOP_INITIAL_RAG), as rag_search for the caller."""
 
-    async def search(self, query: str) -> list[Passage]: ...
+    async def search(self, query: str, *, caller_id: str | None = None) -> list[Passage]: ...
+
+
+class AfterTurn(Protocol):
+    """Work once a turn's terminal event is out (conversation memory, titles): off the client's path."""
+
+    async def __call__(self, request: TurnRequest, record: TurnRecord) -> None: ...
 
 
 class ToolChooser(Protocol):

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from rag_orchestrator.domain.modalities import TEXT
 from rag_orchestrator.sanitize import (
     MAX_SOURCE,
     MAX_TITLE,
@@ -13,8 +14,6 @@ from rag_orchestrator.sanitize import (
     sanitize_tags,
     strip_control,
 )
-
-MODALITY_TEXT = "text"
 
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 # A sentence ends at . ! ? or … (optionally closed by quotes or brackets) followed by space,
@@ -140,7 +139,7 @@ def chunk_document(
     base: dict[str, object] = {
         "documentId": document_id,
         "title": sanitize_metadata(title, MAX_TITLE),
-        "modality": MODALITY_TEXT,
+        "modality": TEXT,
         "ingestedAt": stamp,
     }
     if source and (clean_source := sanitize_metadata(source, MAX_SOURCE)):

@@ -1,47 +1,52 @@
-"""search(): the retrieval entry point for /query, the rag_search tool and the answer endpoint."""
+"""search(): the retrieval entry point for /query, the rag_search tool and the answer endpoint.
+
+Only the rag_search tool passes a caller: then that caller's conversation fragments (`fragments.py`)
+rank together with the knowledge base. Without one, only the knowledge base is searched.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from rag_orchestrator.config import Settings
+from rag_orchestrator.domain.modalities import ModalityFilter
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import BadRequest
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.embedders import get_embedder
+from rag_orchestrator.retrieval.fragments import get_fragment_index
 from rag_orchestrator.retrieval.vector_store import get_vector_store
 from rag_orchestrator.sanitize import MAX_SOURCE, sanitize_metadata, sanitize_tags
 
 MAX_QUERY_CHARS = 2000
 
 
-def search_sync(
-    query: str,
-    *,
-    top_k: int,
-    threshold: float,
-    source: str | None = None,
-    tags: Sequence[str] | None = None,
-    modality: str | None = None,
-    settings: Settings,
-) -> list[Passage]:
-    """The `top_k` passages nearest to the query, best first, without those scoring below `threshold`."""
+def embed_query(query: str, settings: Settings) -> list[float]:
     query = query.strip()
     if not query:
         raise BadRequest("query must not be empty")
-    started = time.perf_counter()
-    vector = get_embedder(settings).embed(query[:MAX_QUERY_CHARS])
+    return get_embedder(settings).embed(query[:MAX_QUERY_CHARS])
+
+
+def _filters(
+    source: str | None, tags: Sequence[str] | None, modality: ModalityFilter | None
+) -> dict[str, Any]:
     # Filters go through the same sanitising as the stored metadata, so they compare like with like.
-    found = get_vector_store(settings).query(
-        vector,
-        top_k,
-        source=sanitize_metadata(source, MAX_SOURCE) if source else None,
-        tags=sanitize_tags(list(tags or ())),
-        modality=modality,
-    )
-    passages = [p.model_copy(update={"query": query}) for p in found if p.score >= threshold]
+    return {
+        "source": sanitize_metadata(source, MAX_SOURCE) if source else None,
+        "tags": sanitize_tags(list(tags or ())),
+        "modality": modality,
+    }
+
+
+def _kept(
+    found: list[Passage], query: str, top_k: int, threshold: float, started: float, **extra: Any
+) -> list[Passage]:
+    # What found a passage goes with it: its snippet centres on the query's words.
+    passages = [p.model_copy(update={"query": query.strip()}) for p in found if p.score >= threshold]
     logger.info(
         "knowledge base searched",
         extra={
@@ -51,9 +56,27 @@ def search_sync(
             "kept": len(passages),
             "best_score": round(found[0].score, 4) if found else None,
             "ms": round((time.perf_counter() - started) * 1000, 1),
+            **extra,
         },
     )
     return passages
+
+
+def search_sync(
+    query: str,
+    *,
+    top_k: int,
+    threshold: float,
+    source: str | None = None,
+    tags: Sequence[str] | None = None,
+    modality: ModalityFilter | None = None,
+    settings: Settings,
+) -> list[Passage]:
+    """The `top_k` knowledge-base passages nearest to the query, best first, none scoring below `threshold`."""
+    started = time.perf_counter()
+    vector = embed_query(query, settings)
+    found = get_vector_store(settings).query(vector, top_k, **_filters(source, tags, modality))
+    return _kept(found, query, top_k, threshold, started)
 
 
 async def search(
@@ -63,17 +86,42 @@ async def search(
     threshold: float,
     source: str | None = None,
     tags: Sequence[str] | None = None,
-    modality: str | None = None,
+    modality: ModalityFilter | None = None,
+    caller_id: str | None = None,
     settings: Settings,
 ) -> list[Passage]:
-    """`search_sync` off the event loop: one thread hop for embedding and the Chroma query."""
-    return await asyncio.to_thread(
-        search_sync,
-        query,
-        top_k=top_k,
-        threshold=threshold,
-        source=source,
-        tags=tags,
-        modality=modality,
-        settings=settings,
+    """`search_sync` off the event loop (one thread hop); with `caller_id`, that caller's fragments too."""
+    if caller_id is None:
+        return await asyncio.to_thread(
+            search_sync,
+            query,
+            top_k=top_k,
+            threshold=threshold,
+            source=source,
+            tags=tags,
+            modality=modality,
+            settings=settings,
+        )
+    started = time.perf_counter()
+    vector = await asyncio.to_thread(embed_query, query, settings)
+    filters = _filters(source, tags, modality)
+
+    def knowledge() -> list[Passage]:
+        return get_vector_store(settings).query(vector, top_k, **filters)
+
+    def memory() -> list[Passage]:
+        return get_fragment_index(settings).query(vector, caller_id, top_k, **filters)
+
+    found, remembered = await asyncio.gather(
+        asyncio.to_thread(knowledge), asyncio.to_thread(memory), return_exceptions=True
     )
+    if isinstance(found, BaseException):
+        raise found
+    if isinstance(remembered, Exception):  # memory is extra: the knowledge base still answers
+        logger.warning("conversation memory not searched", extra={"error_type": type(remembered).__name__})
+        remembered = []
+    elif isinstance(remembered, BaseException):
+        raise remembered
+    merged = sorted([*found, *remembered], key=lambda p: p.score, reverse=True)[:top_k]
+    fragments = {id(p) for p in remembered}
+    return _kept(merged, query, top_k, threshold, started, fragments=sum(id(p) in fragments for p in merged))

@@ -1,9 +1,11 @@
-"""The Chroma vector store: ingestion's calls through chromadb-client, searches through `chroma_http`.
+"""A Chroma collection: writes through chromadb-client, searches through `chroma_http`.
 
-The only module that imports chromadb, lazily, and only for upsert, delete and count: it costs 0.6 to 1.4 s
-to import, which neither start-up nor a search may pay. A search reads the collection by name once (cached,
-read again once if a query finds it gone) and never creates it: a missing collection holds no passages.
-The first write creates it, in the cosine space and with the embedder's name in its metadata.
+Two collections use it: the knowledge base (CHROMA_COLLECTION) and conversation memory
+(CHROMA_MEMORY_COLLECTION, `fragments.py`). The only module that imports chromadb, lazily, and only for
+upsert, delete and count: it costs 0.6 to 1.4 s to import, which neither start-up nor a search may pay.
+A search reads the collection by name once (cached, read again once if a query finds it gone) and never
+creates it: a missing collection holds no passages. A delete never creates it either. The first upsert
+creates it, in the cosine space and with the embedder's name in its metadata.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from urllib.parse import urlparse
 import httpx
 
 from rag_orchestrator.config import Settings
+from rag_orchestrator.domain.modalities import ModalityFilter
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import ConfigError, VectorStoreUnavailable
 from rag_orchestrator.observability import logger, redacted
@@ -39,14 +42,24 @@ WRITE_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
 
 
 def build_where(
-    *, source: str | None = None, tags: Sequence[str] | None = None, modality: str | None = None
+    *,
+    caller_id: str | None = None,
+    source: str | None = None,
+    tags: Sequence[str] | None = None,
+    modality: ModalityFilter | None = None,
 ) -> dict[str, Any] | None:
-    """Chroma `where` filter: the source and modality must match; any one of the tags is enough."""
+    """Chroma `where` filter: caller and source must match, the modality be one of those given; any one
+    of the tags is enough."""
     clauses: list[dict[str, Any]] = []
+    if caller_id is not None:
+        clauses.append({"callerId": caller_id})
     if source:
         clauses.append({"source": source})
-    if modality:
-        clauses.append({"modality": modality})
+    modalities = list(dict.fromkeys([modality] if isinstance(modality, str) else modality or ()))
+    if len(modalities) == 1:
+        clauses.append({"modality": modalities[0]})
+    elif modalities:
+        clauses.append({"modality": {"$in": modalities}})
     wanted = list(dict.fromkeys(t for t in tags or () if t))
     if len(wanted) == 1:
         clauses.append({"tags": {"$contains": wanted[0]}})
@@ -58,18 +71,23 @@ def build_where(
 
 
 class VectorStore:
-    """One Chroma collection (cosine space), created on first write, holding vectors of one embedder only."""
+    """One Chroma collection (cosine space), created on first write, holding vectors of one embedder only.
+
+    Without an embedder's name the store only deletes: it neither checks nor records whose vectors it holds.
+    """
 
     def __init__(
         self,
         settings: Settings,
-        embedder_name: str,
+        embedder_name: str | None,
         client: ClientAPI | None = None,
         *,
+        collection: str | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.settings = settings
         self.embedder_name = embedder_name
+        self.collection = collection or settings.chroma_collection
         self._client = client
         self._collection: Collection | None = None
         self._transport = transport
@@ -102,6 +120,12 @@ class VectorStore:
         where: dict[str, Any] = {"documentId": document_id}
         if keep_first:
             where = {"$and": [where, {"chunkIndex": {"$gte": keep_first}}]}
+        self.delete(where)
+
+    def delete(self, where: dict[str, Any]) -> None:
+        """Delete what matches `where`; a collection that does not exist holds nothing and is not created."""
+        if self._resolve()[1] is None:
+            return
         self._call(lambda c: c.delete(where=where))
 
     def query(
@@ -109,14 +133,15 @@ class VectorStore:
         embedding: Sequence[float],
         top_k: int,
         *,
+        caller_id: str | None = None,
         source: str | None = None,
         tags: Sequence[str] | None = None,
-        modality: str | None = None,
+        modality: ModalityFilter | None = None,
     ) -> list[Passage]:
         """The `top_k` nearest chunks, best first, with score = 1 - cosine distance; none if no collection yet."""
         if top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
-        where = build_where(source=source, tags=tags, modality=modality)
+        where = build_where(caller_id=caller_id, source=source, tags=tags, modality=modality)
         try:
             rows = self._query_once(embedding, top_k, where)
         except ChromaNotFound:
@@ -129,11 +154,13 @@ class VectorStore:
                 rows = []
         return [_passage(row) for row in rows]
 
-    def count(self, document_id: str | None = None) -> int:
-        """Chunks in the collection, or of one document."""
-        if document_id is None:
+    def count(self, document_id: str | None = None, *, where: dict[str, Any] | None = None) -> int:
+        """Entries in the collection, of one document, or matching `where`."""
+        if document_id is not None:
+            where = {"documentId": document_id}
+        if where is None:
             return self._call(lambda c: c.count())
-        return len(self._call(lambda c: c.get(where={"documentId": document_id}, include=[]))["ids"])
+        return len(self._call(lambda c: c.get(where=where, include=[]))["ids"])
 
     # ----------------------------------------------------------------- reads (no chromadb)
     def _query_once(
@@ -157,7 +184,7 @@ class VectorStore:
                     transport=self._transport,
                 )
             if self._read_collection is None:
-                found = self._reader.find_collection(self.settings.chroma_collection)
+                found = self._reader.find_collection(self.collection)
                 if found is not None:
                     self._check_embedder(found.metadata)
                 self._read_collection = found
@@ -195,9 +222,9 @@ class VectorStore:
         if self._client is None:
             self._client = connect(self.settings)
         collection = self._client.get_or_create_collection(
-            self.settings.chroma_collection,
+            self.collection,
             configuration={"hnsw": {"space": "cosine"}},
-            metadata={"embedder": self.embedder_name},
+            metadata={"embedder": self.embedder_name} if self.embedder_name else None,
             embedding_function=None,
         )
         self._check_embedder(collection.metadata or {})
@@ -205,9 +232,9 @@ class VectorStore:
 
     def _check_embedder(self, metadata: dict[str, Any]) -> None:
         stored = metadata.get("embedder")
-        if stored and stored != self.embedder_name:
+        if stored and self.embedder_name and stored != self.embedder_name:
             raise ConfigError(
-                f"CHROMA_COLLECTION {self.settings.chroma_collection!r} holds vectors of {stored}, "
+                f"Chroma collection {self.collection!r} holds vectors of {stored}, "
                 f"but the embedder is {self.embedder_name}: use another collection or re-ingest"
             )
 

@@ -32,7 +32,7 @@ class Tool(Protocol):
 class SearchTool(Tool, Protocol):
     """A knowledge search that is also a tool: `rag_search`, which the loop also calls before the model."""
 
-    async def search(self, query: str) -> list[Passage]: ...
+    async def search(self, query: str, *, caller_id: str | None = None) -> list[Passage]: ...
 
 
 def definition(tool: Tool) -> dict[str, Any]:

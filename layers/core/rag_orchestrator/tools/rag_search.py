@@ -1,4 +1,8 @@
-"""rag_search: the knowledge-base search tool (seed 000's RAGTool) over the vector store."""
+"""rag_search: the knowledge-base search tool (seed 000's RAGTool) over the vector store.
+
+With MEMORY_ENABLED, the caller's own fragments (earlier turns, attachments' segments) rank together
+with the knowledge base; `modality` narrows both to the modalities named.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +10,27 @@ from typing import Any
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.messages import ToolResult
+from rag_orchestrator.domain.modalities import MODALITIES, ModalityFilter
 from rag_orchestrator.domain.passage_formats import format_passages
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.tools.base import ToolContext
 
 NAME = "rag_search"
+CITE = "Cite results as [source:documentId#chunkIndex]."
+KNOWLEDGE_ONLY = f"Search the knowledge base for passages relevant to a question. {CITE}"
+WITH_MEMORY = (
+    "Search the knowledge base, together with this user's earlier conversations and attachments, "
+    f"for passages relevant to a question. {CITE}"
+)
 
 
 class RagSearchTool:
     name = NAME
-    description = (
-        "Search the knowledge base for passages relevant to a question. "
-        "Cite results as [source:documentId#chunkIndex]."
-    )
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.description = WITH_MEMORY if settings.memory_enabled else KNOWLEDGE_ONLY
+        modality = {"type": "string", "enum": list(MODALITIES)}
         self.parameters: dict[str, Any] = {
             "type": "object",
             "properties": {
@@ -43,6 +52,14 @@ class RagSearchTool:
                     "items": {"type": "string"},
                     "description": "Only passages with these tags",
                 },
+                "modality": {
+                    "anyOf": [
+                        modality,
+                        {"type": "array", "items": modality, "minItems": 1, "uniqueItems": True},
+                    ],
+                    "description": "Only passages of this modality, or of these: text (the knowledge base "
+                    "and conversations), or an attachment's document, image-ocr, image-caption, audio",
+                },
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -52,10 +69,13 @@ class RagSearchTool:
         self,
         query: str,
         *,
+        caller_id: str | None = None,
         max_results: int | None = None,
         source: str | None = None,
         tags: list[str] | None = None,
+        modality: ModalityFilter | None = None,
     ) -> list[Passage]:
+        """The knowledge base's passages, and with MEMORY_ENABLED the caller's fragments, best first."""
         from rag_orchestrator.retrieval.search import search
 
         return await search(
@@ -64,15 +84,19 @@ class RagSearchTool:
             threshold=self.settings.rag_similarity_threshold,
             source=source,
             tags=tags,
+            modality=modality,
+            caller_id=caller_id if self.settings.memory_enabled else None,
             settings=self.settings,
         )
 
     async def execute(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         passages = await self.search(
             arguments["query"],
+            caller_id=ctx.caller_id,
             max_results=arguments.get("max_results"),
             source=arguments.get("source"),
             tags=arguments.get("tags"),
+            modality=arguments.get("modality"),
         )
         return ToolResult(
             tool_call_id="",

@@ -1,0 +1,188 @@
+"""Which turns become fragments, what a fragment holds, and where the after-turn work runs (no network:
+a recording index stands in for Chroma; tests/integration/test_memory.py runs the real one)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from rag_orchestrator.api.chat import _sse
+from rag_orchestrator.domain.callers import ANONYMOUS_CALLER, Caller
+from rag_orchestrator.domain.conversations import Conversation
+from rag_orchestrator.errors import ProviderHTTPError, VectorStoreUnavailable
+from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.turn_memory import TurnMemory
+from rag_orchestrator.retrieval.fragments import (
+    MAX_FRAGMENT_CHARS,
+    Fragment,
+    FragmentIndex,
+    attachment_segment,
+    conversation_fragment,
+)
+from rag_orchestrator.retrieval.vector_store import build_where
+from tests.fakes.scripted import ScriptedStrategy, answer, scripted_orchestrator
+
+ALICE = Caller("alice", ("user",))
+WHEN = datetime(2026, 11, 23, 9, 30, 0, 123000, tzinfo=UTC)
+
+
+class RecordingIndex:
+    """FragmentIndex.add without Chroma: keeps what it was given, or fails like Chroma down."""
+
+    def __init__(self, fail: Exception | None = None) -> None:
+        self.added: list = []
+        self.fail = fail
+
+    def add(self, fragments) -> None:
+        if self.fail:
+            raise self.fail
+        self.added.extend(fragments)
+
+
+async def run_turn(script, *, caller=ALICE, message="My locker code is 4711.", hooks=()):
+    orchestrator = scripted_orchestrator(ScriptedStrategy(script), after_turn=hooks)
+    conversation = await orchestrator.store.create(Conversation(caller_id=caller.caller_id))
+    request = TurnRequest(conversation_id=conversation.conversation_id, caller=caller, message=message)
+    turn = await orchestrator.begin(request)
+    events = [event async for event in turn.events()]
+    await turn.after()
+    return turn, events
+
+
+async def test_an_answered_turn_becomes_one_question_and_answer_fragment():
+    index = RecordingIndex()
+    turn, events = await run_turn([answer("Noted: 4711 [source:guide#0].")], hooks=[TurnMemory(index)])
+    [fragment] = index.added
+    completed = events[-1]
+    assert fragment.message_id == completed.message_id
+    assert fragment.text == "Question: My locker code is 4711.\nAnswer: Noted: 4711."  # citations dropped
+    chunk = fragment.chunk()
+    assert chunk.id == f"conversation:{turn.request.conversation_id}#{completed.message_id}"
+    assert chunk.metadata == {
+        "documentId": f"conversation:{turn.request.conversation_id}",
+        "chunkIndex": fragment.index,
+        "title": f"Earlier conversation ({fragment.created_at:%Y-%m-%d}): My locker code is 4711.",
+        "source": "conversation",
+        "modality": "text",
+        "conversationId": turn.request.conversation_id,
+        "callerId": "alice",
+        "messageId": completed.message_id,
+        "createdAt": fragment.created_at.isoformat().replace("+00:00", "Z"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("script", "caller"),
+    [
+        ([[ProviderHTTPError(503, "down")]], ALICE),  # failed: an Error event
+        ([answer("   ")], ALICE),  # nothing answered
+        ([answer("Hello.")], ANONYMOUS_CALLER),  # a guest: expires, and is offered no rag_search
+    ],
+    ids=["failed", "empty", "anonymous"],
+)
+async def test_turns_that_did_not_answer_or_are_a_guests_are_not_indexed(script, caller):
+    index = RecordingIndex()
+    await run_turn(script, caller=caller, hooks=[TurnMemory(index)])
+    assert index.added == []
+
+
+async def test_an_interrupted_turn_runs_no_after_turn_work():
+    index = RecordingIndex()
+    orchestrator = scripted_orchestrator(
+        ScriptedStrategy([answer("a long answer", chunks=5)]), after_turn=[TurnMemory(index)]
+    )
+    conversation = await orchestrator.store.create(Conversation(caller_id="alice"))
+    turn = await orchestrator.begin(TurnRequest(conversation.conversation_id, ALICE, "hi"))
+    stream = turn.events()
+    async for event in stream:
+        if event.type == "ResponseChunk":
+            break
+    await stream.aclose()  # the client went away mid-answer
+    await turn.after()
+    assert index.added == []
+
+
+async def test_a_failing_hook_is_logged_and_the_others_still_run():
+    class Broken:
+        async def __call__(self, request, record):
+            raise RuntimeError("boom")
+
+    down, index = RecordingIndex(VectorStoreUnavailable()), RecordingIndex()
+    _, events = await run_turn([answer("Noted.")], hooks=[Broken(), TurnMemory(down), TurnMemory(index)])
+    assert events[-1].type == "Completed" and len(index.added) == 1
+
+
+async def test_the_stream_runs_the_after_turn_work_once_the_terminal_event_is_out():
+    seen: list[str] = []
+
+    class Hook:
+        async def __call__(self, request, record):
+            seen.append("after")
+
+    orchestrator = scripted_orchestrator(ScriptedStrategy([answer("Noted.")]), after_turn=[Hook()])
+    conversation = await orchestrator.store.create(Conversation(caller_id="alice"))
+    turn = await orchestrator.begin(TurnRequest(conversation.conversation_id, ALICE, "hi"))
+    async for data in _sse(turn):
+        seen.append(data.decode().split("\n", 1)[0].removeprefix("event: "))
+    assert seen[-2:] == ["Completed", "after"]
+
+
+def test_the_same_turn_gets_the_same_id_and_an_answers_time_is_its_chunk_index():
+    make = dict(conversation_id="c1", caller_id="alice", message_id="01J", question="q", answer="a")
+    first, again = (
+        conversation_fragment(**make, created_at=WHEN),
+        conversation_fragment(**make, created_at=WHEN),
+    )
+    assert first.id == again.id == "conversation:c1#01J"
+    assert first.index == 1795426200123
+
+
+def segment(**changes) -> Fragment:
+    """An attachment's segment; `changes` override the defaults."""
+    return attachment_segment(
+        **{
+            "conversation_id": "c1",
+            "caller_id": "alice",
+            "attachment_id": "a9",
+            "file_name": "scan.png",
+            "modality": "image-ocr",
+            "index": 2,
+            "text": "Total 42",
+            "created_at": WHEN,
+            **changes,
+        }
+    )
+
+
+def test_attachment_segments_carry_their_modality_attachment_and_index():
+    made = segment()
+    assert made.id == "attachment:a9#2"
+    assert {
+        k: made.chunk().metadata[k] for k in ("source", "modality", "attachmentId", "index", "title")
+    } == {
+        "source": "image-ocr",
+        "modality": "image-ocr",
+        "attachmentId": "a9",
+        "index": 2,
+        "title": "scan.png (image-ocr)",
+    }
+    with pytest.raises(ValueError, match="modality must be one of"):
+        segment(modality="video")
+
+
+def test_an_index_refuses_empty_and_oversized_fragments_and_one_without_embedder_only_forgets():
+    index = FragmentIndex(store=None, embedder=object())  # type: ignore[arg-type]
+    for text in ("  ", "x" * (MAX_FRAGMENT_CHARS + 1)):
+        with pytest.raises(ValueError, match="1 to"):
+            index.add([segment(text=text)])
+    with pytest.raises(ValueError, match="only forgets"):
+        FragmentIndex(store=None, embedder=None).add([])  # type: ignore[arg-type]
+
+
+def test_the_where_filter_puts_the_caller_and_the_modalities_in_chroma():
+    assert build_where(caller_id="alice") == {"callerId": "alice"}
+    assert build_where(caller_id="alice", modality=["audio", "image-ocr", "audio"]) == {
+        "$and": [{"callerId": "alice"}, {"modality": {"$in": ["audio", "image-ocr"]}}]
+    }
+    assert build_where(modality=["text"]) == {"modality": "text"}
