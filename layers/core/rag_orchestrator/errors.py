@@ -6,9 +6,11 @@
     ├── Unauthorized                  401: no caller, or a token that does not verify
     ├── Forbidden                     403: the caller may not do this
     ├── NotFound                      404
-    │   └── ConversationNotFound      also for another caller's conversation
+    │   ├── ConversationNotFound      also for another caller's conversation
+    │   └── TurnNotFound              a turn unknown, expired from the event log, or another caller's
     ├── Conflict                      409: a turn already running, a repeated clientMessageId
-    │   └── DuplicateClientMessage    a clientMessageId this conversation has already received
+    │   ├── DuplicateClientMessage    a clientMessageId this conversation has already received
+    │   └── TurnEnded                 a cancel for a turn that has already ended
     ├── DependencyUnavailable         503: DynamoDB, S3 or Chroma cannot be reached
     │   ├── StorageUnavailable
     │   ├── VectorStoreUnavailable
@@ -67,6 +69,14 @@ class ConversationNotFound(NotFound):
         self.conversation_id = conversation_id
 
 
+class TurnNotFound(NotFound):
+    error = "Turn not found"
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(f"Turn not found: {turn_id}")
+        self.turn_id = turn_id
+
+
 class Conflict(RagError):
     status_code = 409
     error = "Conflict"
@@ -82,6 +92,14 @@ class DuplicateClientMessage(Conflict):
         self.client_message_id = client_message_id
         self.message_id = message_id  # the stored user message the earlier request created
         self.created_at = created_at
+
+
+class TurnEnded(Conflict):
+    error = "Turn ended"
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(f"The turn has already ended: {turn_id}")
+        self.turn_id = turn_id
 
 
 class DependencyUnavailable(RagError):
