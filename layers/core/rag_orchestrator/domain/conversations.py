@@ -210,6 +210,7 @@ class ChatRequest(CamelModel):
 
 class ChatResponse(CamelModel):
     conversation_id: str
+    turn_id: str | None = None
     message: str
     role: Role = Role.ASSISTANT
     message_id: str | None = None

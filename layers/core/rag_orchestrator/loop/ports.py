@@ -27,6 +27,7 @@ class TurnRequest:
     context: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, str] = field(default_factory=dict)
     mode: StreamingMode = StreamingMode.PROGRESSIVE
+    deadline: float | None = None  # epoch seconds by which the turn must end; None: the default budget
 
 
 @dataclass(frozen=True)

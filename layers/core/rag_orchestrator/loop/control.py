@@ -1,0 +1,105 @@
+"""When a running turn must stop — its deadline, or a cancel — and the turns running in this process.
+
+The loop awaits each slow step (a model chunk, the tool calls, the knowledge search) through
+`TurnControl.wait`, under an asyncio timeout at the turn's deadline; a cancel fires that timeout at
+once. Either way the step raises TurnStopped, which the loop turns into a typed Stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from rag_orchestrator.domain.events import FinishReason
+
+T = TypeVar("T")
+
+
+class TurnStopped(Exception):
+    def __init__(self, reason: FinishReason) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class TurnControl:
+    """The stop conditions of one turn: `deadline` in epoch seconds, and `cancel()`."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.reason: FinishReason | None = None
+        self._timeout: asyncio.Timeout | None = None  # the step being awaited
+        self._loop_deadline: float | None = None
+
+    def cancel(self) -> None:
+        """Stop the turn: the step it awaits ends now, and it starts no other."""
+        if self.reason is None:
+            self.reason = "cancelled"
+        if self._timeout is not None and not self._timeout.expired():
+            self._timeout.reschedule(asyncio.get_running_loop().time())
+
+    def check(self) -> None:
+        """Raise TurnStopped when the turn has been cancelled or its deadline has passed."""
+        if self.reason is None and time.time() >= self.deadline:
+            self.reason = "deadline"
+        if self.reason is not None:
+            raise TurnStopped(self.reason)
+
+    async def wait(self, step: Awaitable[T]) -> T:
+        """Await `step`, cut off at the deadline or by a cancel (TurnStopped)."""
+        try:
+            self.check()
+        except TurnStopped:
+            if inspect.iscoroutine(step):
+                step.close()  # never started: no "never awaited" warning
+            raise
+        loop = asyncio.get_running_loop()
+        if self._loop_deadline is None:
+            self._loop_deadline = loop.time() + (self.deadline - time.time())
+        try:
+            async with asyncio.timeout_at(self._loop_deadline) as timeout:
+                self._timeout = timeout
+                return await step
+        except TimeoutError:
+            if self.reason is None:
+                self.reason = "deadline"
+            raise TurnStopped(self.reason) from None
+        finally:
+            self._timeout = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Running:
+    conversation_id: str
+    caller_id: str
+    control: TurnControl
+    loop: asyncio.AbstractEventLoop
+
+
+class RunningTurns:
+    """The streamed turns of this process by turnId, so a cancel received here stops one at once."""
+
+    def __init__(self) -> None:
+        self._turns: dict[str, _Running] = {}
+        self._lock = threading.Lock()
+
+    def add(self, turn_id: str, conversation_id: str, caller_id: str, control: TurnControl) -> None:
+        with self._lock:
+            self._turns[turn_id] = _Running(conversation_id, caller_id, control, asyncio.get_running_loop())
+
+    def remove(self, turn_id: str) -> None:
+        with self._lock:
+            self._turns.pop(turn_id, None)
+
+    def cancel(self, conversation_id: str, turn_id: str, caller_id: str) -> bool:
+        """Cancel the caller's turn if it runs here; False when it does not."""
+        with self._lock:
+            running = self._turns.get(turn_id)
+        if running is None or (running.conversation_id, running.caller_id) != (conversation_id, caller_id):
+            return False
+        running.loop.call_soon_threadsafe(running.control.cancel)
+        return True
