@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,3 +33,29 @@ def parse_sse(body: str) -> list[SSEMessage]:
         if data:
             messages.append(SSEMessage(event, event_id, json.loads("\n".join(data))))
     return messages
+
+
+@dataclass
+class SSEComment:
+    text: str
+
+
+def iter_sse(lines: Iterable[str]) -> Iterator[SSEMessage | SSEComment]:
+    """Messages (and comment lines) as they arrive, from a stream's lines (httpx `iter_lines()`)."""
+    event, event_id, data = "message", None, []
+    for line in lines:
+        if line.startswith(":"):
+            yield SSEComment(line[1:].strip())
+        elif not line:
+            if data:
+                yield SSEMessage(event, event_id, json.loads("\n".join(data)))
+            event, event_id, data = "message", None, []
+        else:
+            field, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if field == "event":
+                event = value
+            elif field == "id":
+                event_id = value
+            elif field == "data":
+                data.append(value)

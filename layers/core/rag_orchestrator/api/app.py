@@ -26,14 +26,16 @@ ROUTERS: dict[str, str] = {
     "query": "rag_orchestrator.api.query:router",
     "chat": "rag_orchestrator.api.chat:router",
     "chat_stream": "rag_orchestrator.api.chat:stream_router",
+    "turns": "rag_orchestrator.api.turns:router",
+    "turn_events": "rag_orchestrator.api.turns:stream_router",
     # "answer" before "answer_stream": where both are mounted, the REST route owns /query/answer.
     "answer": "rag_orchestrator.api.answers:router",
     "answer_stream": "rag_orchestrator.api.answers:stream_router",
     "tools": "rag_orchestrator.api.tools:router",
 }
 
-API_ROUTERS = ("health", "conversations", "ingest", "query", "chat", "answer", "tools")
-STREAM_ROUTERS = ("health", "chat_stream", "answer_stream")
+API_ROUTERS = ("health", "conversations", "ingest", "query", "chat", "turns", "answer", "tools")
+STREAM_ROUTERS = ("health", "chat_stream", "turns", "turn_events", "answer_stream")
 ALL_ROUTERS = tuple(ROUTERS)
 
 

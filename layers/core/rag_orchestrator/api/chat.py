@@ -1,20 +1,27 @@
-"""Chat turns: answered whole (FINAL_ONLY, REST) or streamed as SSE (PROGRESSIVE)."""
+"""Chat turns: answered whole (FINAL_ONLY, REST) or streamed as SSE (PROGRESSIVE, docs/streams.md).
+
+A streamed turn runs as its own task (loop/turn_stream.py): the response reads it, and a client that
+goes away leaves it running to its end. Both kinds end by their function's deadline (api/deadlines.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import StreamingResponse
 
 from rag_orchestrator.api.auth import get_caller
-from rag_orchestrator.api.deps import Services, get_orchestrator
-from rag_orchestrator.api.sse import SSE_HEADERS, encode
+from rag_orchestrator.api.deadlines import turn_deadline
+from rag_orchestrator.api.deps import Services, get_orchestrator, get_settings, services
+from rag_orchestrator.api.sse import SSE_HEADERS, comment, frame
+from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import ChatRequest, ChatResponse
 from rag_orchestrator.domain.passages import SourceWithSnippet
-from rag_orchestrator.loop.orchestrator import ActiveTurn, Orchestrator
+from rag_orchestrator.loop.orchestrator import Orchestrator
 from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.providers.events import StreamingMode
 
 CONVERSATION_ID = Path(..., min_length=1, max_length=100)
@@ -29,7 +36,7 @@ def check(services: Services) -> None:
 
 
 def _turn_request(
-    conversation_id: str, body: ChatRequest, caller: Caller, mode: StreamingMode
+    conversation_id: str, body: ChatRequest, caller: Caller, mode: StreamingMode, deadline: float
 ) -> TurnRequest:
     return TurnRequest(
         conversation_id=conversation_id,
@@ -40,17 +47,23 @@ def _turn_request(
         context=body.context or {},
         metadata=body.metadata,
         mode=mode,
+        deadline=deadline,
     )
 
 
 @router.post("/{conversation_id}/messages", response_model=ChatResponse, summary="One turn, answered whole")
 async def send_message(
     body: ChatRequest,
+    request: Request,
     conversation_id: str = CONVERSATION_ID,
     caller: Caller = Depends(get_caller),
     orchestrator: Orchestrator = Depends(get_orchestrator),
+    settings: Settings = Depends(get_settings),
 ) -> ChatResponse:
-    turn = await orchestrator.begin(_turn_request(conversation_id, body, caller, StreamingMode.FINAL_ONLY))
+    deadline = turn_deadline(request, settings)
+    turn = await orchestrator.begin(
+        _turn_request(conversation_id, body, caller, StreamingMode.FINAL_ONLY, deadline)
+    )
     async for _ in turn.events():
         pass
     record = turn.record
@@ -58,6 +71,7 @@ async def send_message(
         raise record.failure
     return ChatResponse(
         conversation_id=conversation_id,
+        turn_id=turn.turn_id,
         message=record.content,
         message_id=record.message_id,
         tool_calls_count=record.tool_calls,
@@ -68,11 +82,10 @@ async def send_message(
     )
 
 
-async def _sse(turn: ActiveTurn) -> AsyncIterator[bytes]:
-    seq = 0
-    async for event in turn.events():
-        seq += 1
-        yield encode(event.type, event, seq)
+async def _sse(stream: TurnStream) -> AsyncIterator[bytes]:
+    turn_id = stream.turn_id
+    async for item in stream.frames():
+        yield comment() if item is None else frame(item.type, item.data, f"{turn_id}:{item.seq}")
 
 
 @stream_router.post(
@@ -83,10 +96,18 @@ async def _sse(turn: ActiveTurn) -> AsyncIterator[bytes]:
 )
 async def stream_message(
     body: ChatRequest,
+    request: Request,
     conversation_id: str = CONVERSATION_ID,
     caller: Caller = Depends(get_caller),
     orchestrator: Orchestrator = Depends(get_orchestrator),
+    settings: Settings = Depends(get_settings),
 ) -> StreamingResponse:
+    deadline = turn_deadline(request, settings)
     # begin() raises 404/409 as plain HTTP errors before the stream starts.
-    turn = await orchestrator.begin(_turn_request(conversation_id, body, caller, StreamingMode.PROGRESSIVE))
-    return StreamingResponse(_sse(turn), media_type="text/event-stream", headers=SSE_HEADERS)
+    turn = await orchestrator.begin(
+        _turn_request(conversation_id, body, caller, StreamingMode.PROGRESSIVE, deadline)
+    )
+    parts = services(request)
+    stream = TurnStream(turn, log=parts.event_log, running=parts.running_turns, settings=settings)
+    stream.start()
+    return StreamingResponse(_sse(stream), media_type="text/event-stream", headers=SSE_HEADERS)
