@@ -3,6 +3,8 @@ DynamoDB log's keys, item layout and request counts."""
 
 from __future__ import annotations
 
+import json
+import zlib
 from collections import Counter
 
 import pytest
@@ -131,7 +133,8 @@ async def test_dynamodb_items_sort_after_the_messages_and_carry_the_ttl(aws, clo
     assert [i["SK"]["S"] for i in items] == ["TURN#01TURN", "TURN#01TURN#00000001", "TURN#01TURN#00000003"]
     assert {i["expiresAt"]["N"] for i in items} == {str(int(NOW + 30) + LOG_TTL_SECONDS)}
     assert items[0]["deadline"]["N"] == str(int((NOW + 30) * 1000))
-    assert [e["M"]["t"]["S"] for e in items[1]["events"]["L"]] == ["ResponseChunk"] * 2
+    packed = json.loads(zlib.decompress(items[1]["events"]["B"]))  # [[type, JSON], …], compressed
+    assert packed == [["ResponseChunk", '{"content": "1"}'], ["ResponseChunk", '{"content": "2"}']]
     assert "MSG$" < "TURN#"  # a turn's context Query (META to MSG$) never reaches them
 
 
