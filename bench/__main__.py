@@ -24,6 +24,7 @@ BENCHMARKS = {
     "ttft": "bench.ttft",
     "streaming": "bench.streaming",
     "dynamodb": "bench.dynamodb",
+    "turns": "bench.turns",
     "selection": "bench.selection",
     "archival": "bench.archival",
     "answers": "bench.answers",

@@ -45,6 +45,21 @@ def load_handler_module(name: str):
     return module
 
 
+def adapter_context(context: LambdaContext) -> str:
+    """The `x-amzn-lambda-context` header the Lambda Web Adapter adds: the runtime's Context as JSON."""
+    deadline_ms = int(time.time() * 1000) + context.get_remaining_time_in_millis()
+    return json.dumps(
+        {
+            "request_id": context.aws_request_id,
+            "deadline": deadline_ms,
+            "invoked_function_arn": context.invoked_function_arn,
+            "xray_trace_id": "",
+            "client_context": None,
+            "identity": None,
+        }
+    )
+
+
 async def _stream(app, event: dict) -> None:
     import httpx
 
@@ -57,7 +72,12 @@ async def _stream(app, event: dict) -> None:
         client.stream(
             http["method"],
             event.get("rawPath", http.get("path")),
-            headers=event.get("headers") or {},
+            headers={
+                **(event.get("headers") or {}),
+                "x-amzn-lambda-context": adapter_context(
+                    LambdaContext(function_name="rag-orchestrator-chat_stream", timeout_seconds=300)
+                ),
+            },
             content=content,
             params=event.get("rawQueryString") or None,
         ) as response,

@@ -118,7 +118,7 @@ async def test_a_streamed_turns_events_are_numbered_and_logged_up_to_the_termina
     stream = TurnStream(turn, log=log, running=running, settings=config)
     stream.start()
     sent = [item async for item in stream.frames() if item is not None]
-    await stream._task
+    await stream.finished()
     assert [e.seq for e in sent] == list(range(1, len(sent) + 1)) and sent[-1].type == "Completed"
     assert await log.events(cid, turn.turn_id) == sent
     entry = await log.get(cid, turn.turn_id, "alice")
@@ -134,7 +134,7 @@ async def test_a_reader_that_leaves_does_not_stop_the_turn():
     async with aclosing(stream.frames()) as frames:
         seen = [await anext(frames) for _ in range(2)]  # StatusUpdate, one chunk: then the client goes
     strategy.go.set()
-    await stream._task
+    await stream.finished()
     stored = (await store.messages(cid, "alice")).items
     assert (stored[-1].content, stored[-1].interrupted) == ("one two three", False)
     logged = await log.events(cid, turn.turn_id)
@@ -151,7 +151,7 @@ async def test_with_stop_on_disconnect_a_leaving_reader_cancels_the_turn():
     async with aclosing(stream.frames()) as frames:
         await anext(frames)
         await anext(frames)
-    await stream._task
+    await stream.finished()
     logged = await log.events(cid, turn.turn_id)
     assert logged[-1].type == "Completed" and '"finishReason":"cancelled"' in logged[-1].data
     assert (await store.messages(cid, "alice")).items[-1].interrupted
@@ -182,7 +182,7 @@ async def test_a_log_that_fails_never_stops_the_turn():
     stream = TurnStream(turn, log=BrokenLog(), running=running, settings=config)
     stream.start()
     sent = [item async for item in stream.frames() if item is not None]
-    await stream._task
+    await stream.finished()
     assert sent[-1].type == "Completed" and (await store.messages(cid, "alice")).items[-1].content == "fine"
 
 
@@ -242,6 +242,6 @@ async def test_a_turn_that_ends_while_a_batch_is_being_written_still_logs_its_la
     strategy.go.set()
     sent = [item async for item in stream.frames() if item is not None]  # ...when the turn ends
     log.release.set()
-    await stream._task
+    await stream.finished()
     assert await log.events(cid, turn.turn_id) == sent and sent[-1].type == "Completed"
     assert (await log.get(cid, turn.turn_id, "alice")).status == "ended"

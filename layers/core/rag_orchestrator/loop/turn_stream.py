@@ -49,6 +49,11 @@ class TurnStream:
         self._running.add(self.turn_id, self._entry.conversation_id, self._entry.caller_id, self.turn.control)
         self._task = asyncio.create_task(self._run(), name=f"turn-{self.turn_id}")
 
+    async def finished(self) -> None:
+        """Wait until the turn has ended and its last events are logged."""
+        assert self._task is not None
+        await asyncio.shield(self._task)
+
     async def frames(self) -> AsyncIterator[LoggedEvent | None]:
         """The turn's events as sent, and None when a keep-alive is due; the reader may leave early."""
         try:
