@@ -39,6 +39,7 @@ def lambda_environment(function_dir: str, function_name: str, stage: str = "test
         "OPENAI_COMPATIBLE_API_KEY_PARAM": "/rag-orchestrator/openai-compatible-api-key",
         "CHROMA_TOKEN_PARAM": "/rag-orchestrator/chroma-token",
         "EMBEDDING_API_KEY_PARAM": "/rag-orchestrator/embedding-api-key",
+        "TURN_DEADLINE_MARGIN_SECONDS": "3",
         "POWERTOOLS_SERVICE_NAME": "rag-orchestrator",
         "POWERTOOLS_METRICS_NAMESPACE": "RagOrchestrator",
         "LOG_LEVEL": "INFO",
