@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import threading
 import time
 from collections.abc import Awaitable
@@ -34,6 +35,11 @@ class TurnControl:
         self.reason: FinishReason | None = None
         self._timeout: asyncio.Timeout | None = None  # the step being awaited
         self._loop_deadline: float | None = None
+
+    def lease_seconds(self, margin: float) -> int:
+        """How long the turn's lock must hold: to the deadline plus `margin`, so that a function killed
+        at its timeout leaves the conversation locked no longer than that."""
+        return max(1, math.ceil(self.deadline + margin - time.time()))
 
     def cancel(self) -> None:
         """Stop the turn: the step it awaits ends now, and it starts no other."""

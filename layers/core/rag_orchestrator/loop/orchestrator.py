@@ -1,17 +1,15 @@
 """One chat turn: load the window, search, iterate model ↔ tools, persist, stream events.
 
-`begin()` claims the turn (stores the user message, takes the conversation's turn lock until the
-turn's deadline plus a margin) and so raises 404/409 before any event is sent; `ActiveTurn.events()`
-then yields the stream events of docs/streams.md and always ends with exactly one Completed or Error.
-Each model call ends in a typed next step (loop/steps.py); the turn's messages, passages and counters
-are its TurnRecord. A cancel or the deadline cuts the awaited step short (loop/control.py): the turn
-then ends with a Stop, keeping what was answered so far.
+`begin()` claims the turn (stores the user message, takes the conversation's turn lock) and so
+raises 404/409 before any event is sent; `ActiveTurn.events()` then yields the stream events of
+docs/streams.md and always ends with exactly one Completed or Error. Each model call ends in a
+typed next step (loop/steps.py); the turn's messages, passages and counters are its TurnRecord.
+A cancel or the deadline cuts the awaited step short (loop/control.py): the turn ends with a Stop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -64,13 +62,8 @@ class Orchestrator:
         self.finalizer = finalizer or DirectFinalizer()
 
     async def begin(self, request: TurnRequest) -> ActiveTurn:
-        """Store the user message and take the turn lock; raises ConversationNotFound or Conflict.
-
-        The lock's lease ends a margin after the turn's deadline: a function killed at its timeout
-        leaves the conversation locked no longer than that.
-        """
-        now = time.time()
-        deadline = request.deadline or now + self.settings.turn_default_budget_seconds
+        """Store the user message and take the turn lock; raises ConversationNotFound or Conflict."""
+        control = TurnControl(request.deadline or time.time() + self.settings.turn_default_budget_seconds)
         user = ConversationMessage.of(
             request.conversation_id,
             Message(role=Role.USER, content=request.message),
@@ -82,9 +75,9 @@ class Orchestrator:
             request.caller.caller_id,
             user,
             request.client_message_id,
-            lease_seconds=max(1, math.ceil(deadline + self.settings.turn_deadline_margin_seconds - now)),
+            lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
         )
-        return ActiveTurn(self, request, TurnControl(deadline))
+        return ActiveTurn(self, request, control)
 
 
 class ActiveTurn:
