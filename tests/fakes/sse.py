@@ -16,23 +16,8 @@ class SSEMessage:
 
 
 def parse_sse(body: str) -> list[SSEMessage]:
-    messages = []
-    for block in body.replace("\r\n", "\n").split("\n\n"):
-        event, event_id, data = "message", None, []
-        for line in block.split("\n"):
-            if not line or line.startswith(":"):
-                continue
-            field, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if field == "event":
-                event = value
-            elif field == "id":
-                event_id = value
-            elif field == "data":
-                data.append(value)
-        if data:
-            messages.append(SSEMessage(event, event_id, json.loads("\n".join(data))))
-    return messages
+    lines = [*body.replace("\r\n", "\n").split("\n"), ""]  # a last blank line ends the last message
+    return [item for item in iter_sse(lines) if isinstance(item, SSEMessage)]
 
 
 @dataclass

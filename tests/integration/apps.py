@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from devserver.stack import ROOT, free_port, wait_http
+from devserver.stack import ROOT, Service, free_port, wait_http
 from tests.fakes.fake_llm import FakeLLM
 
 
@@ -37,7 +37,7 @@ class AppProcess:
             self.process = subprocess.Popen(
                 argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        self.log = log
+        self.stop = Service(function, self.url, self.process).stop
         try:
             wait_http(f"{self.url}/api/v1/agent/ping", timeout=60, process=self.process)
         except Exception:
@@ -48,11 +48,3 @@ class AppProcess:
         """SIGKILL: what Lambda does to a function at its timeout."""
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(10)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()

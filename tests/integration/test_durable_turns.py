@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from devserver.stack import LOCAL_DEFAULTS
+from devserver.stack import LOCAL_DEFAULTS, ROOT
 from tests.fakes.fake_llm import FakeLLM
 from tests.fakes.llm_script import split, text_reply
 from tests.fakes.sse import SSEComment, SSEMessage, iter_sse
@@ -278,6 +278,39 @@ def test_a_rest_turn_slower_than_its_deadline_answers_deadline_and_frees_the_con
         ]
     finally:
         api.stop()
+
+
+def test_under_mangum_a_rest_turn_takes_its_deadline_from_the_lambda_context(stack, monkeypatch):
+    from devserver.invoke import LambdaContext, load_handler_module
+
+    for key, value in stack.llm.settings_for("openai_compatible").items():
+        monkeypatch.setenv(key.upper(), str(value))
+    monkeypatch.setenv("TURN_DEADLINE_MARGIN_SECONDS", "1")
+    module = load_handler_module("api")  # as Lambda loads it, settings as set here
+    created = json.loads((ROOT / "events" / "api_create_conversation.json").read_text())
+    created["headers"] |= {"x-caller-id": "alice", "content-length": str(len(created["body"]))}
+    response = module.handler(
+        created, LambdaContext(function_name="rag-orchestrator-api", timeout_seconds=29)
+    )
+    cid = json.loads(response["body"])["conversationId"]
+
+    def turn(message: str, timeout_seconds: int) -> dict:
+        path = f"/api/v1/chat/conversations/{cid}/messages"
+        body = json.dumps({"message": message})
+        event = created | {"rawPath": path, "body": body, "pathParameters": {"proxy": path[1:]}}
+        event["headers"] = created["headers"] | {"content-length": str(len(body))}
+        event["requestContext"] = created["requestContext"] | {
+            "http": created["requestContext"]["http"] | {"path": path}
+        }
+        context = LambdaContext(function_name="rag-orchestrator-api", timeout_seconds=timeout_seconds)
+        answer = module.handler(event, context)
+        assert answer["statusCode"] == 200, answer
+        return json.loads(answer["body"])
+
+    stack.llm.script(text_reply("Warm."), text_reply(ANSWER, chunks=12, gate_after=2))
+    assert turn("hi", 29)["finishReason"] == "stop"
+    cut = turn("How?", 5)  # 5 s left in the function: the turn ends 1 s before
+    assert cut["finishReason"] == "deadline" and cut["message"] == "".join(PIECES[:2])
 
 
 def test_a_killed_process_leaves_a_lock_that_ends_with_the_turns_deadline(stack, servers_dir):

@@ -104,19 +104,19 @@ async def test_the_lock_lease_is_the_deadline_plus_the_margin():
     assert max(r.lock_until for r in store._records.values()) >= started + 300
 
 
-def streamed(
-    strategy: Any, **settings: Any
-) -> tuple[Any, MemoryConversationStore, MemoryEventLog, RunningTurns, Any]:
-    store, log, running = MemoryConversationStore(), MemoryEventLog(), RunningTurns()
+async def streamed(strategy: Any, log: Any = None, **settings: Any) -> tuple[TurnStream, Any, Any, str]:
+    """A turn of `strategy` started as the stream route starts one: (stream, store, log, conversation)."""
+    store, log = MemoryConversationStore(), log or MemoryEventLog()
     config = load_settings(**SETTINGS, **({"stream_log_flush_ms": 20} | settings))
-    return scripted_orchestrator(strategy, store=store, settings=config), store, log, running, config
+    cid, turn = await begin(scripted_orchestrator(strategy, store=store, settings=config), store)
+    stream = TurnStream(turn, log=log, running=RunningTurns(), settings=config)
+    stream.start()
+    return stream, store, log, cid
 
 
 async def test_a_streamed_turns_events_are_numbered_and_logged_up_to_the_terminal_one():
-    orchestrator, store, log, running, config = streamed(ScriptedStrategy([answer("a b c d", chunks=4)]))
-    cid, turn = await begin(orchestrator, store)
-    stream = TurnStream(turn, log=log, running=running, settings=config)
-    stream.start()
+    stream, _store, log, cid = await streamed(ScriptedStrategy([answer("a b c d", chunks=4)]))
+    turn = stream.turn
     sent = [item async for item in stream.frames() if item is not None]
     await stream.finished()
     assert [e.seq for e in sent] == list(range(1, len(sent) + 1)) and sent[-1].type == "Completed"
@@ -127,10 +127,8 @@ async def test_a_streamed_turns_events_are_numbered_and_logged_up_to_the_termina
 
 async def test_a_reader_that_leaves_does_not_stop_the_turn():
     strategy = HeldStrategy(["one ", "two "], ["three"])
-    orchestrator, store, log, running, config = streamed(strategy)
-    cid, turn = await begin(orchestrator, store)
-    stream = TurnStream(turn, log=log, running=running, settings=config)
-    stream.start()
+    stream, store, log, cid = await streamed(strategy)
+    turn = stream.turn
     async with aclosing(stream.frames()) as frames:
         seen = [await anext(frames) for _ in range(2)]  # StatusUpdate, one chunk: then the client goes
     strategy.go.set()
@@ -142,12 +140,8 @@ async def test_a_reader_that_leaves_does_not_stop_the_turn():
 
 
 async def test_with_stop_on_disconnect_a_leaving_reader_cancels_the_turn():
-    orchestrator, store, log, running, config = streamed(
-        HeldStrategy(["one "], ["two"]), turn_stop_on_disconnect=True
-    )
-    cid, turn = await begin(orchestrator, store)
-    stream = TurnStream(turn, log=log, running=running, settings=config)
-    stream.start()
+    stream, store, log, cid = await streamed(HeldStrategy(["one "], ["two"]), turn_stop_on_disconnect=True)
+    turn = stream.turn
     async with aclosing(stream.frames()) as frames:
         await anext(frames)
         await anext(frames)
@@ -158,12 +152,8 @@ async def test_with_stop_on_disconnect_a_leaving_reader_cancels_the_turn():
 
 
 async def test_a_cancel_asked_for_in_the_log_stops_the_turn_and_a_quiet_one_gets_keep_alives():
-    orchestrator, store, log, running, config = streamed(
-        HeldStrategy(["one "], ["two"]), sse_keepalive_seconds=0.05
-    )
-    cid, turn = await begin(orchestrator, store)
-    stream = TurnStream(turn, log=log, running=running, settings=config)
-    stream.start()
+    stream, _store, log, cid = await streamed(HeldStrategy(["one "], ["two"]), sse_keepalive_seconds=0.05)
+    turn = stream.turn
     got: list = []
     async for item in stream.frames():
         got.append(item)
@@ -177,10 +167,7 @@ async def test_a_log_that_fails_never_stops_the_turn():
         async def append(self, entry: Any, events: Any) -> None:
             raise ConnectionError("down")
 
-    orchestrator, store, _, running, config = streamed(ScriptedStrategy([answer("fine", chunks=2)]))
-    cid, turn = await begin(orchestrator, store)
-    stream = TurnStream(turn, log=BrokenLog(), running=running, settings=config)
-    stream.start()
+    stream, store, _log, cid = await streamed(ScriptedStrategy([answer("fine", chunks=2)]), log=BrokenLog())
     sent = [item async for item in stream.frames() if item is not None]
     await stream.finished()
     assert sent[-1].type == "Completed" and (await store.messages(cid, "alice")).items[-1].content == "fine"
@@ -188,10 +175,8 @@ async def test_a_log_that_fails_never_stops_the_turn():
 
 async def test_follow_replays_after_the_last_seen_then_follows_until_the_terminal_event():
     strategy = HeldStrategy(["one ", "two "], ["three"])
-    orchestrator, store, log, running, config = streamed(strategy)
-    cid, turn = await begin(orchestrator, store)
-    stream = TurnStream(turn, log=log, running=running, settings=config)
-    stream.start()
+    stream, _store, log, cid = await streamed(strategy)
+    turn = stream.turn
     async with aclosing(stream.frames()) as frames:
         first = await anext(frames)
     entry = await log.get(cid, turn.turn_id, "alice")
@@ -233,11 +218,9 @@ async def test_a_turn_that_ends_while_a_batch_is_being_written_still_logs_its_la
             await super().append(entry, events)
 
     strategy = HeldStrategy(["one "], ["two"])
-    orchestrator, store, _, running, config = streamed(strategy)
     log = SlowLog()
-    cid, turn = await begin(orchestrator, store)
-    stream = TurnStream(turn, log=log, running=running, settings=config)
-    stream.start()
+    stream, _store, log, cid = await streamed(strategy, log=log)
+    turn = stream.turn
     await log.writing.wait()  # the first batch is being written...
     strategy.go.set()
     sent = [item async for item in stream.frames() if item is not None]  # ...when the turn ends
