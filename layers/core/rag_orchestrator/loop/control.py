@@ -1,8 +1,8 @@
 """When a running turn must stop — its deadline, or a cancel — and the turns running in this process.
 
 The loop awaits each slow step (a model chunk, the tool calls, the knowledge search) through
-`TurnControl.wait`, under an asyncio timeout at the turn's deadline; a cancel fires that timeout at
-once. Either way the step raises TurnStopped, which the loop turns into a typed Stop.
+`TurnControl.wait`; at the turn's deadline, or on a cancel, the step being awaited is cancelled at
+once and raises TurnStopped, which the loop turns into a typed Stop.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rag_orchestrator.domain.events import FinishReason
 
@@ -28,13 +28,20 @@ class TurnStopped(Exception):
 
 
 class TurnControl:
-    """The stop conditions of one turn: `deadline` in epoch seconds, and `cancel()`."""
+    """The stop conditions of one turn: `deadline` in epoch seconds, and `cancel()`.
+
+    Cheap per step, as a turn awaits one per streamed chunk: the deadline is one timer for the whole
+    turn, and a stop cancels the turn's task only while it awaits a step, turning that CancelledError
+    back into TurnStopped.
+    """
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
         self.reason: FinishReason | None = None
-        self._timeout: asyncio.Timeout | None = None  # the step being awaited
-        self._loop_deadline: float | None = None
+        self._task: asyncio.Task[Any] | None = None  # the task awaiting steps
+        self._timer: asyncio.TimerHandle | None = None
+        self._waiting = False  # the task is suspended in a step
+        self._stopping = False  # we cancelled that step
 
     def lease_seconds(self, margin: float) -> int:
         """How long the turn's lock must hold: to the deadline plus `margin`, so that a function killed
@@ -43,10 +50,7 @@ class TurnControl:
 
     def cancel(self) -> None:
         """Stop the turn: the step it awaits ends now, and it starts no other."""
-        if self.reason is None:
-            self.reason = "cancelled"
-        if self._timeout is not None and not self._timeout.expired():
-            self._timeout.reschedule(asyncio.get_running_loop().time())
+        self._stop("cancelled")
 
     def check(self) -> None:
         """Raise TurnStopped when the turn has been cancelled or its deadline has passed."""
@@ -63,19 +67,37 @@ class TurnControl:
             if inspect.iscoroutine(step):
                 step.close()  # never started: no "never awaited" warning
             raise
-        loop = asyncio.get_running_loop()
-        if self._loop_deadline is None:
-            self._loop_deadline = loop.time() + (self.deadline - time.time())
+        if self._timer is None:
+            self._task = asyncio.current_task()
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_at(loop.time() + self.deadline - time.time(), self._stop, "deadline")
+        self._waiting = True
         try:
-            async with asyncio.timeout_at(self._loop_deadline) as timeout:
-                self._timeout = timeout
-                return await step
-        except TimeoutError:
-            if self.reason is None:
-                self.reason = "deadline"
+            return await step
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise  # not ours: the task itself is being cancelled
+            self._stopping = False
+            assert self._task is not None and self.reason is not None
+            self._task.uncancel()
             raise TurnStopped(self.reason) from None
         finally:
-            self._timeout = None
+            self._waiting = False
+            if self._stopping and self._task is not None:  # the step swallowed our cancel
+                self._stopping = False
+                self._task.uncancel()
+
+    def close(self) -> None:
+        """The turn has ended: its deadline no longer matters."""
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _stop(self, reason: FinishReason) -> None:
+        if self.reason is None:
+            self.reason = reason
+        if self._waiting and not self._stopping and self._task is not None:
+            self._stopping = True
+            self._task.cancel()
 
 
 @dataclass(frozen=True, slots=True)

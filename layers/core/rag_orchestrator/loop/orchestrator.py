@@ -112,6 +112,8 @@ class ActiveTurn:
             metrics.add_metric(name="TurnFailures", unit="Count", value=1)
             await self._finish(interrupted=True)
             yield self._event(ev.Error, error=failure.message)
+        finally:
+            self.control.close()
 
     async def _run(self) -> AsyncIterator[ev.StreamEvent]:
         request, settings = self.request, self.o.settings

@@ -3,7 +3,7 @@
 The turn no longer belongs to the HTTP response: when the client goes away the task runs on to the
 turn's end (or its deadline), and the event log keeps what a reconnecting client replays
 (docs/streams.md). TURN_STOP_ON_DISCONNECT=true cancels the turn instead. A flusher task writes the
-log at most once per STREAM_LOG_FLUSH_MS and asks about a cancel at least every CHECK_SECONDS (the
+log at most once per STREAM_LOG_FLUSH_MS and asks about a cancel about every CHECK_SECONDS (the
 log's report answers it), so a cancel made in another process stops the turn within a second.
 Failures of the log are logged and never stop the turn.
 """
@@ -11,7 +11,7 @@ Failures of the log are logged and never stop the turn.
 from __future__ import annotations
 
 import asyncio
-import time
+import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, suppress
 
@@ -75,7 +75,10 @@ class TurnStream:
                     self._seq += 1
                     logged = LoggedEvent(self._seq, event.type, event.model_dump_json())
                     self._pending.append(logged)
-                    self._relay.put(logged)
+                    if self._relay.put(logged):
+                        # Let the reader send it now: chunks that came in one read would otherwise
+                        # all be worked through before the first of them leaves.
+                        await asyncio.sleep(0)
         finally:
             self._running.remove(self.turn_id)
             self._relay.end()
@@ -94,14 +97,13 @@ class TurnStream:
             )
             self._log = None
             return
-        checked = time.monotonic()
-        while True:
+        every = max(1, round(CHECK_SECONDS / self._flush_seconds))  # ticks between two reports
+        for tick in itertools.count(1):
             with suppress(TimeoutError):
                 await asyncio.wait_for(self._ended.wait(), self._flush_seconds)
             ended = self._ended.is_set()  # as of now: events that come during the writes go next round
             await self._safely(self._write)
-            if ended or time.monotonic() - checked >= CHECK_SECONDS:
-                checked = time.monotonic()
+            if ended or tick % every == 0:
                 await self._safely(self._report, ended)
             if ended:
                 return
