@@ -7,7 +7,8 @@
 - resume: a chat-stream process (as in ttft) has streamed a turn; a plain-socket client reconnects with
   `Last-Event-ID` half way: request sent -> first replayed event.
 - cancel: two chat-stream processes; a turn streams on one, held mid-answer by the fake LLM's Gate; the
-  cancel is sent to the same process or the other: request sent -> Completed on the turn's stream.
+  cancel is sent to the same process or the other, at a random moment of the turn's half-second report
+  cycle (as a person's would be): request sent -> Completed on the turn's stream.
 - the cost per 1,000 turns the log adds, at DynamoDB on-demand prices (PRICES).
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import random
 import socket
 import time
 from collections import Counter
@@ -189,12 +191,14 @@ def _cancel(section: Section, stack: Any, ports: tuple[int, int], quick: bool) -
     stack.llm.default = text_reply("word " * 40, chunks=40, gate_after=3)  # the gate is never opened
     token = stack.token()
     body = json.dumps({"message": "How do I run the test suite?"}).encode()
+    phase = random.Random(15)
     for where, cancel_port in (("same process", ports[0]), ("another process", ports[1])):
         samples = []
         for _ in range(3 if quick else 10):
             conversation = stack.conversation()
             with _send(ports[0], _stream_head(ports[0], conversation, token, body), body) as sock:
                 _, received = _read_until(sock, b"event: ResponseChunk")
+                time.sleep(phase.uniform(0, 0.5))
                 url = f"http://127.0.0.1:{cancel_port}/api/v1/chat/conversations/{conversation}/turns/"
                 request = Request(
                     url + f"{_turn_id(received)}/cancel",

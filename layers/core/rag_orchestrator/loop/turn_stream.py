@@ -23,6 +23,7 @@ from rag_orchestrator.observability import logger
 from rag_orchestrator.turns.log import EventLog, LoggedEvent, TurnEntry
 
 CHECK_SECONDS = 0.5  # how often a running turn asks the log whether it was cancelled
+YIELD_SECONDS = 0.001  # the longest an event waits for the reader while the turn works on
 _detached: set[asyncio.Task[None]] = set()  # turns whose reader left: kept referenced until they end
 
 
@@ -69,15 +70,17 @@ class TurnStream:
 
     async def _run(self) -> None:
         flusher = asyncio.create_task(self._flush())
+        loop, yielded = asyncio.get_running_loop(), 0.0
         try:
             async with aclosing(self.turn.events()) as events:
                 async for event in events:
                     self._seq += 1
                     logged = LoggedEvent(self._seq, event.type, event.model_dump_json())
                     self._pending.append(logged)
-                    if self._relay.put(logged):
-                        # Let the reader send it now: chunks that came in one read would otherwise
-                        # all be worked through before the first of them leaves.
+                    # Let a waiting reader send it now: chunks that came in one read would otherwise
+                    # all be worked through before the first of them leaves. In a burst, once a ms.
+                    if self._relay.put(logged) and loop.time() - yielded >= YIELD_SECONDS:
+                        yielded = loop.time()
                         await asyncio.sleep(0)
         finally:
             self._running.remove(self.turn_id)
