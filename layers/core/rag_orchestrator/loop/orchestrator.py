@@ -5,11 +5,13 @@ raises 404/409 before any event is sent; `ActiveTurn.events()` then yields the s
 docs/streams.md and always ends with exactly one Completed or Error; the route then calls
 `ActiveTurn.after()` for the after-turn work (conversation memory). Each model call ends in a
 typed next step (loop/steps.py); the turn's messages, passages and counters are its TurnRecord.
+A cancel or the deadline cuts the awaited step short (loop/control.py): the turn ends with a Stop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from typing import Any, assert_never
@@ -20,11 +22,13 @@ from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.store import TurnContext, TurnStore
 from rag_orchestrator.domain import events as ev
 from rag_orchestrator.domain.conversations import ConversationMessage
+from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
 from rag_orchestrator.domain.passage_formats import format_passages
 from rag_orchestrator.domain.passages import SourceWithSnippet
 from rag_orchestrator.domain.text import scrub
 from rag_orchestrator.errors import RagError
+from rag_orchestrator.loop.control import TurnControl, TurnStopped
 from rag_orchestrator.loop.finalizers import DirectFinalizer, Finalizer
 from rag_orchestrator.loop.history import knowledge_message, well_formed
 from rag_orchestrator.loop.ports import AfterTurn, KnowledgeSearch, ToolChooser, Tools, Toolset, TurnRequest
@@ -36,7 +40,6 @@ from rag_orchestrator.providers.strategies import ModelStrategy
 from rag_orchestrator.tools.base import ToolContext
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 
-TURN_LEASE_SECONDS = 330  # longer than the streaming function's timeout, so a lost lock frees itself
 UNEXPECTED = "The turn failed unexpectedly. Please try again."
 AFTER_TURN_SECONDS = 5.0  # each after-turn hook's share of the time after the terminal event
 
@@ -65,6 +68,7 @@ class Orchestrator:
 
     async def begin(self, request: TurnRequest) -> ActiveTurn:
         """Store the user message and take the turn lock; raises ConversationNotFound or Conflict."""
+        control = TurnControl(request.deadline or time.time() + self.settings.turn_default_budget_seconds)
         user = ConversationMessage.of(
             request.conversation_id,
             Message(role=Role.USER, content=request.message),
@@ -76,29 +80,41 @@ class Orchestrator:
             request.caller.caller_id,
             user,
             request.client_message_id,
-            lease_seconds=TURN_LEASE_SECONDS,
+            lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
         )
-        return ActiveTurn(self, request, user)
+        return ActiveTurn(self, request, user, control)
 
 
 class ActiveTurn:
     def __init__(
-        self, orchestrator: Orchestrator, request: TurnRequest, question: ConversationMessage
+        self,
+        orchestrator: Orchestrator,
+        request: TurnRequest,
+        question: ConversationMessage,
+        control: TurnControl,
     ) -> None:
         self.o = orchestrator
         self.request = request
         self.question = question
+        self.turn_id = sortable_id()
+        self.control = control
         self.record = TurnRecord(request.conversation_id)
         self.context: TurnContext | None = None  # what the turn read at its start
+        self._partial: list[str] = []  # the text streamed by the current model call
         self._finished = False
 
     def _event(self, cls: type[Any], **fields: Any) -> Any:
-        return cls(conversation_id=self.request.conversation_id, **fields)
+        return cls(conversation_id=self.request.conversation_id, turn_id=self.turn_id, **fields)
 
     async def events(self) -> AsyncGenerator[ev.StreamEvent, None]:
         try:
-            async for event in self._run():
-                yield event
+            try:
+                async for event in self._run():
+                    yield event
+            except TurnStopped as stopped:  # cancelled, or out of time: keep what was answered
+                step = Stop(stopped.reason, "".join(self._partial))
+                async for event in self._complete(step.content, None, step.reason, cut=True):
+                    yield event
         except (asyncio.CancelledError, GeneratorExit):
             await self._finish(interrupted=True)
             raise
@@ -109,6 +125,8 @@ class ActiveTurn:
             metrics.add_metric(name="TurnFailures", unit="Count", value=1)
             await self._finish(interrupted=True)
             yield self._event(ev.Error, error=failure.public_message, details=request_reference())
+        finally:
+            self.control.close()
 
     async def _run(self) -> AsyncIterator[ev.StreamEvent]:
         request, settings = self.request, self.o.settings
@@ -167,7 +185,7 @@ class ActiveTurn:
                         yield event
                     return
                 case Stop():
-                    async for event in self._complete(step.content, None, step.reason):
+                    async for event in self._complete(step.content, None, step.reason, cut=True):
                         yield event
                     return
                 case _:
@@ -188,15 +206,20 @@ class ActiveTurn:
             conversation_id=self.request.conversation_id,
             iteration=iteration,
             max_iterations=self.o.settings.loop_max_iterations,
-            streaming_mode=self.request.mode,
+            # Chunks in both modes, so a turn cut short keeps its text; FINAL_ONLY sends none on.
+            streaming_mode=se.StreamingMode.PROGRESSIVE,
             allow_tools=bool(tools),
         )
-        response = ModelResponse()
+        response, wait = ModelResponse(), self.control.wait
+        progressive = self.request.mode is se.StreamingMode.PROGRESSIVE
+        self._partial = []
         async with aclosing(self.o.strategy.run_iteration(messages, tools, ctx)) as stream:
-            async for item in stream:
+            while (item := await wait(anext(stream, None))) is not None:
                 match item:
                     case se.ContentChunk(content=text):
-                        yield self._event(ev.ResponseChunk, content=text)
+                        self._partial.append(text)
+                        if progressive:
+                            yield self._event(ev.ResponseChunk, content=text)
                     case se.ToolCallsComplete(tool_calls=calls, assistant_content=text, reasoning=thought):
                         response.calls, response.content, response.reasoning = calls, text or "", thought
                     case se.FinalResponse(content=text, reasoning=thought):
@@ -211,7 +234,9 @@ class ActiveTurn:
 
     async def _initial_search(self, search: KnowledgeSearch, request: TurnRequest) -> str | None:
         try:
-            passages = await search.search(request.message, caller_id=request.caller.caller_id)
+            passages = await self.control.wait(
+                search.search(request.message, caller_id=request.caller.caller_id)
+            )
         except RagError as exc:
             logger.warning("initial knowledge search failed", extra={"error": exc.message})
             return None
@@ -229,7 +254,8 @@ class ActiveTurn:
             yield self._event(
                 ev.ToolCallStart, tool_name=call.function.name, tool_call_id=call.id, arguments=arguments
             )
-        for result in await self.o.tools.execute_all(calls, tool_ctx, toolset.names):
+        results = await self.control.wait(self.o.tools.execute_all(calls, tool_ctx, toolset.names))
+        for result in results:
             if result.success:
                 self.record.remember(result.passages)
             if result.preview is not None:
@@ -251,17 +277,19 @@ class ActiveTurn:
             self.record.add(message, success=result.success)
 
     async def _complete(
-        self, content: str, reasoning: str | None, reason: ev.FinishReason
+        self, content: str, reasoning: str | None, reason: ev.FinishReason, *, cut: bool = False
     ) -> AsyncIterator[ev.StreamEvent]:
+        """End the turn with its answer; a `cut` one keeps its partial text, marked interrupted."""
         record = self.record
         sources = record.sources_of(content)
-        tail = self.o.finalizer.epilogue(content, sources)
+        tail = "" if cut else self.o.finalizer.epilogue(content, sources)
         if tail and self.request.mode is se.StreamingMode.PROGRESSIVE:
             yield self._event(ev.ResponseChunk, content=tail)
-        stored = record.add(Message(role=Role.ASSISTANT, content=content + tail, reasoning=reasoning))
-        record.content, record.message_id = stored.content, stored.message_id
+        if content or not cut:
+            stored = record.add(Message(role=Role.ASSISTANT, content=content + tail, reasoning=reasoning))
+            record.content, record.message_id = stored.content, stored.message_id
         record.sources, record.finish_reason = sources, reason
-        await self._finish(interrupted=False)
+        await self._finish(interrupted=cut)
         if sources:
             yield self._event(ev.Sources, sources=[SourceWithSnippet.of(p) for p in sources])
         metrics.add_metric(name="TurnsCompleted", unit="Count", value=1)
@@ -270,7 +298,7 @@ class ActiveTurn:
             ev.Completed,
             iterations_used=record.iterations,
             tokens_used=record.tokens,
-            message_id=stored.message_id,
+            message_id=record.message_id,
             finish_reason=reason,
         )
 

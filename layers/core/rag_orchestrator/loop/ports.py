@@ -31,6 +31,7 @@ class TurnRequest:
     metadata: dict[str, str] = field(default_factory=dict)
     mode: StreamingMode = StreamingMode.PROGRESSIVE
     request_id: str | None = None  # the HTTP request's, for the audit record
+    deadline: float | None = None  # epoch seconds by which the turn must end; None: the default budget
 
 
 @dataclass(frozen=True)
