@@ -17,8 +17,8 @@ from contextlib import aclosing, suppress
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.loop.control import RunningTurns
-from rag_orchestrator.loop.orchestrator import ActiveTurn
 from rag_orchestrator.loop.relay import Relay
+from rag_orchestrator.loop.turn import ActiveTurn
 from rag_orchestrator.observability import logger
 from rag_orchestrator.turns.log import EventLog, LoggedEvent, TurnEntry
 
