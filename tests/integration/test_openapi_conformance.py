@@ -11,6 +11,7 @@ operation, derandomized, so a run is the same every time.
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import httpx
@@ -66,6 +67,18 @@ def new_conversation(app) -> str:
     return response.json()["conversationId"]
 
 
+def owned_path(app, operation) -> dict[str, str]:
+    """A conversation of the caller's and, for a turn's routes, a turn it streamed (finished by now)."""
+    path = {"conversation_id": new_conversation(app)}
+    if "turn_id" in {p.name for p in operation.path_parameters}:
+        with TestClient(app) as client:
+            url = f"/api/v1/chat/conversations/{path['conversation_id']}/messages/stream"
+            response = client.post(url, json={"message": "How do I run the tests?"}, headers=CALLER)
+        assert response.status_code == 200, response.text
+        path["turn_id"] = json.loads(response.text.split("data: ", 1)[1].split("\n", 1)[0])["turnId"]
+    return path
+
+
 def exercise(strategy, authenticate: bool, seen: dict[str, list[int]]) -> None:
     """Send what `strategy` generates; a failed check raises with the request that shows it."""
 
@@ -99,11 +112,11 @@ def test_every_response_is_declared_and_matches_its_schema(served):
             modes.append(GenerationMode.NEGATIVE)
         for mode in modes:
             runs = [(operation.as_strategy(mode), True)]
-            if owned:  # a conversation of the caller's: turns run, attachments are made
-                path = {"conversation_id": new_conversation(served)}
+            if owned:  # a conversation of the caller's: turns run, attachments are made, turns replay
+                path = owned_path(served, operation)
                 runs.append((operation.as_strategy(mode, path_parameters=path, headers=CALLER), False))
             if mode == GenerationMode.POSITIVE:  # the document's own examples, as /docs sends them
-                path = {"conversation_id": new_conversation(served)} if owned else {}
+                path = owned_path(served, operation) if owned else {}
                 examples = schema.get_strategies_from_examples(
                     operation, path_parameters=path, headers=CALLER
                 )
@@ -116,7 +129,7 @@ def test_every_response_is_declared_and_matches_its_schema(served):
     assert not failures, "\n\n".join(failures)
     # Not refusals alone: each stream answered 200 at least once, so its SSE messages were validated.
     streams = [o.label for o in operations if "text/event-stream" in str(o.definition.raw["responses"])]
-    assert len(streams) == 3 and all(200 in seen[label] for label in streams), seen
+    assert len(streams) == 4 and all(200 in seen[label] for label in streams), seen
 
 
 def test_the_document_is_served(served):

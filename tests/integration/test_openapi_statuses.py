@@ -115,6 +115,17 @@ def failing_model(s: Stack, llm) -> Any:
     return s.dev.post(f"/api/v1/chat/conversations/{cid}/messages", json={"message": "hi"}, headers=ALICE)
 
 
+def finished_turn(s: Stack) -> str:
+    """The path of a turn's events: a turn streamed to its end in a new conversation of ALICE's."""
+    cid = s.conversation()
+    response = s.dev.post(
+        f"/api/v1/chat/conversations/{cid}/messages/stream", json=message("hi"), headers=ALICE
+    )
+    assert response.status_code == 200, response.text
+    turn_id = json.loads(response.text.split("data: ", 1)[1].split("\n", 1)[0])["turnId"]
+    return f"/api/v1/chat/conversations/{cid}/turns/{turn_id}/events"
+
+
 AUDIT = "/api/v1/admin/audit"
 QUERY = "/api/v1/query"
 
@@ -123,6 +134,14 @@ ROUTES: dict[tuple[str, str], dict[int, Request]] = {
         "messages/stream", message
     ),
     ("post", "/api/v1/chat/conversations/{conversation_id}/ui-stream"): chat_route("ui-stream", ui_message),
+    ("get", "/api/v1/chat/conversations/{conversation_id}/turns/{turn_id}/events"): {
+        200: lambda s: s.dev.get(finished_turn(s), headers=ALICE),
+        400: lambda s: s.dev.get(finished_turn(s), headers={**ALICE, "Last-Event-ID": "another-turn:3"}),
+        401: lambda s: s.dev.get(finished_turn(s)),
+        404: lambda s: s.dev.get(finished_turn(s), headers={"X-Caller-Id": "status-mallory"}),
+        422: lambda s: s.dev.get(finished_turn(s), params={"after": -1}, headers=ALICE),
+        503: lambda s: s.jwt.get(finished_turn(s), headers=bearer(s.token)),
+    },
     ("get", AUDIT): {
         200: lambda s: s.dev.get(AUDIT, params={"conversationId": s.conversation()}, headers=ADMIN),
         400: lambda s: s.dev.get(

@@ -61,6 +61,9 @@ def test_statuses_follow_what_each_route_has():
     assert responses["POST /api/v1/auth/guest"] == {"201", "404"}
     assert responses["GET /api/v1/agent/health"] == {"200", "503"}
     assert responses["GET /api/v1/agent/ping"] == {"200"}
+    turn = f"{chat}/turns/{{turn_id}}"
+    assert responses[f"GET {turn}/events"] == {"200", "400", "401", "404", "422", "503"}  # Last-Event-ID
+    assert responses[f"POST {turn}/cancel"] == {"202", "401", "404", "409", "422", "503"}
 
 
 def test_dependency_failures_say_when_to_try_again_and_401_how_to_authenticate():
@@ -107,9 +110,10 @@ def test_every_event_of_both_streams_is_a_schema_the_stream_routes_reference():
         return document["paths"][path]["post"]["responses"]["200"]["content"]
 
     chat = "/api/v1/chat/conversations/{conversation_id}"
-    assert streamed(f"{chat}/messages/stream") == {
-        "text/event-stream": {"schema": {"$ref": "#/components/schemas/ChatStreamMessage"}}
-    }
+    native = {"text/event-stream": {"schema": {"$ref": "#/components/schemas/ChatStreamMessage"}}}
+    assert streamed(f"{chat}/messages/stream") == native
+    resumed = document["paths"][f"{chat}/turns/{{turn_id}}/events"]["get"]["responses"]["200"]["content"]
+    assert resumed == native
     assert streamed(f"{chat}/ui-stream")["text/event-stream"]["schema"]["$ref"].endswith(
         "UIMessageStreamMessage"
     )
@@ -119,11 +123,11 @@ def test_every_event_of_both_streams_is_a_schema_the_stream_routes_reference():
 
 
 def test_a_route_added_later_is_described_without_an_edit_here():
-    """As the durable-turns routes will be: an owner, path ids, and the native stream."""
+    """An owner, path ids, and the native stream with no schema of its own."""
     later = APIRouter(prefix="/api/v1/chat/conversations")
 
     @later.get(
-        "/{conversation_id}/turns/{turn_id}/events",
+        "/{conversation_id}/turns/{turn_id}/replay",
         response_class=StreamingResponse,
         responses={200: {"content": {"text/event-stream": {}}}},
     )
@@ -139,7 +143,7 @@ def test_a_route_added_later_is_described_without_an_edit_here():
     app.include_router(later)
     document = app.openapi()
     assert document is not before
-    operation = document["paths"]["/api/v1/chat/conversations/{conversation_id}/turns/{turn_id}/events"][
+    operation = document["paths"]["/api/v1/chat/conversations/{conversation_id}/turns/{turn_id}/replay"][
         "get"
     ]
     assert set(operation["responses"]) == {"200", "401", "404", "422", "503"}

@@ -110,9 +110,11 @@ def stream_components() -> dict[str, Any]:
     return schemas
 
 
-def _message(description: str, data: dict[str, Any], event: dict[str, Any] | None = None) -> dict[str, Any]:
+def _message(
+    description: str, data: dict[str, Any], event: dict[str, Any] | None = None, event_id: str = ""
+) -> dict[str, Any]:
     properties: dict[str, Any] = {
-        "id": {"type": "string", "description": "The event's sequence number within the stream"},
+        "id": {"type": "string", "description": event_id or "The event's number in the stream, from 1"},
         "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data},
     }
     if event is not None:
@@ -122,10 +124,13 @@ def _message(description: str, data: dict[str, Any], event: dict[str, Any] | Non
 
 def _chat_stream(types: list[str]) -> dict[str, Any]:
     schema = _message(
-        "One SSE message per event: `event:` the event's type, `id:` its sequence number, `data:` the "
-        "event as JSON, which repeats the type in `type`. Exactly one `Completed` or `Error` ends it.",
+        "One SSE message per event: `event:` the event's type, `id:` `<turnId>:<seq>`, `data:` the "
+        "event as JSON, which repeats the type in `type`. Exactly one `Completed` or `Error` ends it; "
+        "comment lines (`: keep-alive`) keep a quiet stream open (docs/streams.md).",
         ref(CHAT_STREAM_EVENT),
         {"type": "string", "enum": types},
+        "`<turnId>:<seq>`: the turn's id and the event's number in the turn, from 1; send the last one back "
+        "as Last-Event-ID to resume",
     )
     schema["required"] = ["event", "data"]
     return schema
