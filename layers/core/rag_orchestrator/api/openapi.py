@@ -106,6 +106,7 @@ def _describe_operation(operation: dict[str, Any], route: RouteContext, settings
         success.update(event_stream(CHAT_STREAM))
     if _SSE in success and not success.get("application/json", {}).get("schema"):
         success.pop("application/json", None)  # FastAPI's default, for a route that only streams
+    operation["responses"] = dict(sorted(responses.items()))
     if security := _security(route, settings):
         operation["security"] = security
 
