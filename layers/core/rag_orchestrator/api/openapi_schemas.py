@@ -10,7 +10,7 @@ the message's `event`, `id` and `data` fields as strings, `data` holding JSON wh
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ConfigDict
 
@@ -173,10 +173,23 @@ _OBJECT = {"type": "object"}
 _ANY: dict[str, Any] = {}
 
 
+def _metadata(**fields: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "required": list(fields), "properties": fields}
+
+
 def _ui_stream() -> dict[str, Any]:
     """The parts api/ui_parts.py sends, then the literal `[DONE]` (docs/ui-stream.md)."""
+    from rag_orchestrator.domain.events import FinishReason
+
+    finished = _metadata(
+        conversationId=_TEXT,
+        messageId={"type": ["string", "null"]},
+        iterationsUsed={"type": "integer"},
+        tokensUsed={"type": "integer"},
+        finishReason={"enum": list(get_args(FinishReason))},
+    )
     parts = [
-        _part("start", messageMetadata=_OBJECT),
+        _part("start", messageMetadata=_metadata(conversationId=_TEXT, turnId=_TEXT)),
         _part("start-step"),
         _part("finish-step"),
         _part("text-start", id=_TEXT),
@@ -202,7 +215,7 @@ def _ui_stream() -> dict[str, Any]:
         ),
         _part("data-preview", data=_OBJECT),
         _part("data-status", data=_OBJECT, transient={"const": True}),
-        _part("finish", finishReason={"enum": ["stop", "error"]}, **{"?messageMetadata": _OBJECT}),
+        _part("finish", finishReason={"enum": ["stop", "error"]}, **{"?messageMetadata": finished}),
         _part("error", errorText=_TEXT),
     ]
     json_part = {"type": "string", "contentMediaType": "application/json", "contentSchema": {"oneOf": parts}}
