@@ -12,7 +12,7 @@ def sample_documents() -> list[dict]:
     paths = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     return [
         {
-            "documentId": f"docs/{p.name}",
+            "documentId": str(p.relative_to(ROOT)),  # README.md, docs/README.md, …
             "title": p.stem.replace("-", " ").title(),
             "text": p.read_text(),
             "source": "project-docs",

@@ -133,7 +133,7 @@ def test_make_dev_stack_serves_health_answers_the_readme_question_reads_an_attac
         found = _post(f"{base}/api/v1/query", {"query": "How do I run the tests with make test?", "topK": 3})
         assert found["results"], "the sample knowledge base was not ingested"
         answer = _ask_as_the_readme_shows(base, "How do I run the tests?")
-        assert answer.startswith("`make test`") and "[source:docs/README.md#" in answer, answer
+        assert answer.startswith("`make test`") and "[source:README.md#" in answer, answer
         assert "curl" not in answer, answer
         read_an_attachment(base)
         with urlopen(f"{base}/", timeout=10) as response:

@@ -1,6 +1,7 @@
 """AUTH_MODE=jwt: RS256 tokens verified against a JWKS served over real HTTP on loopback."""
 
 import time
+import uuid
 
 import jwt
 import pytest
@@ -159,6 +160,21 @@ def test_refetches_on_unknown_kids_are_rate_limited(client, jwks):
     for i in range(5):
         assert_refused(client.get("/whoami", headers=bearer(SigningKey(f"junk-{i}").sign(claims()))))
     assert jwks.requests == 1
+
+
+def test_an_unreachable_issuer_is_a_503_until_its_keys_are_fetched_again(monkeypatch):
+    """Not a 401 "unknown key" while fetches are held back: the token may be good, the outage is ours."""
+    monkeypatch.setenv("AUTH_MODE", "jwt")
+    monkeypatch.setenv("JWT_ISSUER", ISSUER)
+    monkeypatch.setenv("JWT_JWKS_URL", f"http://127.0.0.1:9/{uuid.uuid4().hex}/jwks.json")  # nothing listens
+    app = create_app(["health"])
+    app.include_router(whoami)
+    token = SigningKey("key-1").sign(claims())
+    for _ in range(3):
+        response = TestClient(app).get("/whoami", headers=bearer(token))
+        assert response.status_code == 503, response.text
+        assert response.json()["error"] == "Identity provider unavailable"
+        assert response.headers["retry-after"] == "5"
 
 
 def test_api_gateway_authorizer_claims_are_used_without_verifying(jwks, monkeypatch):

@@ -1,5 +1,6 @@
 """The AI SDK UI message stream route, read by the AI SDK's own chat client (node, `ai` pinned in
-tests/node): text, tool parts, sources and metadata of a turn, an error turn, refusals before a byte."""
+tests/node): text, tool parts, sources and metadata of a turn, an error turn, a turn the app stops,
+refusals before a byte."""
 
 from __future__ import annotations
 
@@ -106,6 +107,28 @@ def test_a_failed_turn_is_the_chats_error_and_leaks_nothing(dev_app):
     assert out["status"] == "error"
     assert out["error"] and API_KEY not in json.dumps(out)
     assert "Traceback" not in json.dumps(out)
+
+
+def test_stop_cancels_the_turn_and_the_chat_keeps_the_partial_answer(dev_app):
+    """An app's Stop button: the cancel route with the turnId of the message's metadata."""
+    dev_app.llm.script(
+        text_reply("Run the suite with make test, then read the report.", chunks=4, gate_after=1)
+    )
+    cid = new_conversation(dev_app.url)
+    url = dev_app.conversation_url(cid, "ui-stream")
+    out = run_node("ui_stream_client.mjs", url, "alice", "How do I run the tests?", "{}", "stop")
+    assert (out["status"], out["error"], out["cancelStatuses"]) == ("ready", None, [202])
+    assistant = out["messages"][1]
+    text = "".join(p["text"] for p in assistant["parts"] if p["type"] == "text")
+    metadata = assistant["metadata"]
+    assert metadata["finishReason"] == "cancelled" and metadata["turnId"]
+    stored = httpx.get(dev_app.conversation_url(cid, "messages"), headers=ALICE).json()["items"][-1]
+    assert (stored["messageId"], stored["content"], stored["interrupted"]) == (
+        metadata["messageId"],
+        text,
+        True,
+    )
+    assert text and "read the report" not in text  # the model never got past its first piece
 
 
 def test_another_callers_conversation_fails_before_the_stream(dev_app):

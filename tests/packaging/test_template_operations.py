@@ -26,7 +26,7 @@ from tests.packaging.test_template import FUNCTIONS, as_list, branches, env_of, 
 CODE = [REPO / "layers" / "core" / "rag_orchestrator", REPO / "functions"]
 NO_VALUE = {"Ref": "AWS::NoValue"}
 NOTIFY = {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], NO_VALUE]}
-# Settings a deployer sets, and the variable each becomes (DESIGN section 4 and this issue's).
+# Settings a deployer sets, and the variable each becomes (docs/configuration.md).
 EXPOSED = {
     "LoopMaxIterations": "LOOP_MAX_ITERATIONS",
     "LoopInitialRag": "LOOP_INITIAL_RAG",

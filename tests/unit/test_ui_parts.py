@@ -87,7 +87,13 @@ def test_a_tool_turn_is_two_steps_with_text_tools_sources_and_finish():
     assert parts[-1] == {
         "type": "finish",
         "finishReason": "stop",
-        "messageMetadata": {"conversationId": CID, "messageId": "m-9", "iterationsUsed": 2, "tokensUsed": 40},
+        "messageMetadata": {
+            "conversationId": CID,
+            "messageId": "m-9",
+            "iterationsUsed": 2,
+            "tokensUsed": 40,
+            "finishReason": "stop",
+        },
     }
 
 

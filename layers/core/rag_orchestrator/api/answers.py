@@ -30,7 +30,7 @@ from rag_orchestrator.api.auth import get_caller
 from rag_orchestrator.api.deps import Services, get_settings, get_strategy
 from rag_orchestrator.api.errors import error_body
 from rag_orchestrator.api.query import BadRequestRoute, QueryRequest, retrieval_limits
-from rag_orchestrator.api.sse import SSE_HEADERS, encode
+from rag_orchestrator.api.sse import ANSWER_STREAM, SSE_HEADERS, encode, event_stream
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import new_id
 from rag_orchestrator.domain.callers import Caller
@@ -149,7 +149,14 @@ async def answer(
 @stream_router.post(
     STREAM_PATH,
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}}, **_ERRORS},
+    responses={
+        200: {
+            "model": AnswerResponse,
+            "description": "Server-sent events; with `stream: false`, the whole answer as JSON",
+            "content": event_stream(ANSWER_STREAM),
+        },
+        **_ERRORS,
+    },
     summary="An answer with citations as server-sent events: sources, delta…, done (or error)",
 )
 async def answer_stream(

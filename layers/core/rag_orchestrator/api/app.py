@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -73,7 +74,15 @@ def create_app(routers: Iterable[str] = ALL_ROUTERS, settings: Settings | None =
             module.check(services)
         app.include_router(getattr(module, attribute))
     install_error_handlers(app)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=services.settings.max_request_bytes)
     app.add_middleware(MetricsFlushMiddleware)
     app.add_middleware(RequestContextMiddleware)
     return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """Imported on the first request for /openapi.json or /docs, not at cold start."""
+    from rag_orchestrator.api.openapi import document
+
+    return document(app, app.state.services.settings)

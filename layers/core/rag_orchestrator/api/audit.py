@@ -27,7 +27,12 @@ class AuditResponse(CamelModel):
     next_cursor: str | None = None
 
 
-@router.get("/api/v1/admin/audit", response_model=AuditResponse, summary="A conversation's audit records")
+@router.get(
+    "/api/v1/admin/audit",
+    response_model=AuditResponse,
+    summary="A conversation's audit records",
+    responses={404: {"description": "No such conversation, or none of its records are kept"}},
+)
 async def read_audit(
     conversation_id: str = Query(..., alias="conversationId", min_length=1, max_length=100),
     limit: int = LIMIT,

@@ -109,16 +109,24 @@ def get_owner(caller: Caller = Depends(get_caller)) -> Caller:
     return caller
 
 
-def require_roles(allowed: Callable[[Settings], tuple[str, ...]]) -> Callable[..., Caller]:
-    """A dependency: the caller, when it has one of the roles `allowed` names; 403 otherwise."""
+class RoleCheck:
+    """A dependency: the caller, when it has one of the roles `allowed` names; 403 otherwise.
+    A class, so the OpenAPI document (api/openapi.py) can tell a route that checks roles."""
 
-    def check(caller: Caller = Depends(get_caller), settings: Settings = Depends(get_settings)) -> Caller:
-        roles = allowed(settings)
+    def __init__(self, allowed: Callable[[Settings], tuple[str, ...]]) -> None:
+        self.allowed = allowed
+
+    def __call__(
+        self, caller: Caller = Depends(get_caller), settings: Settings = Depends(get_settings)
+    ) -> Caller:
+        roles = self.allowed(settings)
         if not caller.has_any(roles):
             raise Forbidden(f"This needs one of the roles: {', '.join(roles)}")
         return caller
 
-    return check
+
+def require_roles(allowed: Callable[[Settings], tuple[str, ...]]) -> RoleCheck:
+    return RoleCheck(allowed)
 
 
 kb_writer = require_roles(lambda settings: settings.kb_writers)  # who may change the knowledge base

@@ -23,7 +23,13 @@ class GuestToken(CamelModel):
     expires_at: datetime
 
 
-@router.post("/api/v1/auth/guest", status_code=201, response_model=GuestToken, summary="A guest token")
+@router.post(
+    "/api/v1/auth/guest",
+    status_code=201,
+    response_model=GuestToken,
+    summary="A guest token",
+    responses={404: {"description": "ALLOW_ANONYMOUS=false: there are no guests"}},
+)
 async def create_guest(request: Request, settings: Settings = Depends(get_settings)) -> GuestToken:
     """A new guest: its own conversations, no tools, for GUEST_TTL_HOURS."""
     if not settings.allow_anonymous:

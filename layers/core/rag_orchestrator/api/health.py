@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from typing import Literal
 
 import httpx
 from fastapi import APIRouter, Depends
@@ -13,6 +14,7 @@ from fastapi.responses import JSONResponse
 from rag_orchestrator import tls
 from rag_orchestrator.api.deps import get_settings
 from rag_orchestrator.config import Settings
+from rag_orchestrator.domain.base import CamelModel
 
 router = APIRouter(tags=["agent"])
 CHECK_TIMEOUT_SECONDS = 3.0
@@ -94,7 +96,25 @@ def _safe_reason(exc: Exception) -> str:
     return type(exc).__name__
 
 
-@router.get("/api/v1/agent/health", summary="Status of every dependency")
+class HealthCheck(CamelModel):
+    status: Literal["UP", "DOWN"]
+    detail: str  # what was checked, or why it failed (never an upstream's own text)
+    latency_ms: float
+
+
+class HealthReport(CamelModel):
+    status: Literal["UP", "DOWN"]
+    service: str
+    failing: list[str]  # the names of the checks that are DOWN
+    checks: dict[str, HealthCheck]  # dynamodb, s3, chroma, provider
+
+
+@router.get(
+    "/api/v1/agent/health",
+    summary="Status of every dependency",
+    response_model=HealthReport,
+    responses={503: {"model": HealthReport, "description": "A dependency is down: `failing` names it"}},
+)
 async def health(settings: Settings = Depends(get_settings)) -> JSONResponse:
     results = await asyncio.gather(*(_run(name, check, settings) for name, check in CHECKS.items()))
     down = [r["name"] for r in results if r["status"] != "UP"]

@@ -27,6 +27,9 @@ DEFAULT_FETCH_TIMEOUT_SECONDS = 3.0
 TOKEN_USES = ("id", "access")
 
 
+UNAVAILABLE = "The identity provider's token signing keys are unavailable"
+
+
 class JwksCache:
     """The signing keys of one JWKS URL, by kid."""
 
@@ -44,6 +47,7 @@ class JwksCache:
         self.timeout_seconds = timeout_seconds
         self._keys: dict[str, Any] = {}
         self._fetched_at: float | None = None
+        self._failed = False  # the last fetch failed
         self._lock = threading.Lock()
 
     def key(self, kid: str) -> Any:
@@ -51,6 +55,8 @@ class JwksCache:
             if kid not in self._keys and self._may_fetch():
                 self._fetch()
             if kid not in self._keys:
+                if self._failed:  # not fetched again yet: still the issuer's outage, not a bad token
+                    raise IdentityUnavailable(UNAVAILABLE)
                 raise Unauthorized("Token signed with an unknown key")
             return self._keys[kid]
 
@@ -60,7 +66,7 @@ class JwksCache:
         )
 
     def _fetch(self) -> None:
-        self._fetched_at = time.monotonic()
+        self._fetched_at, self._failed = time.monotonic(), True
         try:
             if self._client is not None:
                 response = self._client.get(self.url)
@@ -70,8 +76,9 @@ class JwksCache:
             keys = jwt.PyJWKSet.from_dict(response.json()).keys
         except (httpx.HTTPError, ValueError, jwt.PyJWTError) as exc:
             logger.warning("jwks fetch failed", extra={"error_type": type(exc).__name__, "url": self.url})
-            raise IdentityUnavailable("The identity provider's token signing keys are unavailable") from None
+            raise IdentityUnavailable(UNAVAILABLE) from None
         self._keys = {k.key_id: k.key for k in keys if k.key_id and k.algorithm_name == ALGORITHM}
+        self._failed = False
 
 
 _caches: dict[str, JwksCache] = {}

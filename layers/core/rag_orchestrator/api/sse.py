@@ -7,6 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+# The component schemas of the OpenAPI document (api/openapi_schemas.py) describing each stream's messages.
+CHAT_STREAM = "ChatStreamMessage"  # the native stream: …/messages/stream and every other turn stream
+ANSWER_STREAM = "AnswerStreamMessage"  # /api/v1/query/answer/stream
+UI_STREAM = "UIMessageStreamMessage"  # …/ui-stream, the AI SDK UI message stream protocol (v1)
+
 SSE_HEADERS = {
     "Cache-Control": "no-cache",
     "Connection": "keep-alive",
@@ -22,6 +27,11 @@ def encode(event_type: str, data: BaseModel | dict[str, Any], event_id: int | st
 def frame(event_type: str, payload: str, event_id: int | str) -> bytes:
     """One message whose data is JSON already."""
     return f"event: {event_type}\nid: {event_id}\ndata: {payload}\n\n".encode()
+
+
+def event_stream(schema: str) -> dict[str, Any]:
+    """The `content` of a route's 200 of server-sent events, each message described by `schema`."""
+    return {"text/event-stream": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}
 
 
 def comment(text: str = "keep-alive") -> bytes:

@@ -50,7 +50,10 @@ def last_seen(turn_id: str, last_event_id: str | None, after: int | None) -> int
     "/{conversation_id}/turns/{turn_id}/events",
     summary="Replay a turn's events after the last one seen, then follow it until it ends",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}}},
+    responses={
+        200: {"content": {"text/event-stream": {}}},
+        400: {"description": "Last-Event-ID is not `<turnId>:<seq>`, or names another turn"},
+    },
 )
 async def resume_turn(
     conversation_id: str = CONVERSATION_ID,
@@ -109,6 +112,7 @@ class CancelResponse(CamelModel):
     status_code=202,
     response_model=CancelResponse,
     summary="Stop a running turn: it keeps what it answered so far and ends with Completed (cancelled)",
+    responses={409: {"description": "The turn has already ended"}},
 )
 async def cancel_turn(
     conversation_id: str = CONVERSATION_ID,

@@ -101,6 +101,8 @@ class UIParts:
                     "messageId": message_id,
                     "iterationsUsed": iterations,
                     "tokensUsed": tokens,
+                    # The SDK's own finishReason has no word for a cancel or a deadline: the native one does.
+                    "finishReason": event.finish_reason,
                 }
                 return [
                     *self._finish_step(),

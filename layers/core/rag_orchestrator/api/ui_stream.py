@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rag_orchestrator.api.auth import get_owner
 from rag_orchestrator.api.chat import CONVERSATION_ID, turn_request
 from rag_orchestrator.api.deps import get_orchestrator, get_settings, services
-from rag_orchestrator.api.sse import comment
+from rag_orchestrator.api.sse import UI_STREAM, comment, event_stream
 from rag_orchestrator.api.ui_parts import DONE, HEADERS, UIParts, encode_part
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
@@ -116,7 +116,7 @@ async def _parts(stream: TurnStream, conversation_id: str) -> AsyncIterator[byte
     "/{conversation_id}/ui-stream",
     summary="One turn in the AI SDK UI message stream protocol (v1), for useChat",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}}},
+    responses={200: {"content": event_stream(UI_STREAM)}},
 )
 async def ui_stream(
     body: UIChatRequest,
