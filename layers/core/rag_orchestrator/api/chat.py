@@ -43,6 +43,7 @@ def turn_request(
         context=body.context or {},
         metadata=body.metadata,
         mode=mode,
+        attachment_ids=tuple(body.attachment_ids),
     )
 
 

@@ -25,6 +25,7 @@ from rag_orchestrator.domain.passage_formats import format_passages
 from rag_orchestrator.domain.passages import SourceWithSnippet
 from rag_orchestrator.domain.text import scrub
 from rag_orchestrator.errors import RagError
+from rag_orchestrator.loop.attachments import AttachmentReading, AttachmentSource, model_view
 from rag_orchestrator.loop.finalizers import DirectFinalizer, Finalizer
 from rag_orchestrator.loop.history import knowledge_message, well_formed
 from rag_orchestrator.loop.ports import AfterTurn, KnowledgeSearch, ToolChooser, Tools, Toolset, TurnRequest
@@ -53,6 +54,7 @@ class Orchestrator:
         search: KnowledgeSearch | None = None,
         finalizer: Finalizer | None = None,
         after_turn: Sequence[AfterTurn] = (),
+        attachments: AttachmentSource | None = None,
     ) -> None:
         self.store = store
         self.strategy = strategy
@@ -62,14 +64,18 @@ class Orchestrator:
         self.search = search
         self.finalizer = finalizer or DirectFinalizer()
         self.after_turn = tuple(after_turn)
+        self.attachments = attachments
 
     async def begin(self, request: TurnRequest) -> ActiveTurn:
-        """Store the user message and take the turn lock; raises ConversationNotFound or Conflict."""
+        """Store the user message and take the turn lock; raises ConversationNotFound or Conflict
+        (and, checked first, AttachmentNotFound or AttachmentNotReady)."""
+        attachments = await AttachmentReading.check(self.attachments, request)
         user = ConversationMessage.of(
             request.conversation_id,
             Message(role=Role.USER, content=request.message),
             client_message_id=request.client_message_id,
             metadata=request.metadata,
+            attachment_ids=list(request.attachment_ids),
         )
         await self.store.start_turn(
             request.conversation_id,
@@ -78,16 +84,21 @@ class Orchestrator:
             request.client_message_id,
             lease_seconds=TURN_LEASE_SECONDS,
         )
-        return ActiveTurn(self, request, user)
+        return ActiveTurn(self, request, user, attachments)
 
 
 class ActiveTurn:
     def __init__(
-        self, orchestrator: Orchestrator, request: TurnRequest, question: ConversationMessage
+        self,
+        orchestrator: Orchestrator,
+        request: TurnRequest,
+        question: ConversationMessage,
+        attachments: AttachmentReading | None = None,
     ) -> None:
         self.o = orchestrator
         self.request = request
         self.question = question
+        self.attachments = attachments or AttachmentReading(orchestrator.attachments, [])
         self.record = TurnRecord(request.conversation_id)
         self.context: TurnContext | None = None  # what the turn read at its start
         self._finished = False
@@ -116,7 +127,13 @@ class ActiveTurn:
         self.context = await self.o.store.context(
             request.conversation_id, settings.conversation_rolling_window
         )
-        history = well_formed([m.to_message() for m in self.context.messages])
+        async for status, details in self.attachments.statuses():
+            yield self._event(ev.StatusUpdate, status=status, details=details)
+        self.record.remember(self.attachments.passages())
+        limit = settings.attachment_context_max_chars
+        history = well_formed(
+            model_view(self.context.messages, self.question.message_id, self.attachments, limit)
+        )
         messages = [Message(role=Role.SYSTEM, content=toolset.system_prompt), *history]
         if settings.loop_initial_rag and self.o.search is not None and RAG_SEARCH in toolset.names:
             yield self._event(ev.StatusUpdate, status="Searching the knowledge base")
