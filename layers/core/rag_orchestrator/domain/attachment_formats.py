@@ -87,7 +87,7 @@ def _blocks(attachment: Attachment, budget: int) -> list[str]:
         body = _TAG.sub(FILTERED, sanitize_for_prompt(text))
         blocks.append(f'<attachment citation="{citation}" {head}>\n{body}\n</attachment>')
     if left_out:
-        note = f"{left_out} more characters of this file's text are left out"
+        note = f"{left_out} more characters of its text are left out"
         blocks.append(f"<attachment {_attributes(attachment, note=note)}/>")
     return blocks
 
@@ -106,9 +106,11 @@ def attachments_block(read: Sequence[Attachment], unread: Sequence[Attachment], 
 
 def earlier_note(attachment_ids: Sequence[str]) -> str:
     """What an earlier message's attachments become in the window: their ids, not their text again."""
+    many = len(attachment_ids) > 1
     return (
-        f"[Attached files] Attachment {', '.join(attachment_ids)} was attached to this message; the "
-        "text read from it was shown with it and is not repeated here."
+        f"[Attached files] Attachment{'s' if many else ''} {', '.join(attachment_ids)} "
+        f"{'were' if many else 'was'} attached to this message; the text read from "
+        f"{'them' if many else 'it'} was shown with it and is not repeated here."
     )
 
 
