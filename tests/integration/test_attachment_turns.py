@@ -147,7 +147,7 @@ async def test_a_streamed_turn_reads_an_image_a_pdf_and_a_voice_note_and_the_mod
     later = stream(c, cid, {"message": "Thanks."})
     assert later[-1].event == "Completed"
     earlier = next(m for m in fake_llm.requests[1]["messages"] if m["role"] == "user")["content"]
-    assert earlier.startswith("What do my files say?\n\n[Attached files] Attachment ")
+    assert earlier.startswith("What do my files say?\n\n[Attached files] Attachments ")
     assert png in earlier and "4711" not in earlier
 
     # Deleting the conversation removes the segments from memory.

@@ -1,4 +1,4 @@
-"""Server-sent events encoding: `event:` the type, `id:` a sequence number, `data:` the JSON."""
+"""Server-sent events encoding: `event:` the type, `id:` the event's id, `data:` the JSON; `:` comments."""
 
 from __future__ import annotations
 
@@ -14,9 +14,14 @@ SSE_HEADERS = {
 }
 
 
-def encode(event_type: str, data: BaseModel | dict[str, Any], seq: int) -> bytes:
+def encode(event_type: str, data: BaseModel | dict[str, Any], event_id: int | str) -> bytes:
     payload = data.model_dump_json() if isinstance(data, BaseModel) else json.dumps(data, default=str)
-    return f"event: {event_type}\nid: {seq}\ndata: {payload}\n\n".encode()
+    return frame(event_type, payload, event_id)
+
+
+def frame(event_type: str, payload: str, event_id: int | str) -> bytes:
+    """One message whose data is JSON already."""
+    return f"event: {event_type}\nid: {event_id}\ndata: {payload}\n\n".encode()
 
 
 def comment(text: str = "keep-alive") -> bytes:

@@ -15,7 +15,8 @@ segments of earlier attachments stay reachable through `rag_search` (they are co
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
 
 from rag_orchestrator.domain.attachment_formats import (
     MAX_FILE_LABEL,
@@ -60,14 +61,15 @@ class AttachmentReading:
         ids = request.attachment_ids
         return cls(source, await source.check(request.caller.caller_id, request.conversation_id, ids))
 
-    async def statuses(self) -> AsyncIterator[Status]:
-        """Read the attachments not READY (at once); a status before, and one for each that failed."""
+    async def statuses(self, wait: Callable[[Awaitable[Any]], Awaitable[Any]]) -> AsyncIterator[Status]:
+        """Read the attachments not READY (at once); a status before, and one for each that failed.
+        The reading is awaited through `wait` (the turn's control): a stop cuts the turn, not the reading."""
         waiting = [a for a in self._checked if a.status is not READY]
         if not waiting or self._source is None:
             return
         for attachment in waiting:
             yield f"Reading {_name(attachment)}", "an attachment not processed yet"
-        outcomes = await asyncio.gather(*(self._read(a) for a in waiting))
+        outcomes = await wait(asyncio.gather(*(self._read(a) for a in waiting)))
         done = {a.attachment_id: outcome for a, outcome in zip(waiting, outcomes, strict=True)}
         self.read, self.unread = [], []
         for attachment in self._checked:

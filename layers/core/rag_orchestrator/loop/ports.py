@@ -33,6 +33,17 @@ class TurnRequest:
     mode: StreamingMode = StreamingMode.PROGRESSIVE
     request_id: str | None = None  # the HTTP request's, for the audit record
     attachment_ids: tuple[str, ...] = ()  # attachments of this conversation the message comes with
+    deadline: float | None = None  # epoch seconds by which the turn must end; None: the default budget
+
+    def tool_context(self) -> ToolContext:
+        """What the turn's tools may know of it."""
+        return ToolContext(
+            conversation_id=self.conversation_id,
+            caller_id=self.caller.caller_id,
+            roles=self.caller.roles,
+            context_type=self.context_type,
+            context=self.context,
+        )
 
 
 @dataclass(frozen=True)
