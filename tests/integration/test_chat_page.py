@@ -1,5 +1,6 @@
 """The dev chat page in headless Chromium: a conversation, a streamed turn with tool calls against the
-demo tool API, a preview and sources on screen; the screenshot goes to .local/screenshots/chat.png."""
+demo tool API, a preview and sources on screen; a file attached through the presigned S3 POST and
+read by the turn. The screenshots go to .local/screenshots/."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import httpx
 import pytest
 
 from devserver.stack import ROOT
+from tests.fakes.attachments import render_png
 from tests.fakes.llm_script import text_reply, tool_calls_reply
 from tests.integration.served import run_node
 
 pytestmark = pytest.mark.integration
 
 SCREENSHOT = ROOT / ".local" / "screenshots" / "chat.png"
+ATTACHMENT_SCREENSHOT = SCREENSHOT.with_name("chat-attachment.png")
 QUESTION = "Where is my order A-1001? Add a reminder email to the onboarding workflow. How do I start the dev server?"
 ANSWER = (
     "Order A-1001 has shipped with PostNL. The preview adds a reminder email after the account is created. "
@@ -64,6 +67,46 @@ def test_the_page_streams_a_turn_with_tools_a_preview_and_sources(aws_stack, dev
         headers={"X-Caller-Id": "alice"},
     ).json()["items"]
     assert stored[-1]["content"] == ANSWER and page["footer"].endswith(stored[-1]["messageId"])
+
+
+def test_the_page_uploads_an_attachment_to_s3_and_sends_it_with_the_next_message(
+    aws_stack, dev_app, tmp_path
+):
+    picture, refused = tmp_path / "invoice.png", tmp_path / "animation.gif"
+    picture.write_bytes(render_png(["INVOICE 4711", "Paid by Alice Martin"]))
+    refused.write_bytes(b"GIF89a" + bytes(32))
+    answer = "The invoice number is 4711."
+    dev_app.llm.script(text_reply(answer))
+    ATTACHMENT_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    question = "What is the invoice number?"
+    page = run_node(
+        "chat_attachments.mjs",
+        dev_app.url,
+        str(ATTACHMENT_SCREENSHOT),
+        "carol",
+        question,
+        str(refused),
+        str(picture),
+    )
+    assert page["consoleErrors"] == [] and page["errors"] == [] and page["composerError"] == ""
+    assert page["refusal"]["error"].startswith("animation.gif: 415 ") and page["refusal"]["chips"] == []
+    assert page["chips"] == ["invoice.png"]
+    assert page["user"] == [f"{question}Attached: invoice.png"] and page["attached"] == [
+        "Attached: invoice.png"
+    ]
+    assert page["chipsAfter"] == []  # the turn took the file; the next message starts with none
+    assert "Reading invoice.png (an attachment not processed yet)" in page["statuses"]
+    assert page["answer"] == answer and page["reopened"]["attached"] == ["Attached: 1 file"]
+    # The file went to S3, not through the API, and the model read its text in the user message.
+    seen = [m for m in dev_app.llm.requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
+    assert seen.startswith(f"{question}\n\n[Attached files] ") and "4711" in seen
+    carol = {"X-Caller-Id": "carol"}
+    (conversation,) = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers=carol).json()["items"]
+    cid = conversation["conversationId"]
+    stored = httpx.get(dev_app.conversation_url(cid, "messages"), headers=carol).json()["items"]
+    (attachment_id,) = stored[0]["attachmentIds"]
+    status = httpx.get(dev_app.conversation_url(cid, f"attachments/{attachment_id}"), headers=carol).json()
+    assert status["status"] == "READY" and status["sizeBytes"] == picture.stat().st_size
 
 
 def test_the_page_is_served_only_by_the_dev_server(dev_app):
