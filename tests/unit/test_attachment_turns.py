@@ -3,6 +3,7 @@ checks before anything is stored, readings that fail in the turn, and the reques
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -19,7 +20,7 @@ from rag_orchestrator.domain.attachment_formats import (
 from rag_orchestrator.domain.attachments import Attachment, Segment
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import ChatRequest, Conversation
-from rag_orchestrator.domain.messages import Message, Role
+from rag_orchestrator.domain.messages import FunctionCall, Message, Role, ToolCall
 from rag_orchestrator.errors import AttachmentNotFound, AttachmentNotReady, StorageUnavailable
 from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.providers.events import IterationContext, StreamingMode
@@ -115,6 +116,30 @@ async def test_the_extractive_strategy_answers_from_the_attachments_and_searches
     final = [e async for e in strategy.run_iteration([Message(role=Role.USER, content=content)], [], ctx)]
     assert final[0].content.startswith("The lamp was replaced on the third of March.")
     assert f"[source:attachment:{notes.attachment_id}#0]" in final[0].content
+
+
+async def test_the_extractive_strategy_quotes_a_transcript_though_it_has_no_punctuation():
+    # Knowledge-base chunks that start in lower case or end without a full stop were cut by chunking and
+    # are not quoted; an attachment's segment is whole, and a transcript is never punctuated.
+    transcript = "please bring the quarterly report the two morning"
+    note = attachment("note.wav", ("audio", transcript))
+    content = with_attachments("What should I bring to the meeting?", attachments_block([note], [], 1000))
+    # rag_search found the same segment, indexed as conversation memory: the passage counts once
+    found = {"documentId": f"attachment:{note.attachment_id}", "chunkIndex": 0, "text": transcript}
+    call = ToolCall(id="c", function=FunctionCall(name="rag_search", arguments="{}"))
+    messages = [
+        Message(role=Role.USER, content=content),
+        Message(role=Role.ASSISTANT, content="", tool_calls=[call]),
+        Message(
+            role=Role.TOOL, content=json.dumps({"results": [found]}), tool_call_id="c", tool_name="rag_search"
+        ),
+    ]
+    ctx = IterationContext("c1", 2, 5, StreamingMode.FINAL_ONLY, allow_tools=False)
+    strategy = ExtractiveStrategy()
+    final = [e async for e in strategy.run_iteration(messages, [], ctx)]
+    assert final[0].content == (
+        f"please bring the quarterly report the two morning [source:attachment:{note.attachment_id}#0]"
+    )
 
 
 class Source:

@@ -107,8 +107,10 @@ class ExtractiveStrategy:
             yield IterationComplete(Usage.estimate(prompt_chars, len(arguments)))
             return
         knowledge = [m for m in messages if m.role is Role.SYSTEM]
-        passages = [p for m in [*results, *knowledge] for p in parse_knowledge(m.content)]
-        passages += [Passage(*found) for found in attachment_passages(asked)]
+        # The message's own files first: rag_search may return their segments too (conversation
+        # memory), and a passage counts once, where it ranks first.
+        passages = [Passage(*found, whole=True) for found in attachment_passages(asked)]
+        passages += [p for m in [*results, *knowledge] for p in parse_knowledge(m.content)]
         answer = compose_answer(question, passages, self.embed)
         if ctx.progressive:
             for word in re.findall(r"\s*\S+", answer):
