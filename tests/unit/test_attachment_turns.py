@@ -3,6 +3,7 @@ checks before anything is stored, readings that fail in the turn, and the reques
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 
@@ -149,6 +150,8 @@ class Source:
         self.by_id = {a.attachment_id: a for a in attachments}
         self.fail_reading = fail_reading
         self.read_ids: list[str] = []
+        self.reading = asyncio.Event()  # a reading ends when set
+        self.reading.set()
 
     async def check(self, caller_id, conversation_id, attachment_ids):
         found = []
@@ -163,6 +166,7 @@ class Source:
 
     async def read(self, a):
         self.read_ids.append(a.attachment_id)
+        await self.reading.wait()
         if a.attachment_id in self.fail_reading:
             raise AttachmentNotReady(f"Attachment {a.attachment_id} could not be read: unreadable file")
         return a.model_copy(update={"status": "READY"})
@@ -232,6 +236,26 @@ async def test_attachments_not_ready_are_read_in_the_turn_and_one_that_fails_is_
     (question, _) = await store.window("c1", 10)
     assert question.content == "What do they say?"
     assert question.attachment_ids == [ready.attachment_id, pending.attachment_id, broken.attachment_id]
+
+
+async def test_a_cancel_while_an_attachment_is_read_ends_the_turn_at_once():
+    store = MemoryConversationStore()
+    await conversation(store)
+    slow = attachment("long.wav", ("audio", "words"), status="PENDING_UPLOAD")
+    source = Source(slow)
+    source.reading.clear()  # the reading never ends by itself
+    strategy = ScriptedStrategy([answer("never asked")])
+    orchestrator = scripted_orchestrator(strategy, store=store, attachments=source)
+    turn = await orchestrator.begin(request(slow.attachment_id))
+    events = []
+    async for event in turn.events():
+        events.append(event)
+        if event.type == "StatusUpdate" and event.status == "Reading long.wav":
+            asyncio.get_running_loop().call_later(0.05, turn.control.cancel)
+    assert events[-1].type == "Completed" and events[-1].finish_reason == "cancelled"
+    assert strategy.requests == [] and source.read_ids == [slow.attachment_id]
+    again = await orchestrator.begin(request(message="Still there?"))  # the lock was released
+    assert [e.type async for e in again.events()][-1] == "Completed"
 
 
 async def test_later_turns_see_a_note_of_earlier_attachments_and_read_nothing_again():
