@@ -473,6 +473,16 @@ def attachment_grants(resources: dict, logical_id: str, prefix: str) -> list[tup
     ]
 
 
+def readable_parameters(policies: list) -> set[str]:
+    """The SSM parameter ARNs (their Fn::Sub) the policies let a function read."""
+    return {
+        arn["Fn::Sub"]
+        for statement in policy_statements(policies)
+        if "ssm:GetParameter" in as_list(statement["Action"])
+        for arn in as_list(statement["Resource"])
+    }
+
+
 @pytest.mark.parametrize("logical_id", ["ApiFunction", "ChatStreamFunction", "AttachmentFunction"])
 def test_the_functions_that_read_attachments_may_call_textract_and_transcribe_only_when_configured(
     resources, logical_id
@@ -493,24 +503,14 @@ def test_the_functions_that_read_attachments_may_call_textract_and_transcribe_on
     assert {"s3:PutObject", "s3:GetObject", "s3:DeleteObject"} == {
         action for action, _ in attachment_grants(resources, logical_id, "/transcribe/*")
     }
-    readable = {
-        arn["Fn::Sub"]
-        for statement in policy_statements(policies)
-        if "ssm:GetParameter" in as_list(statement["Action"])
-        for arn in as_list(statement["Resource"])
-    }
+    readable = readable_parameters(policies)
     for parameter in ("AttachmentCaptionApiKeyParameter", "AttachmentWhisperApiKeyParameter"):
         assert any(sub.endswith(f"parameter${{{parameter}}}") for sub in readable), (logical_id, parameter)
 
 
 def test_attachment_function_may_index_segments_in_conversation_memory(resources):
     policies = resources["AttachmentFunction"]["Properties"]["Policies"]
-    readable = {
-        arn["Fn::Sub"]
-        for statement in policy_statements(policies)
-        if "ssm:GetParameter" in as_list(statement["Action"])
-        for arn in as_list(statement["Resource"])
-    }
+    readable = readable_parameters(policies)
     for parameter in ("ChromaTokenParameter", "EmbeddingApiKeyParameter"):
         assert any(sub.endswith(f"parameter${{{parameter}}}") for sub in readable), parameter
     assert any("bedrock:InvokeModel" in as_list(s["Action"]) for s in policy_statements(policies))
