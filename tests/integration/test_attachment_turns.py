@@ -134,6 +134,12 @@ async def test_a_streamed_turn_reads_an_image_a_pdf_and_a_voice_note_and_the_mod
     assert question["content"] == "What do my files say?"  # the ids are stored, never the text
     assert question["attachmentIds"] == [png, pdf, wav]
     assert {status_of(c, cid, a)["status"] for a in (png, pdf, wav)} == {"READY"}
+    bobs = new_conversation(c, BOB)
+    for aid in (png, pdf, wav):  # Bob gets 404 for each: its status, and a turn naming it
+        assert_refused(c.get(f"{BASE}/{cid}/attachments/{aid}", headers=BOB), 404, "Conversation not found")
+        body = {"message": "Hi", "attachmentIds": [aid]}
+        refused = c.post(f"{BASE}/{bobs}/messages/stream", json=body, headers=BOB)
+        assert_refused(refused, 404, "Attachment not found")
 
     # Read on demand, the segments were indexed as Alice's conversation memory.
     assert await search("image-ocr") == {("image-ocr", f"attachment:{png}")}
