@@ -85,17 +85,17 @@ function pretty(value) {
 
 // ---------------------------------------------------------------- conversations
 
+// The list is replaced at once when the page arrives: never empty while it loads.
 async function loadConversations() {
-  const list = $("#conversations");
-  list.replaceChildren();
   const page = await api("GET", "/chat/conversations?limit=50");
-  for (const c of page.items) {
+  const items = page.items.map((c) => {
     const item = el("li", c.conversationId === state.conversationId ? "active" : "");
     item.append(el("span", "id", c.conversationId.slice(0, 8)), el("span", "muted", ` ${c.messageCount} msgs`));
     item.title = c.conversationId;
     item.addEventListener("click", () => openConversation(c.conversationId).catch((e) => showError(e.message)));
-    list.append(item);
-  }
+    return item;
+  });
+  $("#conversations").replaceChildren(...items);
 }
 
 async function loadTools() {

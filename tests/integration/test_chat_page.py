@@ -5,6 +5,7 @@ read by the turn. The screenshots go to .local/screenshots/."""
 from __future__ import annotations
 
 import json
+import uuid
 
 import httpx
 import pytest
@@ -18,6 +19,13 @@ pytestmark = pytest.mark.integration
 
 SCREENSHOT = ROOT / ".local" / "screenshots" / "chat.png"
 ATTACHMENT_SCREENSHOT = SCREENSHOT.with_name("chat-attachment.png")
+
+
+def new_caller() -> str:
+    """A caller of the test's own: the table on the moto server is shared with the other tests."""
+    return f"alice-{uuid.uuid4().hex[:8]}"
+
+
 QUESTION = "Where is my order A-1001? Add a reminder email to the onboarding workflow. How do I start the dev server?"
 ANSWER = (
     "Order A-1001 has shipped with PostNL. The preview adds a reminder email after the account is created. "
@@ -38,11 +46,12 @@ def test_the_page_streams_a_turn_with_tools_a_preview_and_sources(aws_stack, dev
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     SCREENSHOT.unlink(missing_ok=True)
     context = json.dumps({"accountId": "acct-1001", "workflowId": "wf-onboarding"})
+    caller = new_caller()
     page = run_node(
         "chat_page.mjs",
         dev_app.url,
         str(SCREENSHOT),
-        "alice",
+        caller,
         QUESTION,
         context,
     )
@@ -61,10 +70,10 @@ def test_the_page_streams_a_turn_with_tools_a_preview_and_sources(aws_stack, dev
     assert page["reopened"]["storedTools"][0].startswith("⚙ get_order_status")
     assert SCREENSHOT.stat().st_size > 10_000
     # what the page showed is what was stored
-    cid = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers={"X-Caller-Id": "alice"}).json()
+    cid = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers={"X-Caller-Id": caller}).json()
     stored = httpx.get(
         dev_app.conversation_url(cid["items"][0]["conversationId"], "messages"),
-        headers={"X-Caller-Id": "alice"},
+        headers={"X-Caller-Id": caller},
     ).json()["items"]
     assert stored[-1]["content"] == ANSWER and page["footer"].endswith(stored[-1]["messageId"])
 
@@ -78,12 +87,12 @@ def test_the_page_uploads_an_attachment_to_s3_and_sends_it_with_the_next_message
     answer = "The invoice number is 4711."
     dev_app.llm.script(text_reply(answer))
     ATTACHMENT_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    question = "What is the invoice number?"
+    question, caller = "What is the invoice number?", new_caller()
     page = run_node(
         "chat_attachments.mjs",
         dev_app.url,
         str(ATTACHMENT_SCREENSHOT),
-        "carol",
+        caller,
         question,
         str(refused),
         str(picture),
@@ -100,12 +109,12 @@ def test_the_page_uploads_an_attachment_to_s3_and_sends_it_with_the_next_message
     # The file went to S3, not through the API, and the model read its text in the user message.
     seen = [m for m in dev_app.llm.requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
     assert seen.startswith(f"{question}\n\n[Attached files] ") and "4711" in seen
-    carol = {"X-Caller-Id": "carol"}
-    (conversation,) = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers=carol).json()["items"]
+    owner = {"X-Caller-Id": caller}
+    (conversation,) = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers=owner).json()["items"]
     cid = conversation["conversationId"]
-    stored = httpx.get(dev_app.conversation_url(cid, "messages"), headers=carol).json()["items"]
+    stored = httpx.get(dev_app.conversation_url(cid, "messages"), headers=owner).json()["items"]
     (attachment_id,) = stored[0]["attachmentIds"]
-    status = httpx.get(dev_app.conversation_url(cid, f"attachments/{attachment_id}"), headers=carol).json()
+    status = httpx.get(dev_app.conversation_url(cid, f"attachments/{attachment_id}"), headers=owner).json()
     assert status["status"] == "READY" and status["sizeBytes"] == picture.stat().st_size
 
 
