@@ -1,9 +1,10 @@
 // The dev chat page: conversations over the REST routes, turns over the native SSE stream
-// (POST …/messages/stream, read with fetch + ReadableStream). No framework, no build step.
+// (POST …/messages/stream, read with fetch + ReadableStream), files attached with the presigned S3
+// POST the attachments route hands out. No framework, no build step.
 "use strict";
 
 const API = "/api/v1";
-const state = { conversationId: null, busy: false, attachmentIds: [] };
+const state = { conversationId: null, busy: false, attachments: [] };
 const $ = (selector) => document.querySelector(selector);
 
 // ---------------------------------------------------------------- HTTP
@@ -84,17 +85,17 @@ function pretty(value) {
 
 // ---------------------------------------------------------------- conversations
 
+// The list is replaced at once when the page arrives: never empty while it loads.
 async function loadConversations() {
-  const list = $("#conversations");
-  list.replaceChildren();
   const page = await api("GET", "/chat/conversations?limit=50");
-  for (const c of page.items) {
+  const items = page.items.map((c) => {
     const item = el("li", c.conversationId === state.conversationId ? "active" : "");
     item.append(el("span", "id", c.conversationId.slice(0, 8)), el("span", "muted", ` ${c.messageCount} msgs`));
     item.title = c.conversationId;
     item.addEventListener("click", () => openConversation(c.conversationId).catch((e) => showError(e.message)));
-    list.append(item);
-  }
+    return item;
+  });
+  $("#conversations").replaceChildren(...items);
 }
 
 async function loadTools() {
@@ -117,8 +118,10 @@ async function newConversation() {
 
 async function openConversation(id) {
   state.conversationId = id;
+  clearAttachments();
   $("#conversation-title").textContent = `Conversation ${id}`;
   $("#send").disabled = false;
+  $("#attach").disabled = false;
   const transcript = $("#transcript");
   transcript.replaceChildren();
   const page = await api("GET", `/chat/conversations/${id}/messages?limit=100`);
@@ -129,7 +132,9 @@ async function openConversation(id) {
 
 function renderStored(message) {
   if (message.role === "user") {
-    $("#transcript").append(el("div", "bubble user", message.content));
+    const ids = message.attachmentIds ?? [];
+    const files = ids.length ? `${ids.length} file${ids.length > 1 ? "s" : ""}` : "";
+    $("#transcript").append(userBubble(message.content, files, ids.join("\n")));
   } else if (message.role === "assistant" && message.toolCalls?.length) {
     for (const call of message.toolCalls) {
       $("#transcript").append(el("div", "stored-tool muted", `⚙ ${call.function.name} ${call.function.arguments}`));
@@ -223,18 +228,32 @@ function handleEvent(view, event) {
   scrollDown();
 }
 
-function turnBody(message) {
+function userBubble(message, attached, title) {
+  const bubble = el("div", "bubble user", message);
+  if (attached) {
+    const line = el("div", "attached", `Attached: ${attached}`);
+    line.title = title;
+    bubble.append(line);
+  }
+  return bubble;
+}
+
+function turnBody(message, attachmentIds) {
   const body = { message };
   const contextType = $("#context-type").value.trim();
   const context = $("#context").value.trim();
   if (contextType) body.contextType = contextType;
   if (context) body.context = JSON.parse(context);
-  return withAttachments(body);
+  if (attachmentIds.length) body.attachmentIds = attachmentIds;
+  return body;
 }
 
 async function sendMessage(message) {
-  const body = turnBody(message);
-  $("#transcript").append(el("div", "bubble user", message));
+  await Promise.all(state.attachments.map((a) => a.uploaded));
+  const attached = state.attachments.filter((a) => a.status !== "FAILED");
+  const body = turnBody(message, attached.map((a) => a.attachmentId));
+  const names = attached.map((a) => a.fileName).join(", ");
+  $("#transcript").append(userBubble(message, names, names));
   const view = turnView();
   view.status.textContent = "Sending…";
   const response = await fetch(`${API}/chat/conversations/${state.conversationId}/messages/stream`, {
@@ -246,16 +265,111 @@ async function sendMessage(message) {
     view.status.textContent = "";
     throw await failure(response);
   }
+  clearAttachments(); // the turn has them; the next message starts with none
   for await (const event of readEvents(response.body)) handleEvent(view, event);
 }
 
-// ---------------------------------------------------------------- attachments (hook)
-// Attachment uploads (presigned S3 POST) land with their issue: the upload UI fills
-// state.attachmentIds, and every turn carries them as `attachmentIds`.
+// ---------------------------------------------------------------- attachments
+// A picked file is declared (POST …/attachments), then uploaded straight to S3 with the presigned
+// POST that returns (its fields, then the file) — never through the API. The next message names it
+// in `attachmentIds`. Under make dev S3 announces the upload and the app reads it at once; a turn
+// reads one not read yet itself, with a StatusUpdate.
 
-function withAttachments(body) {
-  if (state.attachmentIds.length) body.attachmentIds = [...state.attachmentIds];
-  return body;
+// Browsers leave File.type empty for some of the allowed types.
+const TYPES_BY_EXTENSION = {
+  md: "text/markdown",
+  markdown: "text/markdown",
+  txt: "text/plain",
+  wav: "audio/wav",
+  m4a: "audio/x-m4a",
+  docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+};
+const SETTLED = new Set(["READY", "FAILED"]);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function contentType(file) {
+  return file.type || TYPES_BY_EXTENSION[file.name.split(".").pop().toLowerCase()] || "application/octet-stream";
+}
+
+function showAttachment(item, status, detail) {
+  item.status = status;
+  const modalities = [...new Set((item.segments ?? []).map((s) => s.modality))].join(", ");
+  const label = {
+    declaring: "declaring…",
+    uploading: "uploading…",
+    PENDING_UPLOAD: "uploaded",
+    PROCESSING: "reading…",
+    READY: modalities ? `ready · ${modalities}` : "ready · no text",
+    FAILED: "failed",
+  }[status];
+  item.chip.dataset.status = status;
+  item.chip.querySelector(".state").textContent = label;
+  item.chip.title = detail || "";
+}
+
+function attachmentChip(item) {
+  const chip = el("li", "attachment");
+  const remove = el("button", "remove", "✕");
+  remove.type = "button";
+  remove.title = "Do not send this file";
+  remove.addEventListener("click", () => dropAttachment(item));
+  chip.append(el("span", "name", item.fileName), el("span", "state muted"), remove);
+  return chip;
+}
+
+function dropAttachment(item) {
+  state.attachments = state.attachments.filter((a) => a !== item);
+  item.chip.remove();
+}
+
+function clearAttachments() {
+  state.attachments = [];
+  $("#attachments").replaceChildren();
+}
+
+async function upload(item, file, conversationId) {
+  const declared = { fileName: file.name, contentType: contentType(file), sizeBytes: file.size };
+  const created = await api("POST", `/chat/conversations/${conversationId}/attachments`, declared);
+  item.attachmentId = created.attachmentId;
+  showAttachment(item, "uploading");
+  const form = new FormData();
+  for (const [name, value] of Object.entries(created.upload.fields)) form.append(name, value);
+  form.append("file", file); // last: S3 ignores the fields after it
+  const sent = await fetch(created.upload.url, { method: "POST", body: form });
+  if (!sent.ok) throw new Error(`S3 refused the upload (HTTP ${sent.status})`);
+  showAttachment(item, created.status);
+}
+
+// Its status until it is read (or for half a minute: without S3 events a turn reads it).
+async function follow(item, conversationId) {
+  for (let i = 0; i < 30 && state.attachments.includes(item) && !SETTLED.has(item.status); i++) {
+    await sleep(1000);
+    const path = `/chat/conversations/${conversationId}/attachments/${item.attachmentId}`;
+    const seen = await api("GET", path);
+    if (!state.attachments.includes(item)) return;
+    item.segments = seen.segments;
+    showAttachment(item, seen.status, seen.detail);
+  }
+}
+
+function attach(file) {
+  const conversationId = state.conversationId;
+  const item = { fileName: file.name, attachmentId: null, status: "declaring" };
+  item.chip = attachmentChip(item);
+  showAttachment(item, "declaring");
+  state.attachments.push(item);
+  $("#attachments").append(item.chip);
+  item.uploaded = upload(item, file, conversationId).catch((e) => {
+    dropAttachment(item);
+    showError(`${file.name}: ${e.message}`);
+  });
+  item.uploaded.then(() => item.attachmentId && follow(item, conversationId)).catch(() => {});
+}
+
+function pickFiles(event) {
+  showError("");
+  for (const file of event.target.files) attach(file);
+  event.target.value = ""; // the same file may be picked again
 }
 
 // ---------------------------------------------------------------- wiring
@@ -266,6 +380,8 @@ async function refresh() {
   state.conversationId = null;
   $("#transcript").replaceChildren();
   $("#send").disabled = true;
+  $("#attach").disabled = true;
+  clearAttachments();
   $("#conversation-title").textContent = "Pick or create a conversation.";
   showError("");
   await Promise.all([loadConversations(), loadTools()]);
@@ -310,6 +426,8 @@ function start() {
   $("#caller-roles").addEventListener("change", () => refresh().catch((e) => showError(e.message)));
   $("#new-conversation").addEventListener("click", () => newConversation().catch((e) => showError(e.message)));
   $("#composer").addEventListener("submit", submit);
+  $("#attachment-file").addEventListener("change", pickFiles);
+  $("#attach").addEventListener("click", () => $("#attachment-file").click());
   $("#message").addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey) submit(e);
   });

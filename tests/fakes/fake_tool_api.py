@@ -3,7 +3,9 @@
 Endpoints: orders, account orders, workflow and table-config dry runs, `/echo/...` (what it received:
 method, path, query, body, headers), `/fail` (500), `/bad` (400 with a message), `/slow` (answers only
 when the server stops, beyond any tool timeout), `/big` (a 200 KB JSON body), `/big-stream` (200 KB, chunked, no Content-Length), `/redirect` (302 to
-another host). Every request is recorded.
+another host), `/fetch` (GETs the URL in the body's `file` — an attachment's presigned URL — and answers
+its size and SHA-256, quoting the URL back as a careless API would). Every request is recorded, and
+what `/fetch` got in `api.fetched`.
 
     with FakeToolAPI() as api:
         api.url  # http://127.0.0.1:<port>
@@ -11,8 +13,10 @@ another host). Every request is recorded.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -23,6 +27,7 @@ BIG_BYTES = 200 * 1024
 class FakeToolAPI:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.fetched: list[bytes] = []
         self.released = threading.Event()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -80,6 +85,12 @@ def _route(api: FakeToolAPI, method: str, parts: list[str], seen: dict[str, Any]
             return 200, {"rows": ["x" * 1000] * (BIG_BYTES // 1000)}
         case ["redirect"]:
             return 302, None
+        case ["fetch"]:
+            url = (seen["body"] or {}).get("file", "")
+            with urllib.request.urlopen(url, timeout=10) as response:  # loopback: the moto server
+                data = response.read()
+            api.fetched.append(data)
+            return 200, {"file": url, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     return 404, {"error": "no such endpoint"}
 
 

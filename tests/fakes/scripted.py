@@ -113,6 +113,7 @@ def scripted_orchestrator(
     settings: Any = None,
     timeout_seconds: float = 5.0,
     after_turn: Sequence[Any] = (),
+    attachments: Any = None,
 ) -> Any:
     """An Orchestrator around `strategy` with no I/O of its own: memory store, these tools, no initial search."""
     from rag_orchestrator.config import load_settings
@@ -133,4 +134,5 @@ def scripted_orchestrator(
         choose_tools=tool_chooser(registry),
         search=search,
         after_turn=after_turn,
+        attachments=attachments,
     )

@@ -10,10 +10,11 @@ import pytest
 
 from devserver.invoke import LambdaContext, load_handler_module
 from rag_orchestrator import aws
-from rag_orchestrator.attachments.events import AttachmentRecordsFailed
+from rag_orchestrator.attachments.events import AttachmentRecordsFailed, process_event
 from rag_orchestrator.attachments.factory import create_attachments
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.attachments import Attachment, CreateAttachmentRequest
+from rag_orchestrator.retrieval.fragments import get_fragment_index
 from tests.fakes.attachments import post_upload
 from tests.fakes.pdf import make_pdf
 
@@ -58,7 +59,18 @@ def stored(attachment: Attachment) -> Attachment:
     )
 
 
-def test_an_upload_event_reads_the_file_once(aws_stack):
+def fragments(attachment: Attachment) -> list[dict]:
+    """The attachment's entries in conversation memory: metadata, by chunkIndex."""
+    store = get_fragment_index(load_settings()).store
+    if store._resolve()[1] is None:  # no fragment yet: the collection does not exist
+        return []
+    found = store._call(
+        lambda c: c.get(where={"attachmentId": attachment.attachment_id}, include=["metadatas"])
+    )
+    return sorted(found["metadatas"], key=lambda m: m["chunkIndex"])
+
+
+def test_an_upload_event_reads_the_file_once(aws_stack, chroma_url):
     bucket = aws_stack["ATTACHMENTS_BUCKET"]
     pdf = declared(
         "caller|with/odd chars", "report.pdf", "application/pdf", make_pdf(["Quarterly revenue grew."])
@@ -78,6 +90,30 @@ def test_an_upload_event_reads_the_file_once(aws_stack):
     again = invoke(s3_event(bucket, notes.key))  # S3 delivers at least once
     assert again["processed"] == [{"attachmentId": notes.attachment_id, "status": "READY"}]
     assert stored(notes).updated_at == first
+    (entry,) = fragments(notes)  # indexed as Bob's conversation memory, again idempotently
+    assert {k: entry[k] for k in ("source", "callerId", "conversationId", "attachmentId", "chunkIndex")} == {
+        "source": "document",
+        "callerId": "bob",
+        "conversationId": notes.conversation_id,
+        "attachmentId": notes.attachment_id,
+        "chunkIndex": 0,
+    }
+
+
+def test_segments_that_could_not_be_indexed_fail_the_invocation_and_a_retry_indexes_them(
+    aws_stack, chroma_url, monkeypatch
+):
+    notes = declared("dora", "notes.md", "text/markdown", b"# Notes\nShip on Friday.\n# Later\nRest.")
+    event = s3_event(aws_stack["ATTACHMENTS_BUCKET"], notes.key)
+    monkeypatch.setenv("CHROMA_URL", "http://127.0.0.1:9")  # Chroma down while the file is read
+    with pytest.raises(AttachmentRecordsFailed, match="1 attachment"):
+        invoke(event)
+    assert stored(notes).status == "READY"
+    monkeypatch.setenv("CHROMA_URL", chroma_url)  # Lambda's retry, in a container of its own
+    assert fragments(notes) == []
+    again = asyncio.run(process_event(create_attachments(load_settings()), event))
+    assert again["processed"] == [{"attachmentId": notes.attachment_id, "status": "READY"}]
+    assert [(m["chunkIndex"], m["source"]) for m in fragments(notes)] == [(0, "document"), (1, "document")]
 
 
 def test_objects_without_an_attachment_are_skipped(aws_stack):

@@ -1,20 +1,31 @@
 """The dev chat page in headless Chromium: a conversation, a streamed turn with tool calls against the
-demo tool API, a preview and sources on screen; the screenshot goes to .local/screenshots/chat.png."""
+demo tool API, a preview and sources on screen; a file attached through the presigned S3 POST and
+read by the turn. The screenshots go to .local/screenshots/."""
 
 from __future__ import annotations
 
 import json
+import uuid
 
 import httpx
 import pytest
 
 from devserver.stack import ROOT
+from tests.fakes.attachments import render_png
 from tests.fakes.llm_script import text_reply, tool_calls_reply
 from tests.integration.served import run_node
 
 pytestmark = pytest.mark.integration
 
 SCREENSHOT = ROOT / ".local" / "screenshots" / "chat.png"
+ATTACHMENT_SCREENSHOT = SCREENSHOT.with_name("chat-attachment.png")
+
+
+def new_caller() -> str:
+    """A caller of the test's own: the table on the moto server is shared with the other tests."""
+    return f"alice-{uuid.uuid4().hex[:8]}"
+
+
 QUESTION = "Where is my order A-1001? Add a reminder email to the onboarding workflow. How do I start the dev server?"
 ANSWER = (
     "Order A-1001 has shipped with PostNL. The preview adds a reminder email after the account is created. "
@@ -35,11 +46,12 @@ def test_the_page_streams_a_turn_with_tools_a_preview_and_sources(aws_stack, dev
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     SCREENSHOT.unlink(missing_ok=True)
     context = json.dumps({"accountId": "acct-1001", "workflowId": "wf-onboarding"})
+    caller = new_caller()
     page = run_node(
         "chat_page.mjs",
         dev_app.url,
         str(SCREENSHOT),
-        "alice",
+        caller,
         QUESTION,
         context,
     )
@@ -58,12 +70,52 @@ def test_the_page_streams_a_turn_with_tools_a_preview_and_sources(aws_stack, dev
     assert page["reopened"]["storedTools"][0].startswith("⚙ get_order_status")
     assert SCREENSHOT.stat().st_size > 10_000
     # what the page showed is what was stored
-    cid = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers={"X-Caller-Id": "alice"}).json()
+    cid = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers={"X-Caller-Id": caller}).json()
     stored = httpx.get(
         dev_app.conversation_url(cid["items"][0]["conversationId"], "messages"),
-        headers={"X-Caller-Id": "alice"},
+        headers={"X-Caller-Id": caller},
     ).json()["items"]
     assert stored[-1]["content"] == ANSWER and page["footer"].endswith(stored[-1]["messageId"])
+
+
+def test_the_page_uploads_an_attachment_to_s3_and_sends_it_with_the_next_message(
+    aws_stack, dev_app, tmp_path
+):
+    picture, refused = tmp_path / "invoice.png", tmp_path / "animation.gif"
+    picture.write_bytes(render_png(["INVOICE 4711", "Paid by Alice Martin"]))
+    refused.write_bytes(b"GIF89a" + bytes(32))
+    answer = "The invoice number is 4711."
+    dev_app.llm.script(text_reply(answer))
+    ATTACHMENT_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    question, caller = "What is the invoice number?", new_caller()
+    page = run_node(
+        "chat_attachments.mjs",
+        dev_app.url,
+        str(ATTACHMENT_SCREENSHOT),
+        caller,
+        question,
+        str(refused),
+        str(picture),
+    )
+    assert page["consoleErrors"] == [] and page["errors"] == [] and page["composerError"] == ""
+    assert page["refusal"]["error"].startswith("animation.gif: 415 ") and page["refusal"]["chips"] == []
+    assert page["chips"] == ["invoice.png"]
+    assert page["user"] == [f"{question}Attached: invoice.png"] and page["attached"] == [
+        "Attached: invoice.png"
+    ]
+    assert page["chipsAfter"] == []  # the turn took the file; the next message starts with none
+    assert "Reading invoice.png (an attachment not processed yet)" in page["statuses"]
+    assert page["answer"] == answer and page["reopened"]["attached"] == ["Attached: 1 file"]
+    # The file went to S3, not through the API, and the model read its text in the user message.
+    seen = [m for m in dev_app.llm.requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
+    assert seen.startswith(f"{question}\n\n[Attached files] ") and "4711" in seen
+    owner = {"X-Caller-Id": caller}
+    (conversation,) = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers=owner).json()["items"]
+    cid = conversation["conversationId"]
+    stored = httpx.get(dev_app.conversation_url(cid, "messages"), headers=owner).json()["items"]
+    (attachment_id,) = stored[0]["attachmentIds"]
+    status = httpx.get(dev_app.conversation_url(cid, f"attachments/{attachment_id}"), headers=owner).json()
+    assert status["status"] == "READY" and status["sizeBytes"] == picture.stat().st_size
 
 
 def test_the_page_is_served_only_by_the_dev_server(dev_app):

@@ -449,22 +449,71 @@ def test_attachments_bucket_takes_browser_uploads_from_the_app_origin_only(resou
     assert any(r.get("Prefix") == "transcribe/" and r.get("ExpirationInDays") for r in rules)
 
 
-def test_only_the_api_may_put_attachments_and_only_the_attachment_function_reads_them(resources):
-    """A presigned POST is authorized as its signer (the API); the reader reads the attachments prefix."""
+def test_only_the_api_may_put_attachments_and_only_the_functions_that_read_them_may_get_them(resources):
+    """A presigned POST is authorized as its signer (the API), a presigned GET too (the function running
+    the turn whose HTTP tool gets it); AttachmentFunction and turns read files to process them."""
     for logical_id in FUNCTIONS:
-        grants = [
-            (action, json.dumps(statement["Resource"]))
-            for statement in policy_statements(resources[logical_id]["Properties"].get("Policies", []))
-            for action in as_list(statement["Action"])
-            if "-attachments-" in json.dumps(statement["Resource"])
-            and "/attachments/*" in json.dumps(statement["Resource"])
-        ]
-        actions = {action for action, _ in grants}
+        actions = {action for action, _ in attachment_grants(resources, logical_id, "/attachments/*")}
         expected = {
-            "ApiFunction": {"s3:PutObject"},
+            "ApiFunction": {"s3:PutObject", "s3:GetObject"},
+            "ChatStreamFunction": {"s3:GetObject"},
             "AttachmentFunction": {"s3:GetObject"},
         }.get(logical_id, set())
-        assert actions == expected, (logical_id, grants)
+        assert actions == expected, logical_id
+
+
+def attachment_grants(resources: dict, logical_id: str, prefix: str) -> list[tuple[str, str]]:
+    """(action, resource) of every statement of the function on the attachments bucket under `prefix`."""
+    return [
+        (action, json.dumps(statement["Resource"]))
+        for statement in policy_statements(resources[logical_id]["Properties"].get("Policies", []))
+        for action in as_list(statement["Action"])
+        if "-attachments-" in json.dumps(statement["Resource"])
+        and prefix in json.dumps(statement["Resource"])
+    ]
+
+
+def readable_parameters(policies: list) -> set[str]:
+    """The SSM parameter ARNs (their Fn::Sub) the policies let a function read."""
+    return {
+        arn["Fn::Sub"]
+        for statement in policy_statements(policies)
+        if "ssm:GetParameter" in as_list(statement["Action"])
+        for arn in as_list(statement["Resource"])
+    }
+
+
+@pytest.mark.parametrize("logical_id", ["ApiFunction", "ChatStreamFunction", "AttachmentFunction"])
+def test_the_functions_that_read_attachments_may_call_textract_and_transcribe_only_when_configured(
+    resources, logical_id
+):
+    """A turn reads an attachment no S3 event has reached yet as AttachmentFunction would: the same
+    engines, granted under the same conditions, and the caption and Whisper keys."""
+    policies = resources[logical_id]["Properties"]["Policies"]
+    statements = [s for policy in policies for s in as_list(policy["Statement"])]
+    conditional = {
+        action.split(":")[0]: node["Fn::If"][0]
+        for node in statements
+        if isinstance(node, dict) and "Fn::If" in node
+        for action in as_list(node["Fn::If"][1]["Action"])
+    }
+    assert conditional["textract"] == "UseTextract" and conditional["transcribe"] == "UseTranscribe"
+    unconditional = {a for s in statements if "Fn::If" not in s for a in as_list(s["Action"])}
+    assert not {a for a in unconditional if a.startswith(("textract:", "transcribe:"))}
+    assert {"s3:PutObject", "s3:GetObject", "s3:DeleteObject"} == {
+        action for action, _ in attachment_grants(resources, logical_id, "/transcribe/*")
+    }
+    readable = readable_parameters(policies)
+    for parameter in ("AttachmentCaptionApiKeyParameter", "AttachmentWhisperApiKeyParameter"):
+        assert any(sub.endswith(f"parameter${{{parameter}}}") for sub in readable), (logical_id, parameter)
+
+
+def test_attachment_function_may_index_segments_in_conversation_memory(resources):
+    policies = resources["AttachmentFunction"]["Properties"]["Policies"]
+    readable = readable_parameters(policies)
+    for parameter in ("ChromaTokenParameter", "EmbeddingApiKeyParameter"):
+        assert any(sub.endswith(f"parameter${{{parameter}}}") for sub in readable), parameter
+    assert any("bedrock:InvokeModel" in as_list(s["Action"]) for s in policy_statements(policies))
 
 
 # ---------------------------------------------------------------- events, async failures, logs

@@ -112,6 +112,7 @@ def test_the_packaged_example_documents_a_valid_catalogue(monkeypatch):
     catalog = load_catalog(settings(EXAMPLE_PATH))
     assert len(catalog.tools) >= 5
     assert {spec.preview for spec in catalog.tools} >= {"workflow_preview", "table_config_preview"}
+    assert {p for spec in catalog.tools for p in spec.http.attachment_params} == {"file"}
     lines = EXAMPLE_PATH.read_text().splitlines()
     for field in (
         "ragSearch",
@@ -128,6 +129,7 @@ def test_the_packaged_example_documents_a_valid_catalogue(monkeypatch):
         "headers",
         "timeoutSeconds",
         "contextParams",
+        "attachmentParams",
         "preview",
     ):
         # the first use of every field carries a comment, on its line or just above it

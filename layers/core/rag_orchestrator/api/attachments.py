@@ -6,27 +6,28 @@ A conversation or attachment of another caller, or of another conversation, answ
 
 from __future__ import annotations
 
-import re
-
 from fastapi import APIRouter, Depends, Path
 
 from rag_orchestrator.api.conversations import conversation_id, get_owner
 from rag_orchestrator.api.deps import get_attachments, get_store
 from rag_orchestrator.attachments.service import Attachments
 from rag_orchestrator.conversations.store import ConversationStore
-from rag_orchestrator.domain.attachments import AttachmentResponse, CreateAttachmentRequest, CreatedAttachment
+from rag_orchestrator.domain.attachments import (
+    ATTACHMENT_ID,
+    AttachmentResponse,
+    CreateAttachmentRequest,
+    CreatedAttachment,
+)
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.errors import AttachmentNotFound
 
 router = APIRouter(prefix="/api/v1/chat/conversations", tags=["attachments"])
 
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
 
 def attachment_id(attachment_id: str = Path(..., max_length=100)) -> str:
     """A well-formed id, else the same 404 as for an unknown one."""
     value = attachment_id.lower()
-    if not _UUID.fullmatch(value):
+    if not ATTACHMENT_ID.fullmatch(value):
         raise AttachmentNotFound(attachment_id)
     return value
 

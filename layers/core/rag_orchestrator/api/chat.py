@@ -56,6 +56,7 @@ def turn_request(
         metadata=body.metadata,
         mode=mode,
         deadline=turn_deadline(request, settings),
+        attachment_ids=tuple(body.attachment_ids),
     )
 
 

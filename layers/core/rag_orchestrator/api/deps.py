@@ -17,6 +17,7 @@ from rag_orchestrator.config import Settings
 
 if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
     from rag_orchestrator.attachments.service import Attachments
+    from rag_orchestrator.attachments.turns import TurnAttachments
     from rag_orchestrator.conversations.store import ConversationStore
     from rag_orchestrator.loop.control import RunningTurns
     from rag_orchestrator.loop.orchestrator import Orchestrator
@@ -44,6 +45,13 @@ class Services:
         return create_attachments(self.settings)
 
     @cached_property
+    def turn_attachments(self) -> TurnAttachments:
+        """What turns and HTTP tools ask of attachments; the service itself is built when first asked."""
+        from rag_orchestrator.attachments.turns import TurnAttachments
+
+        return TurnAttachments(lambda: self.attachments)
+
+    @cached_property
     def event_log(self) -> EventLog:
         """The log of streamed turns, beside the conversations (turns/)."""
         from rag_orchestrator.turns.log import create_event_log
@@ -62,7 +70,7 @@ class Services:
         """rag_search and the catalogue's tools; building it validates the catalogue (ConfigError)."""
         from rag_orchestrator.tools.toolbox import build_toolbox
 
-        return build_toolbox(self.settings)
+        return build_toolbox(self.settings, attachment_links=self.turn_attachments)
 
     @cached_property
     def strategy(self) -> ModelStrategy:
@@ -97,6 +105,7 @@ class Services:
             search=toolbox.search,
             finalizer=FINALIZERS[self.settings.loop_finalizer](),
             after_turn=[TurnMemory(self.memory)] if self.memory is not None else [],
+            attachments=self.turn_attachments,
         )
 
 

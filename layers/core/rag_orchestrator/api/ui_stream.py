@@ -1,15 +1,19 @@
 """POST …/{id}/ui-stream: the same turn as …/messages/stream, in the AI SDK UI message stream protocol.
 
 The body is what the AI SDK's `useChat` (DefaultChatTransport) sends: `{id, messages, trigger,
-messageId}` plus the fields an app adds with `body` (`contextType`, `context`, `metadata`). The
-service keeps the history itself, so only the last message is read: a user message whose text parts
-are the turn's message; its id is the turn's clientMessageId, so a resent message starts no second turn.
+messageId}` plus the fields an app adds with `body` (`contextType`, `context`, `metadata`,
+`attachmentIds`). The service keeps the history itself, so only the last message is read: a user
+message whose text parts are the turn's message; its id is the turn's clientMessageId, so a resent
+message starts no second turn. Its file parts name attachments uploaded beforehand, by their status
+URL (`…/conversations/{id}/attachments/{attachmentId}`): files never pass through this route.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
@@ -21,6 +25,7 @@ from rag_orchestrator.api.deps import get_orchestrator, get_settings, services
 from rag_orchestrator.api.sse import UI_STREAM, comment, event_stream
 from rag_orchestrator.api.ui_parts import DONE, HEADERS, UIParts, encode_part
 from rag_orchestrator.config import Settings
+from rag_orchestrator.domain.attachments import MAX_PER_TURN, well_formed_ids
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import (
@@ -39,15 +44,28 @@ router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
 REGENERATE_REFUSED = (
     "Regenerating an answer is not available on this route; send the question as a new message"
 )
+FILE_REFUSED = (
+    "messages: a file part's url must be an attachment's status URL (…/conversations/{id}/attachments/"
+    "{attachmentId}); upload files with the presigned POST of POST …/attachments first"
+)
+_ATTACHMENT_PATH = re.compile(r"/api/v1/chat/conversations/[^/]+/attachments/([^/]+)")
 
 
 class UIPart(BaseModel):
-    """A part of an AI SDK UI message; only text parts are read, the others are ignored."""
+    """A part of an AI SDK UI message; text and file parts are read, the others are ignored."""
 
     model_config = ConfigDict(extra="allow", defer_build=True)
 
     type: str = Field(min_length=1, max_length=100)
     text: str | None = None
+    url: str | None = Field(None, max_length=2048)
+
+    def attachment_id(self) -> str:
+        """A file part's attachment, named by its status URL (absolute or a path); ValueError else."""
+        found = _ATTACHMENT_PATH.fullmatch(urlsplit(self.url or "").path)
+        if not found:
+            raise ValueError(FILE_REFUSED)
+        return found.group(1)
 
 
 class UIMessage(BaseModel):
@@ -70,6 +88,7 @@ class UIChatRequest(CamelModel):
     context_type: str | None = Field(None, max_length=64)
     context: dict[str, Any] | None = None
     metadata: dict[str, str] = Field(default_factory=dict, max_length=MAX_METADATA_ENTRIES)
+    attachment_ids: list[str] = Field(default_factory=list, max_length=MAX_PER_TURN)
 
     @model_validator(mode="after")
     def _last_is_a_user_text(self) -> UIChatRequest:
@@ -81,6 +100,8 @@ class UIChatRequest(CamelModel):
             raise ValueError("messages: the last message has no text part")
         if len(text) > MAX_MESSAGE_CHARS:
             raise ValueError(f"messages: the last message's text exceeds {MAX_MESSAGE_CHARS} characters")
+        files = [part.attachment_id() for part in last.parts if part.type == "file"]
+        self.attachment_ids = well_formed_ids([*self.attachment_ids, *files])
         return self
 
     def text(self) -> str:
@@ -93,6 +114,7 @@ class UIChatRequest(CamelModel):
             context=self.context,
             metadata=self.metadata,
             client_message_id=self.messages[-1].id,
+            attachment_ids=self.attachment_ids,
         )
 
 

@@ -7,6 +7,7 @@ content prefix, like a message's large contents, so the purge of the conversatio
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from rag_orchestrator.config import Settings
@@ -72,6 +73,19 @@ class DynamoAttachmentStore:
         if values.get("callerId") != caller_id:
             raise AttachmentNotFound(attachment_id)
         return from_item(self._contents.restore(values))
+
+    @in_worker_thread
+    def get_many(
+        self, conversation_id: str, attachment_ids: Sequence[str], caller_id: str
+    ) -> list[Attachment]:
+        if not attachment_ids:
+            return []
+        found = self._table.batch_get([attachment_key(conversation_id, aid) for aid in attachment_ids])
+        owned = {values["attachmentId"]: values for values in found if values.get("callerId") == caller_id}
+        for aid in attachment_ids:
+            if aid not in owned:
+                raise AttachmentNotFound(aid)
+        return [from_item(self._contents.restore(owned[aid])) for aid in attachment_ids]
 
     @in_worker_thread
     def claim(self, attachment: Attachment, now: int, lease_until: int) -> bool:

@@ -23,4 +23,10 @@ def create_attachments(settings: Settings) -> Attachments:
         from rag_orchestrator.attachments.dynamo_store import DynamoAttachmentStore
 
         store = DynamoAttachmentStore.from_settings(settings)
-    return Attachments(store, AttachmentObjects(aws.LazyClient("s3"), settings.attachments_bucket), settings)
+    memory = None
+    if settings.memory_enabled:
+        from rag_orchestrator.retrieval.fragments import get_fragment_index
+
+        memory = get_fragment_index(settings)
+    objects = AttachmentObjects(aws.LazyClient("s3"), settings.attachments_bucket)
+    return Attachments(store, objects, settings, memory=memory)

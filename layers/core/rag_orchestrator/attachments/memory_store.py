@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 from rag_orchestrator.domain.attachments import Attachment, AttachmentStatus
 from rag_orchestrator.domain.base import utcnow
@@ -28,6 +29,11 @@ class MemoryAttachmentStore:
         if found is None or found.caller_id != caller_id:
             raise AttachmentNotFound(attachment_id)
         return found.model_copy(deep=True)
+
+    async def get_many(
+        self, conversation_id: str, attachment_ids: Sequence[str], caller_id: str
+    ) -> list[Attachment]:
+        return [await self.get(conversation_id, aid, caller_id) for aid in attachment_ids]
 
     async def claim(self, attachment: Attachment, now: int, lease_until: int) -> bool:
         key = (attachment.conversation_id, attachment.attachment_id)

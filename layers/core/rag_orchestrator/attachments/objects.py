@@ -38,6 +38,18 @@ class AttachmentObjects:
             logger.error("could not presign an upload", extra={"error_type": type(exc).__name__})
             raise StorageUnavailable("Uploads are unavailable") from exc
 
+    def presign_get(self, key: str, expires_in: int) -> str:
+        """A URL that reads this one object until it expires (signed with the function's own rights)."""
+        try:
+            return str(
+                self._s3.generate_presigned_url(
+                    "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=expires_in
+                )
+            )
+        except (ClientError, BotoCoreError) as exc:
+            logger.error("could not presign a download", extra={"error_type": type(exc).__name__})
+            raise StorageUnavailable("Attachment downloads are unavailable") from exc
+
     def head(self, key: str) -> StoredObject | None:
         """The uploaded object's size and type; None before the upload."""
         try:

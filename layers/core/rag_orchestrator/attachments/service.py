@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from rag_orchestrator.attachments.engines import Engines, ReadFailure, TooLarge, UnsupportedContent, Upload
 from rag_orchestrator.attachments.objects import AttachmentObjects, StoredObject
@@ -40,6 +41,9 @@ from rag_orchestrator.errors import (
 )
 from rag_orchestrator.observability import logger, metrics
 
+if TYPE_CHECKING:
+    from rag_orchestrator.retrieval.fragments import FragmentIndex
+
 READY, FAILED = AttachmentStatus.READY, AttachmentStatus.FAILED
 PROCESSING, PENDING = AttachmentStatus.PROCESSING, AttachmentStatus.PENDING_UPLOAD
 LEASE_MARGIN_SECONDS = 30
@@ -54,6 +58,17 @@ def parse_key(key: str) -> tuple[str, str, str] | None:
     return (parts[0], parts[1], parts[2]) if len(parts) == 3 and all(parts) else None
 
 
+def not_ready(attachment: Attachment) -> AttachmentNotReady:
+    """The 409 for an attachment that is not READY, saying why (the detail is safe to show)."""
+    attachment_id = attachment.attachment_id
+    match attachment.status:
+        case AttachmentStatus.FAILED:
+            return AttachmentNotReady(f"Attachment {attachment_id} could not be read: {attachment.detail}")
+        case AttachmentStatus.PENDING_UPLOAD:
+            return AttachmentNotReady(f"Attachment {attachment_id} has not been uploaded")
+    return AttachmentNotReady(f"Attachment {attachment_id} is still being processed; try again shortly")
+
+
 class Attachments:
     def __init__(
         self,
@@ -63,18 +78,20 @@ class Attachments:
         *,
         engines: Callable[[], Engines] | None = None,
         clock: Callable[[], float] = time.time,
+        memory: FragmentIndex | None = None,
     ) -> None:
         self.store = store
         self.objects = objects
-        self._settings = settings
+        self.settings = settings
         self._build_engines = engines
         self._clock = clock
+        self.memory = memory  # where READY segments are indexed (MEMORY_ENABLED), or None
 
     @cached_property
     def engines(self) -> Engines:
         from rag_orchestrator.attachments.engines import build_engines
 
-        return self._build_engines() if self._build_engines else build_engines(self._settings)
+        return self._build_engines() if self._build_engines else build_engines(self.settings)
 
     async def create(
         self, caller_id: str, conversation_id: str, request: CreateAttachmentRequest
@@ -86,7 +103,7 @@ class Attachments:
             raise UnsupportedMediaType(
                 f"Content type {request.content_type!r} is not accepted; allowed: {allowed}"
             )
-        limit = self._settings.attachment_max_bytes
+        limit = self.settings.attachment_max_bytes
         if request.size_bytes > limit:
             raise PayloadTooLarge(
                 f"The file is {request.size_bytes} bytes; at most {limit} bytes are accepted"
@@ -98,7 +115,7 @@ class Attachments:
             content_type=content_type,
             size_bytes=request.size_bytes,
         )
-        ttl = self._settings.attachment_url_ttl_seconds
+        ttl = self.settings.attachment_url_ttl_seconds
         form = await asyncio.to_thread(self.objects.presign_post, attachment.key, content_type, limit, ttl)
         await self.store.create(attachment)
         metrics.add_metric(name="AttachmentsCreated", unit="Count", value=1)
@@ -121,16 +138,14 @@ class Attachments:
         when it FAILED, was never uploaded, or another worker is still reading it after `wait_seconds`.
         """
         attachment = await self.store.get(conversation_id, attachment_id, caller_id)
-        wait = self._settings.attachment_processing_timeout_seconds if wait_seconds is None else wait_seconds
+        was_ready = attachment.status is READY
+        wait = self.settings.attachment_processing_timeout_seconds if wait_seconds is None else wait_seconds
         attachment = await self._process(attachment, wait_until=time.monotonic() + wait)
-        match attachment.status:
-            case AttachmentStatus.READY:
-                return attachment
-            case AttachmentStatus.FAILED:
-                raise AttachmentNotReady(f"Attachment {attachment_id} could not be read: {attachment.detail}")
-            case AttachmentStatus.PENDING_UPLOAD:
-                raise AttachmentNotReady(f"Attachment {attachment_id} has not been uploaded")
-        raise AttachmentNotReady(f"Attachment {attachment_id} is still being processed; try again shortly")
+        if attachment.status is not READY:
+            raise not_ready(attachment)
+        if not was_ready:  # read just now (here or by the worker waited for): its segments go to memory
+            await self._index(attachment, strict=False)
+        return attachment
 
     async def process_object(self, key: str) -> Attachment | None:
         """Process the attachment an uploaded object belongs to (S3 ObjectCreated); None if it belongs to none."""
@@ -143,7 +158,26 @@ class Attachments:
         except AttachmentNotFound:
             logger.warning("an uploaded object has no attachment", extra={"key": key})
             return None
-        return await self._process(attachment, wait_until=time.monotonic())
+        attachment = await self._process(attachment, wait_until=time.monotonic())
+        if attachment.status is READY:
+            # Every time, READY before or not: a failed indexing is retried with the event.
+            await self._index(attachment, strict=True)
+        return attachment
+
+    async def _index(self, attachment: Attachment, *, strict: bool) -> None:
+        """Index the segments as conversation fragments; a failure raises when `strict`, else is logged."""
+        if self.memory is None:
+            return
+        from rag_orchestrator.attachments.indexing import index_segments
+
+        try:
+            await index_segments(self.memory, attachment)
+        except Exception:
+            if strict:
+                raise
+            logger.exception(
+                "attachment segments not indexed", extra={"attachment_id": attachment.attachment_id}
+            )
 
     async def _process(self, attachment: Attachment, *, wait_until: float) -> Attachment:
         polls = 0
@@ -160,7 +194,7 @@ class Attachments:
                     return attachment  # not uploaded (yet)
                 lease = (
                     now
-                    + math.ceil(self._settings.attachment_processing_timeout_seconds)
+                    + math.ceil(self.settings.attachment_processing_timeout_seconds)
                     + LEASE_MARGIN_SECONDS
                 )
                 if await self.store.claim(attachment, now, lease):
@@ -214,8 +248,8 @@ class Attachments:
         )
 
     def _read_file(self, attachment: Attachment, stored: StoredObject) -> tuple[list, str | None]:
-        if stored.size > self._settings.attachment_max_bytes:  # S3 enforces the policy; this checks it did
-            raise TooLarge(f"the file is larger than {self._settings.attachment_max_bytes} bytes")
+        if stored.size > self.settings.attachment_max_bytes:  # S3 enforces the policy; this checks it did
+            raise TooLarge(f"the file is larger than {self.settings.attachment_max_bytes} bytes")
         if media_type(stored.content_type) != attachment.content_type:
             raise UnsupportedContent("the uploaded file's type differs from the declared one")
         upload = Upload(

@@ -7,6 +7,7 @@ worker takes PROCESSING with a lease, and another may take it over once the leas
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from rag_orchestrator.domain.attachments import Attachment
@@ -17,6 +18,13 @@ class AttachmentStore(Protocol):
 
     async def get(self, conversation_id: str, attachment_id: str, caller_id: str) -> Attachment:
         """The attachment, segments included; AttachmentNotFound unless the caller owns it."""
+        ...
+
+    async def get_many(
+        self, conversation_id: str, attachment_ids: Sequence[str], caller_id: str
+    ) -> list[Attachment]:
+        """The attachments in the order asked, in one read; AttachmentNotFound for the first the caller
+        does not own."""
         ...
 
     async def claim(self, attachment: Attachment, now: int, lease_until: int) -> bool:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
 from typing import Literal
@@ -34,6 +36,8 @@ CONTENT_TYPES: dict[str, Kind] = {
 
 KEY_PREFIX = "attachments/"
 MAX_FILE_NAME_CHARS = 255
+MAX_PER_TURN = 10  # attachmentIds of one chat request
+ATTACHMENT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 class Modality(StrEnum):
@@ -67,6 +71,25 @@ def object_key(caller_id: str, conversation_id: str, attachment_id: str) -> str:
     return conversation_prefix(caller_id, conversation_id) + attachment_id
 
 
+def citation_document(attachment_id: str) -> str:
+    """The documentId an attachment's segments are cited and indexed under: `attachment:<attachmentId>`."""
+    return f"attachment:{attachment_id}"
+
+
+def well_formed_ids(values: Iterable[str]) -> list[str]:
+    """Ids as a chat request names them: well-formed (lower-cased), each once, at most MAX_PER_TURN."""
+    ids: list[str] = []
+    for value in values:
+        value = value.strip().lower()
+        if not ATTACHMENT_ID.fullmatch(value):
+            raise ValueError(f"{value[:40]!r} is not an attachment id")
+        if value not in ids:
+            ids.append(value)
+    if len(ids) > MAX_PER_TURN:
+        raise ValueError(f"at most {MAX_PER_TURN} attachments per message")
+    return ids
+
+
 class Segment(CamelModel):
     """Text read from an attachment; `index` orders the segments of one modality (pages, sections)."""
 
@@ -96,6 +119,11 @@ class Attachment(CamelModel):
     @property
     def key(self) -> str:
         return object_key(self.caller_id, self.conversation_id, self.attachment_id)
+
+    def numbered_segments(self) -> list[tuple[int, Segment]]:
+        """The segments with text, each with its chunkIndex: its place among all the attachment's
+        segments, so an image's OCR text and caption (both `index` 0) are cited apart."""
+        return [(number, s) for number, s in enumerate(self.segments) if s.text.strip()]
 
 
 class CreateAttachmentRequest(CamelModel):

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from rag_orchestrator.domain.attachments import MAX_PER_TURN, well_formed_ids
 from rag_orchestrator.domain.base import CamelModel, new_id, utcnow
 from rag_orchestrator.domain.events import FinishReason
 from rag_orchestrator.domain.ids import sortable_id
@@ -66,6 +67,7 @@ class ConversationMessage(CamelModel):
     client_message_id: str | None = None
     interrupted: bool = False
     metadata: dict[str, str] | None = None  # the app's, from the chat request (user messages)
+    attachment_ids: list[str] | None = None  # a user message's attachments: their ids, never their text
 
     @classmethod
     def of(
@@ -76,6 +78,7 @@ class ConversationMessage(CamelModel):
         *,
         client_message_id: str | None = None,
         metadata: dict[str, str] | None = None,
+        attachment_ids: list[str] | None = None,
     ) -> ConversationMessage:
         """A Message as a store keeps it: a time-ordered id and a token count (estimated when not given)."""
         return cls(
@@ -89,6 +92,7 @@ class ConversationMessage(CamelModel):
             token_count=token_count if token_count is not None else estimate_tokens(message.content),
             client_message_id=client_message_id,
             metadata=metadata or None,
+            attachment_ids=attachment_ids or None,
         )
 
     def to_message(self) -> Message:
@@ -116,6 +120,7 @@ class MessageResponse(CamelModel):
     client_message_id: str | None = None
     interrupted: bool = False
     metadata: dict[str, str] | None = None
+    attachment_ids: list[str] | None = None
 
     @classmethod
     def of(cls, message: ConversationMessage) -> MessageResponse:
@@ -198,8 +203,18 @@ class ChatRequest(ClientBody):
     context: dict[str, Any] | None = None
     metadata: dict[str, str] = Field(default_factory=dict, max_length=MAX_METADATA_ENTRIES)
     client_message_id: str | None = Field(None, min_length=1, max_length=MAX_ID_LENGTH)
+    attachment_ids: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_PER_TURN,
+        description="Attachments of this conversation whose text the model reads with the message",
+    )
 
     _metadata = field_validator("metadata")(_small_metadata)
+
+    @field_validator("attachment_ids")
+    @classmethod
+    def _attachment_ids(cls, value: list[str]) -> list[str]:
+        return well_formed_ids(value)
 
     @field_validator("message")
     @classmethod

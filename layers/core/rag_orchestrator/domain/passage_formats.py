@@ -70,8 +70,13 @@ def render_context(passages: Sequence[Passage], max_chars: int) -> str:
 
 def context_passages(prompt: str) -> list[tuple[str, int, str]]:
     """(documentId, chunkIndex, text) of each passage block in a prompt built with `render_context`."""
+    return cited_blocks(_BLOCK, prompt)
+
+
+def cited_blocks(blocks: re.Pattern[str], text: str) -> list[tuple[str, int, str]]:
+    """(documentId, chunkIndex, text) of each block `blocks` finds (groups: its citation, its text)."""
     found = []
-    for block in _BLOCK.finditer(prompt):
+    for block in blocks.finditer(text):
         key = CITATION.fullmatch(html.unescape(block.group(1)))
         if key:
             found.append((key.group(1), int(key.group(2)), block.group(2)))

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rag_orchestrator.domain.attachments import Attachment
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.messages import ToolCall, ToolResult
 from rag_orchestrator.domain.passages import Passage
@@ -31,6 +32,7 @@ class TurnRequest:
     metadata: dict[str, str] = field(default_factory=dict)
     mode: StreamingMode = StreamingMode.PROGRESSIVE
     request_id: str | None = None  # the HTTP request's, for the audit record
+    attachment_ids: tuple[str, ...] = ()  # attachments of this conversation the message comes with
     deadline: float | None = None  # epoch seconds by which the turn must end; None: the default budget
 
     def tool_context(self) -> ToolContext:
@@ -81,3 +83,13 @@ class ToolChooser(Protocol):
     """Picks the tools and the system prompt for a turn (loop/toolsets.py)."""
 
     async def __call__(self, request: TurnRequest) -> Toolset: ...
+
+
+class AttachmentSource(Protocol):
+    """The attachments a turn names (attachments/turns.py): checked before anything is written, read in the turn."""
+
+    async def check(
+        self, caller_id: str, conversation_id: str, attachment_ids: Sequence[str]
+    ) -> list[Attachment]: ...
+
+    async def read(self, attachment: Attachment) -> Attachment: ...

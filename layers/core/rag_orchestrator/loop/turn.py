@@ -26,6 +26,7 @@ from rag_orchestrator.domain.passages import SourceWithSnippet
 from rag_orchestrator.domain.text import scrub
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.after_turn import run_after_turn
+from rag_orchestrator.loop.attachments import AttachmentReading, model_view
 from rag_orchestrator.loop.control import TurnControl, TurnStopped
 from rag_orchestrator.loop.history import knowledge_message, well_formed
 from rag_orchestrator.loop.ports import KnowledgeSearch, Toolset, TurnRequest
@@ -49,12 +50,14 @@ class ActiveTurn:
         request: TurnRequest,
         question: ConversationMessage,
         control: TurnControl,
+        attachments: AttachmentReading | None = None,
     ) -> None:
         self.o = orchestrator
         self.request = request
         self.question = question
         self.turn_id = sortable_id()
         self.control = control
+        self.attachments = attachments or AttachmentReading(orchestrator.attachments, [])
         self.record = TurnRecord(request.conversation_id)
         self.context: TurnContext | None = None  # what the turn read at its start
         self._partial: list[str] = []  # the text streamed by the current model call
@@ -91,7 +94,12 @@ class ActiveTurn:
         self.context = await self.o.store.context(
             request.conversation_id, settings.conversation_rolling_window
         )
-        history = well_formed([m.to_message() for m in self.context.messages])
+        async for status, details in self.attachments.statuses(self.control.wait):
+            yield self._event(ev.StatusUpdate, status=status, details=details)
+        self.record.remember(self.attachments.passages())
+        window, question = self.context.messages, self.question.message_id
+        shown = model_view(window, question, self.attachments, settings.attachment_context_max_chars)
+        history = well_formed(shown)
         messages = [Message(role=Role.SYSTEM, content=toolset.system_prompt), *history]
         if settings.loop_initial_rag and self.o.search is not None and RAG_SEARCH in toolset.names:
             yield self._event(ev.StatusUpdate, status="Searching the knowledge base")

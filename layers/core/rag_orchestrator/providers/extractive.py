@@ -1,7 +1,8 @@
 """The offline strategy (`extractive`): deterministic, no model, no network.
 
-On a new question it calls `rag_search`; then it answers by quoting the sentences of the results that
-answer best (`sentence_picker`), each quote followed by its `[source:documentId#chunkIndex]`.
+On a new question it calls `rag_search`; then it answers by quoting the sentences of the results (and of
+the text read from the message's attachments) that answer best (`sentence_picker`), each quote followed
+by its `[source:documentId#chunkIndex]`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
+from rag_orchestrator.domain.attachment_formats import attachment_passages, question_of
 from rag_orchestrator.domain.messages import FunctionCall, Message, Role, ToolCall
 from rag_orchestrator.domain.passage_formats import context_passages
 from rag_orchestrator.providers.events import (
@@ -91,7 +93,8 @@ class ExtractiveStrategy:
         self, messages: list[Message], tools: list[dict[str, Any]], ctx: IterationContext
     ) -> AsyncGenerator[StrategyEvent, None]:
         start = last_user_index(messages)
-        question = messages[start].content if start >= 0 else ""
+        asked = messages[start].content if start >= 0 else ""
+        question = question_of(asked)
         prompt_chars = sum(len(m.content) for m in messages)
         results = rag_results_after(messages, start)
         offered = {tool.get("function", tool).get("name") for tool in tools}
@@ -104,7 +107,10 @@ class ExtractiveStrategy:
             yield IterationComplete(Usage.estimate(prompt_chars, len(arguments)))
             return
         knowledge = [m for m in messages if m.role is Role.SYSTEM]
-        passages = [p for m in [*results, *knowledge] for p in parse_knowledge(m.content)]
+        # The message's own files first: rag_search may return their segments too (conversation
+        # memory), and a passage counts once, where it ranks first.
+        passages = [Passage(*found, whole=True) for found in attachment_passages(asked)]
+        passages += [p for m in [*results, *knowledge] for p in parse_knowledge(m.content)]
         answer = compose_answer(question, passages, self.embed)
         if ctx.progressive:
             for word in re.findall(r"\s*\S+", answer):

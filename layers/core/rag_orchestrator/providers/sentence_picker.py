@@ -48,6 +48,9 @@ class Passage:
     document_id: str
     chunk_index: int
     text: str
+    whole: bool = (
+        False  # a whole text (an attachment's segment: a transcript has no punctuation), not a chunk
+    )
 
     @property
     def citation(self) -> str:
@@ -82,7 +85,9 @@ def candidates(question: str, passages: Iterable[Passage]) -> list[Candidate]:
         for position, segment in enumerate(parts):
             key = " ".join(normalize(segment.text).split())
             example = example_after(segment, parts[position + 1] if position + 1 < len(parts) else None)
-            cut = is_cut_off(segment, passage.text, position == 0, position == len(parts) - 1)
+            cut = not passage.whole and is_cut_off(
+                segment, passage.text, position == 0, position == len(parts) - 1
+            )
             if key in quoted or cut or skip_reason(segment, question, example):
                 continue
             quoted.add(key)

@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from rag_orchestrator.config import Settings
+from rag_orchestrator.domain.attachments import citation_document
 from rag_orchestrator.domain.modalities import ATTACHMENT_MODALITIES, TEXT, ModalityFilter
 from rag_orchestrator.domain.passages import CITATION, Passage
 from rag_orchestrator.retrieval.chunking import Chunk
@@ -120,7 +121,7 @@ def attachment_segment(
     return Fragment(
         caller_id=caller_id,
         conversation_id=conversation_id,
-        document_id=f"attachment:{attachment_id}",
+        document_id=citation_document(attachment_id),
         index=index,
         source=modality,
         modality=modality,

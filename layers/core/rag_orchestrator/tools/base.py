@@ -35,6 +35,14 @@ class SearchTool(Tool, Protocol):
     async def search(self, query: str, *, caller_id: str | None = None) -> list[Passage]: ...
 
 
+class AttachmentLinks(Protocol):
+    """Presigned GETs of a conversation's attachments for HTTP tools (attachments/turns.py)."""
+
+    async def link(self, caller_id: str, conversation_id: str, attachment_id: str) -> str:
+        """The URL; AttachmentNotFound unless the caller owns it in this conversation."""
+        ...
+
+
 def definition(tool: Tool) -> dict[str, Any]:
     """The OpenAI-style function definition a provider sends to the model."""
     return {

@@ -62,6 +62,7 @@ class HttpSpec(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_seconds: float | None = Field(None, gt=0, le=60)
     context_params: tuple[str, ...] = ()
+    attachment_params: tuple[str, ...] = ()  # the model sends an attachment id; the tool gets a GET URL
 
     @field_validator("method", mode="before")
     @classmethod
@@ -186,11 +187,28 @@ def _problems(spec: ToolSpec, lookup: Lookup) -> Iterator[tuple[str, str]]:
     for param in spec.http.context_params:
         if param not in properties:
             yield "http.contextParams", f"{param} is not a property of inputSchema"
+    yield from _attachment_problems(spec, properties)
     for header, value in spec.http.headers.items():
         try:
             resolve(value, lookup)
         except ValueError as exc:
             yield f"http.headers.{header}", str(exc)
+
+
+def _attachment_problems(spec: ToolSpec, properties: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """An attachment parameter is a string property the model fills, sent in the query or the body."""
+    for param in spec.http.attachment_params:
+        where = "http.attachmentParams"
+        if param not in properties:
+            yield where, f"{param} is not a property of inputSchema"
+        elif (properties[param] or {}).get("type") != "string":
+            yield where, f"{param} must be of type string in inputSchema (it holds an attachment id)"
+        elif param in spec.path_params:
+            yield where, f"{param} cannot be a path parameter: a URL does not fit in one path segment"
+        elif param in spec.http.context_params:
+            yield where, f"{param} cannot also be in contextParams"
+    if len(set(spec.http.attachment_params)) != len(spec.http.attachment_params):
+        yield "http.attachmentParams", "each parameter may be named once"
 
 
 def _describe(exc: ValidationError, prefix: str = "") -> str:

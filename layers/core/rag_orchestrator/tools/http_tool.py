@@ -14,15 +14,16 @@ import copy
 import json
 import weakref
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx
 
 from rag_orchestrator import tls
 from rag_orchestrator.domain.messages import ToolPreview, ToolResult
+from rag_orchestrator.errors import RagError
 from rag_orchestrator.observability import logger
 from rag_orchestrator.sanitize import strip_control, truncate
-from rag_orchestrator.tools.base import ToolContext, failure
+from rag_orchestrator.tools.base import AttachmentLinks, ToolContext, failure
 from rag_orchestrator.tools.catalog import (
     PATH_PARAM,
     SECRET_REF,
@@ -39,6 +40,7 @@ USER_AGENT = "rag-orchestrator-tools/1"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _UNSAFE_IN_SEGMENT = ("/", "\\", "..", "@", "://", "?", "#")
 _ERROR_EXCERPT = 200
+ATTACHMENT_PARAM = "The attachmentId of a file attached to this conversation"
 
 
 class ResponseTooLarge(Exception):
@@ -101,8 +103,11 @@ def _query_value(value: Any) -> Any:
 
 
 def model_parameters(spec: ToolSpec) -> dict[str, Any]:
-    """The schema the model sees: context parameters are optional, since they are filled in for it."""
+    """The schema the model sees: context parameters are optional, since they are filled in for it;
+    attachment parameters say they take an attachment id, unless the catalogue describes them."""
     schema = copy.deepcopy(spec.input_schema)
+    for name in spec.http.attachment_params:
+        schema["properties"][name].setdefault("description", ATTACHMENT_PARAM)
     context_params = set(spec.http.context_params)
     if context_params and "required" in schema:
         schema["required"] = [name for name in schema["required"] if name not in context_params]
@@ -120,8 +125,10 @@ class HttpTool:
         lookup: Lookup = environment_secret,
         default_timeout: float = 30.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        links: AttachmentLinks | None = None,
     ) -> None:
         self.spec = spec
+        self._links = links
         self.name = spec.name
         self.description = spec.description
         self.parameters = model_parameters(spec)
@@ -163,6 +170,10 @@ class HttpTool:
         if problems:
             return failure(self.name, "Invalid arguments: " + "; ".join(problems))
         try:
+            filled, linked = await self._link_attachments(filled, ctx)
+        except RagError as exc:
+            return failure(self.name, exc.public_message)
+        try:
             url, rest = self.build_url(filled)
         except ValueError as exc:
             return failure(self.name, f"Invalid arguments: {exc}")
@@ -185,7 +196,7 @@ class HttpTool:
             logger.warning("http tool failed", extra={"tool": self.name, "error_type": type(exc).__name__})
             return failure(self.name, f"Could not reach the service ({type(exc).__name__})")
         logger.info("http tool called", extra={"tool": self.name, "status": response.status_code})
-        text = self._redact(content.decode(response.encoding or "utf-8", errors="replace"))
+        text = self._redact(content.decode(response.encoding or "utf-8", errors="replace"), linked)
         if not response.is_success:
             status = self._status_message(response)
             # The model may read the 4xx body's excerpt (it says which argument was wrong); a client never.
@@ -246,7 +257,35 @@ class HttpTool:
             return f"{message}: {truncate(' '.join(strip_control(text).split()), _ERROR_EXCERPT)}"
         return message
 
-    def _redact(self, text: str) -> str:
+    async def _link_attachments(
+        self, arguments: dict[str, Any], ctx: ToolContext
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """The arguments with each attachment id replaced by a presigned GET URL, and {url: id}: the
+        model never reads a URL back, the answer shows it the id it sent."""
+        linked, urls = dict(arguments), {}
+        for name in self.spec.http.attachment_params:
+            attachment_id = arguments.get(name)
+            if not isinstance(attachment_id, str) or not attachment_id:
+                continue
+            if self._links is None:
+                raise RagError("Attachments are not available to tools here")
+            url = await self._links.link(ctx.caller_id, ctx.conversation_id, attachment_id)
+            linked[name] = url
+            urls[url] = attachment_id
+        return linked, urls
+
+    def _redact(self, text: str, linked: dict[str, str] | None = None) -> str:
         for secret in self._secrets:
             text = text.replace(secret, "[redacted]")
+        for url, attachment_id in (linked or {}).items():
+            for form in url_forms(url):
+                text = text.replace(form, attachment_id)
         return text
+
+
+def url_forms(url: str) -> list[str]:
+    """How an answer may quote a presigned URL: as is, percent-encoded, JSON-escaped, and its signature
+    alone (which is what makes it a credential); longest first."""
+    signature = parse_qs(urlsplit(url).query).get("X-Amz-Signature", [])
+    forms = {url, quote(url, safe=""), url.replace("/", "\\/"), *signature}
+    return sorted((f for f in forms if len(f) >= 16), key=len, reverse=True)

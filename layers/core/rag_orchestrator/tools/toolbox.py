@@ -10,7 +10,7 @@ import httpx
 from rag_orchestrator.config import Settings
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.embedders import Embedder
-from rag_orchestrator.tools.base import SearchTool
+from rag_orchestrator.tools.base import AttachmentLinks, SearchTool
 from rag_orchestrator.tools.catalog import Catalog, Lookup, environment_secret, load_catalog
 from rag_orchestrator.tools.http_tool import ClientPool, HttpTool
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
@@ -85,6 +85,7 @@ def build_toolbox(
     transport: httpx.AsyncBaseTransport | None = None,
     lookup: Lookup = environment_secret,
     cache: Any = _DEFAULT,
+    attachment_links: AttachmentLinks | None = None,
 ) -> Toolbox:
     """Load and validate the catalogue (ConfigError on any problem) and wire its tools."""
     catalog = load_catalog(settings, lookup)
@@ -100,6 +101,7 @@ def build_toolbox(
             lookup=lookup,
             default_timeout=settings.tool_timeout_seconds,
             max_response_bytes=settings.tool_response_max_bytes,
+            links=attachment_links,
         )
         for spec in catalog.tools
     ]
