@@ -213,6 +213,16 @@ def test_wrong_type_is_415_and_declared_too_large_413_and_nothing_is_written(cli
     assert created["upload"]["fields"]["Content-Type"] == "text/plain"
 
 
+def test_a_deployer_can_narrow_the_allowed_types(aws_stack, caller, monkeypatch):
+    monkeypatch.setenv("ATTACHMENT_ALLOWED_TYPES", "application/pdf,text/plain")
+    client = TestClient(create_app(["conversations", "attachments"]))
+    cid = new_conversation(client, caller)
+    body = {"fileName": "photo.png", "contentType": "image/png", "sizeBytes": 10}
+    refused = assert_error(client.post(f"{BASE}/{cid}/attachments", json=body, headers=as_(caller)), 415)
+    assert refused["message"].endswith("allowed: application/pdf, text/plain")
+    declare(client, caller, cid, "notes.txt", "text/plain", 10)
+
+
 def test_s3_refuses_a_file_larger_than_the_policy_allows(aws_stack, caller, monkeypatch):
     monkeypatch.setenv("ATTACHMENT_MAX_BYTES", "1024")
     client = TestClient(create_app(["conversations", "attachments"]))

@@ -22,6 +22,7 @@ def test_defaults_are_the_local_embedded_stack():
         ("RAG_SIMILARITY_THRESHOLD", "1.5"),
         ("CONVERSATION_STORAGE", "sqlite"),
         ("PORT", "70000"),
+        ("ATTACHMENT_ALLOWED_TYPES", "image/png,image/gif"),
     ],
 )
 def test_a_bad_setting_is_named(monkeypatch, variable, value):
@@ -138,3 +139,10 @@ def test_conversation_memory_is_on_by_default_and_never_in_the_knowledge_base(mo
     monkeypatch.setenv("MEMORY_ENABLED", "maybe")
     with pytest.raises(ConfigError, match="MEMORY_ENABLED"):
         load_settings()
+
+
+def test_attachment_types_default_to_every_readable_type_or_the_listed_subset(monkeypatch):
+    every = load_settings().attachment_types
+    assert "image/png" in every and "application/pdf" in every and "audio/wav" in every
+    monkeypatch.setenv("ATTACHMENT_ALLOWED_TYPES", " Image/PNG , application/pdf")
+    assert load_settings().attachment_types == ("image/png", "application/pdf")

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rag_orchestrator.domain.attachments import CONTENT_TYPES
 from rag_orchestrator.domain.callers import normalise_roles
 from rag_orchestrator.errors import ConfigError
 
@@ -116,6 +117,7 @@ class Settings(BaseSettings):
     # Attachments (docs/attachments.md): limits, and one engine per modality ("none": no segment).
     attachments_bucket: str | None = None
     attachment_max_bytes: int = Field(20 * 1024 * 1024, ge=1, le=5 * 1024**3)
+    attachment_allowed_types: str = ""  # comma-separated subset of the supported types; empty: all of them
     attachment_url_ttl_seconds: int = Field(300, ge=10, le=604_800)
     attachment_context_max_chars: int = Field(8000, ge=200, le=200_000)
     attachment_processing_timeout_seconds: float = Field(240.0, gt=0, le=900)
@@ -180,6 +182,11 @@ class Settings(BaseSettings):
                     raise ValueError(
                         f"{name.upper()} is required when ATTACHMENT_CAPTION_BACKEND=openai_compatible"
                     )
+        unsupported = set(self.attachment_types) - set(CONTENT_TYPES)
+        if unsupported:
+            raise ValueError(
+                f"ATTACHMENT_ALLOWED_TYPES names types this service cannot read: {', '.join(sorted(unsupported))}"
+            )
         if self.attachment_speech_backend == "whisper" and not self.attachment_whisper_base_url:
             raise ValueError("ATTACHMENT_WHISPER_BASE_URL is required when ATTACHMENT_SPEECH_BACKEND=whisper")
         if self.embedding_provider == "openai_compatible":
@@ -193,6 +200,12 @@ class Settings(BaseSettings):
         if self.jwt_jwks_url:
             return self.jwt_jwks_url
         return f"{self.jwt_issuer.rstrip('/')}/.well-known/jwks.json" if self.jwt_issuer else None
+
+    @property
+    def attachment_types(self) -> tuple[str, ...]:
+        """ATTACHMENT_ALLOWED_TYPES as content types (all the supported ones when unset)."""
+        listed = [t.strip().lower() for t in self.attachment_allowed_types.split(",") if t.strip()]
+        return tuple(listed) if listed else tuple(CONTENT_TYPES)
 
     @property
     def kb_writers(self) -> tuple[str, ...]:

@@ -21,7 +21,6 @@ from rag_orchestrator.attachments.pipeline import read_segments
 from rag_orchestrator.attachments.store import AttachmentStore
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.attachments import (
-    CONTENT_TYPES,
     FINAL,
     KEY_PREFIX,
     Attachment,
@@ -98,8 +97,8 @@ class Attachments:
     ) -> CreatedAttachment:
         """A PENDING_UPLOAD attachment and the presigned POST that uploads its file (conversation checked by the caller)."""
         content_type = media_type(request.content_type)
-        if content_type not in CONTENT_TYPES:
-            allowed = ", ".join(CONTENT_TYPES)
+        if content_type not in self.settings.attachment_types:
+            allowed = ", ".join(self.settings.attachment_types)
             raise UnsupportedMediaType(
                 f"Content type {request.content_type!r} is not accepted; allowed: {allowed}"
             )
