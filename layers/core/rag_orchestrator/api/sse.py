@@ -15,8 +15,12 @@ SSE_HEADERS = {
 
 
 def encode(event_type: str, data: BaseModel | dict[str, Any], seq: int) -> bytes:
-    payload = data.model_dump_json() if isinstance(data, BaseModel) else json.dumps(data, default=str)
-    return f"event: {event_type}\nid: {seq}\ndata: {payload}\n\n".encode()
+    if isinstance(data, BaseModel):
+        # What model_dump_json() returns, as bytes and without its wrapper: this runs once per token.
+        payload = data.__pydantic_serializer__.to_json(data)
+    else:
+        payload = json.dumps(data, default=str).encode()
+    return b"event: %s\nid: %d\ndata: %s\n\n" % (event_type.encode(), seq, payload)
 
 
 def comment(text: str = "keep-alive") -> bytes:
