@@ -1,27 +1,29 @@
 """One deadline for a whole answer stream, enforced only while the stream waits on the network.
 
-`asyncio.timeout_at` around each read schedules and cancels a timer per streamed token (~4 µs
-each here); this schedules one timer per stream. It cancels the waiting task exactly as
-`asyncio.timeout` does (and undoes that cancellation the same way), so a cancellation from
-elsewhere still propagates; between waits, while the consumer handles an event, it never fires
-into the consumer's code: the next wait raises instead.
+`asyncio.timeout_at` around each read schedules and cancels a timer per streamed token (~3 µs
+each here); this schedules one timer per stream and is entered around each wait with `with`.
+While entered, the deadline cancels the waiting task and turns that cancellation into a
+TimeoutError exactly as `asyncio.timeout` does (a cancellation from elsewhere still propagates);
+between waits, while the consumer handles an event, it never fires into the consumer's code: the
+next `with` raises instead.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
-from typing import TypeVar
-
-T = TypeVar("T")
+from types import TracebackType
 
 
 class StreamDeadline:
+    """`with deadline: await …` raises TimeoutError once the loop's clock reaches `when`; one wait
+    at a time."""
+
     def __init__(self, when: float) -> None:
         self.when = when  # on the running loop's clock
-        self._handle = asyncio.get_running_loop().call_at(when, self._expire)
         self.expired = False
-        self._waiting: asyncio.Task[object] | None = None  # the task inside wait(), if any
+        self._handle = asyncio.get_running_loop().call_at(when, self._expire)
+        self._waiting: asyncio.Task[object] | None = None  # the task inside `with`, if any
+        self._cancelling = 0  # its cancellation requests when it entered
         self._cancelled: asyncio.Task[object] | None = None  # the task this deadline cancelled
 
     def _expire(self) -> None:
@@ -30,32 +32,22 @@ class StreamDeadline:
             self._cancelled = self._waiting
             self._waiting.cancel()
 
-    async def wait(self, awaitable: Awaitable[T]) -> T:
-        """Awaits `awaitable`; raises TimeoutError once the deadline has passed."""
+    def __enter__(self) -> None:
         if self.expired:
-            _discard(awaitable)
             raise TimeoutError
         task = asyncio.current_task()
         assert task is not None
-        cancelling = task.cancelling()
-        self._waiting = task
-        try:
-            return await awaitable
-        except asyncio.CancelledError:
-            if self._cancelled is task:
-                self._cancelled = None
-                if task.uncancel() <= cancelling:
-                    raise TimeoutError from None
-            raise
-        finally:
-            self._waiting = None
+        self._waiting, self._cancelling = task, task.cancelling()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        task, self._waiting = self._waiting, None
+        if kind is asyncio.CancelledError and task is not None and self._cancelled is task:
+            self._cancelled = None
+            if task.uncancel() <= self._cancelling:
+                raise TimeoutError from error
 
     def cancel(self) -> None:
         """The stream is over: drop the timer."""
         self._handle.cancel()
-
-
-def _discard(awaitable: Awaitable[object]) -> None:
-    close = getattr(awaitable, "close", None)  # a coroutine never awaited would warn
-    if close is not None:
-        close()

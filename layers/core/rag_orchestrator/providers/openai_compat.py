@@ -142,12 +142,14 @@ class ChatClient:
                 yielded = False
                 try:
                     async with contextlib.AsyncExitStack() as stack:
-                        response = await deadline.wait(self._open(stack, payload))
+                        with deadline:
+                            response = await self._open(stack, payload)
                         chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
                         stack.push_async_callback(chunks.aclose)
                         decoder = EventStreamDecoder()
                         while True:
-                            chunk = await deadline.wait(anext(chunks, None))
+                            with deadline:
+                                chunk = await anext(chunks, None)
                             for event, data in decoder.feed(chunk) if chunk is not None else decoder.flush():
                                 if data.strip() == "[DONE]":
                                     return
