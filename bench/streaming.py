@@ -2,7 +2,8 @@
 
 Two paths, both in this process with in-memory storage and no tools:
 - scripted: the scripted strategy yields one ContentChunk per token; the loop turns each into a
-  ResponseChunk and api/chat.py's `_sse` encodes it (what the brief calls loop + SSE encoding);
+  ResponseChunk, the turn's task (loop/turn_stream.py) numbers it, hands it over and logs it (the
+  memory log: the DynamoDB one writes from worker threads), and api/chat.py's `_sse` encodes it;
 - provider: the same through the OpenAI-compatible strategy reading the fake LLM's SSE stream on
   loopback (one delta per token, one socket read each), so the HTTP client and the provider's parsing
   are counted too. The fake LLM serves from a process of its own (bench/llm_process.py): excluded
@@ -31,19 +32,25 @@ def _orchestrator(strategy: Any) -> Any:
 
 
 async def _turn_cpu(orchestrator: Any, expect_chunks: int) -> float:
-    """Main-thread CPU seconds of one streamed turn, from begin() to the last SSE bytes."""
+    """Main-thread CPU seconds of one streamed turn, from begin() to the last SSE bytes and log write."""
     from rag_orchestrator.api.chat import _sse
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
+    from rag_orchestrator.loop.control import RunningTurns
     from rag_orchestrator.loop.ports import TurnRequest
+    from rag_orchestrator.loop.turn_stream import TurnStream
+    from rag_orchestrator.turns.memory import MemoryEventLog
 
     created = await orchestrator.store.create(Conversation(caller_id="bench"))
     request = TurnRequest(conversation_id=created.conversation_id, caller=Caller("bench"), message="Tell me")
     started = time.thread_time()
     turn = await orchestrator.begin(request)
+    stream = TurnStream(turn, log=MemoryEventLog(), running=RunningTurns(), settings=orchestrator.settings)
+    stream.start()
     chunks = 0
-    async for data in _sse(turn):
+    async for data in _sse(stream):
         chunks += data.startswith(b"event: ResponseChunk")
+    await stream.finished()
     elapsed = time.thread_time() - started
     if chunks != expect_chunks:
         raise RuntimeError(f"expected {expect_chunks} ResponseChunk events, got {chunks}")

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent / "layers" / "core" / PACKAGE
 LAYERS: list[set[str]] = [
     {"domain", "errors", "observability", "tls", "aws", "sanitize", "text", "__init__"},
     {"config"},
-    {"providers", "conversations", "retrieval"},
+    {"providers", "conversations", "turns", "retrieval"},
     {"attachments"},
     {"tools"},
     {"loop"},

@@ -45,6 +45,7 @@ def lambda_environment(function_dir: str, function_name: str, stage: str = "test
         "EMBEDDING_API_KEY_PARAM": "/rag-orchestrator/embedding-api-key",
         "ALLOW_ANONYMOUS": "false",
         "GUEST_TOKEN_SECRET_PARAM": "/rag-orchestrator/guest-token-secret",
+        "TURN_DEADLINE_MARGIN_SECONDS": "3",
         "POWERTOOLS_SERVICE_NAME": "rag-orchestrator",
         "POWERTOOLS_METRICS_NAMESPACE": "RagOrchestrator",
         "LOG_LEVEL": "INFO",

@@ -29,6 +29,7 @@ from tests.fakes.llm_script import (
     Data,
     Drop,
     Echo,
+    Gate,
     HTTPError,
     Pause,
     Reply,
@@ -55,6 +56,7 @@ __all__ = [
     "Drop",
     "Echo",
     "FakeLLM",
+    "Gate",
     "HTTPError",
     "Image",
     "Pause",
@@ -98,6 +100,7 @@ class FakeLLM:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._gates: dict[str, asyncio.Event] = {}  # made and set on the server's loop
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -111,6 +114,14 @@ class FakeLLM:
             self._script.extend(replies)
         return self
 
+    def open_gate(self, name: str = "gate") -> None:
+        """Let every reply waiting at Gate(name) go on, and any that reaches it later."""
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(lambda: self._gate(name).set())
+
+    def _gate(self, name: str) -> asyncio.Event:
+        return self._gates.setdefault(name, asyncio.Event())
+
     @property
     def pending(self) -> int:
         return len(self._script)
@@ -123,6 +134,7 @@ class FakeLLM:
             self.content_sent_at.clear()
             self.images.clear()
             self.audio.clear()
+        self._gates.clear()
         self.default, self.deepseek_thinking, self.api_key = None, False, None
 
     def settings_for(self, strategy: str, api_key: str = "test-key", **overrides: Any) -> dict[str, Any]:
@@ -192,6 +204,8 @@ class FakeLLM:
                 pass
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            pass  # stopped while a reply waited (a Pause, a Gate): nothing to report
         finally:
             self._tasks.discard(task)
             self.connections_closed += 1
@@ -298,6 +312,8 @@ class FakeLLM:
                     await self._send_chunk(writer, f": {text}\n\n")
                 case Pause(seconds=seconds):
                     await asyncio.sleep(seconds)
+                case Gate(name=name):
+                    await self._gate(name).wait()
                 case Drop():
                     writer.close()  # a FIN without the chunked terminator: an incomplete body
                     return False

@@ -36,8 +36,18 @@ class Drop:
 
 
 @dataclass(frozen=True)
+class Gate:
+    """Wait here until the test calls `FakeLLM.open_gate(name)` (a model thinking for as long as needed)."""
+
+    name: str = "gate"
+
+
+Part = Data | Comment | Pause | Drop | Gate
+
+
+@dataclass(frozen=True)
 class Stream:
-    parts: list[Data | Comment | Pause | Drop]
+    parts: list[Part]
     done: bool = True  # send `data: [DONE]` before ending the stream normally
 
 
@@ -129,16 +139,22 @@ def text_reply(
     usage: tuple[int, int] | None = (11, 7),
     keepalive: bool = False,
     done: bool = True,
+    gate_after: int | None = None,
 ) -> Stream:
-    """An answer streamed in `chunks` content deltas, after an optional reasoning trace."""
-    parts: list[Data | Comment | Pause | Drop] = [chunk({"role": "assistant", "content": ""})]
+    """An answer streamed in `chunks` content deltas, after an optional reasoning trace.
+
+    `gate_after=n`: after the n-th delta the reply waits at a Gate until the test opens it.
+    """
+    parts: list[Part] = [chunk({"role": "assistant", "content": ""})]
     if keepalive:
         parts.append(Comment())
     parts += [reasoning_chunk(piece) for piece in split(reasoning, 2)] if reasoning else []
-    for piece in split(text, chunks):
+    for n, piece in enumerate(split(text, chunks), 1):
         parts.append(content_chunk(piece))
         if keepalive:
             parts.append(Comment())
+        if n == gate_after:
+            parts.append(Gate())
     parts.append(finish_chunk("stop"))
     if usage:
         parts.append(usage_chunk(*usage))
@@ -154,7 +170,7 @@ def tool_calls_reply(
     usage: tuple[int, int] | None = (20, 9),
 ) -> Stream:
     """Tool calls `(name, arguments, id)`, each argument text split in `fragments` Qwen-style deltas."""
-    parts: list[Data | Comment | Pause | Drop] = [chunk({"role": "assistant", "content": ""})]
+    parts: list[Part] = [chunk({"role": "assistant", "content": ""})]
     parts += [reasoning_chunk(piece) for piece in split(reasoning, 2)] if reasoning else []
     parts += [content_chunk(content)] if content else []
     for index, (name, arguments, call_id) in enumerate(calls):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,12 +16,26 @@ class SSEMessage:
 
 
 def parse_sse(body: str) -> list[SSEMessage]:
-    messages = []
-    for block in body.replace("\r\n", "\n").split("\n\n"):
-        event, event_id, data = "message", None, []
-        for line in block.split("\n"):
-            if not line or line.startswith(":"):
-                continue
+    lines = [*body.replace("\r\n", "\n").split("\n"), ""]  # a last blank line ends the last message
+    return [item for item in iter_sse(lines) if isinstance(item, SSEMessage)]
+
+
+@dataclass
+class SSEComment:
+    text: str
+
+
+def iter_sse(lines: Iterable[str]) -> Iterator[SSEMessage | SSEComment]:
+    """Messages (and comment lines) as they arrive, from a stream's lines (httpx `iter_lines()`)."""
+    event, event_id, data = "message", None, []
+    for line in lines:
+        if line.startswith(":"):
+            yield SSEComment(line[1:].strip())
+        elif not line:
+            if data:
+                yield SSEMessage(event, event_id, json.loads("\n".join(data)))
+            event, event_id, data = "message", None, []
+        else:
             field, _, value = line.partition(":")
             value = value.removeprefix(" ")
             if field == "event":
@@ -29,6 +44,3 @@ def parse_sse(body: str) -> list[SSEMessage]:
                 event_id = value
             elif field == "data":
                 data.append(value)
-        if data:
-            messages.append(SSEMessage(event, event_id, json.loads("\n".join(data))))
-    return messages

@@ -64,9 +64,11 @@ def stream_turn(c: TestClient, conversation_id: str, message: str, headers=ALICE
 
 
 def assert_well_formed(messages, conversation_id):
-    assert [int(m.id) for m in messages] == list(range(1, len(messages) + 1))
+    turn_id = messages[0].data["turnId"]
+    assert [m.id for m in messages] == [f"{turn_id}:{n}" for n in range(1, len(messages) + 1)]
     for m in messages:
         assert m.data["type"] == m.event and m.data["conversationId"] == conversation_id
+        assert m.data["turnId"] == turn_id
     assert [m.event for m in messages].count("Completed") + [m.event for m in messages].count("Error") == 1
     assert messages[-1].event in ("Completed", "Error")
 

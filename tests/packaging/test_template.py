@@ -51,6 +51,7 @@ SHARED_ENV = {
     "EMBEDDING_API_KEY_PARAM",
     "ALLOW_ANONYMOUS",
     "GUEST_TOKEN_SECRET_PARAM",
+    "TURN_DEADLINE_MARGIN_SECONDS",
     "POWERTOOLS_SERVICE_NAME",
     "POWERTOOLS_METRICS_NAMESPACE",
     "LOG_LEVEL",
@@ -247,6 +248,7 @@ def test_every_function_gets_the_shared_configuration(template):
         assert env["POWERTOOLS_METRICS_NAMESPACE"] == "RagOrchestrator"
         assert env["LOG_LEVEL"] == {"Ref": "LogLevel"}
         assert env["ALLOW_ANONYMOUS"] == {"Ref": "AllowAnonymous"}
+        assert env["TURN_DEADLINE_MARGIN_SECONDS"] == {"Ref": "TurnDeadlineMarginSeconds"}
         for var, parameter in SECRET_PARAMETERS.items():
             assert env[var] == {"Ref": parameter}, var
         # No secret values in the template, only parameter names.
@@ -278,6 +280,7 @@ def test_chat_stream_runs_behind_the_lambda_web_adapter_with_a_streaming_url(tem
     assert str(env["PORT"]) == "8000"
     # Readiness must not depend on DynamoDB/S3/Chroma being up (health answers 503 then).
     assert env["AWS_LWA_READINESS_CHECK_PATH"] == "/api/v1/agent/ping"
+    assert env["STREAM_LOG_FLUSH_MS"] == "250"
     adapter = [
         layer
         for layer in props["Layers"]

@@ -3,16 +3,21 @@ a recording index stands in for Chroma; tests/integration/test_memory.py runs th
 
 from __future__ import annotations
 
+import asyncio
+from contextlib import aclosing
 from datetime import UTC, datetime
 
 import pytest
 
 from rag_orchestrator.api.chat import _sse
+from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.callers import ANONYMOUS_CALLER, Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.errors import ProviderHTTPError, VectorStoreUnavailable
+from rag_orchestrator.loop.control import RunningTurns
 from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.turn_memory import TurnMemory
+from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.retrieval.fragments import (
     MAX_FRAGMENT_CHARS,
     Fragment,
@@ -21,6 +26,7 @@ from rag_orchestrator.retrieval.fragments import (
     conversation_fragment,
 )
 from rag_orchestrator.retrieval.vector_store import build_where
+from rag_orchestrator.turns.memory import MemoryEventLog
 from tests.fakes.scripted import ScriptedStrategy, answer, scripted_orchestrator
 
 ALICE = Caller("alice", ("user",))
@@ -113,6 +119,18 @@ async def test_a_failing_hook_is_logged_and_the_others_still_run():
     assert events[-1].type == "Completed" and len(index.added) == 1
 
 
+async def _streamed_turn(hook) -> TurnStream:
+    settings = load_settings(conversation_storage="memory", loop_initial_rag=False, auth_mode="dev")
+    orchestrator = scripted_orchestrator(
+        ScriptedStrategy([answer("Noted.")]), after_turn=[hook], settings=settings
+    )
+    conversation = await orchestrator.store.create(Conversation(caller_id="alice"))
+    turn = await orchestrator.begin(TurnRequest(conversation.conversation_id, ALICE, "hi"))
+    stream = TurnStream(turn, log=MemoryEventLog(), running=RunningTurns(), settings=settings)
+    stream.start()
+    return stream
+
+
 async def test_the_stream_runs_the_after_turn_work_once_the_terminal_event_is_out():
     seen: list[str] = []
 
@@ -120,12 +138,22 @@ async def test_the_stream_runs_the_after_turn_work_once_the_terminal_event_is_ou
         async def __call__(self, request, record):
             seen.append("after")
 
-    orchestrator = scripted_orchestrator(ScriptedStrategy([answer("Noted.")]), after_turn=[Hook()])
-    conversation = await orchestrator.store.create(Conversation(caller_id="alice"))
-    turn = await orchestrator.begin(TurnRequest(conversation.conversation_id, ALICE, "hi"))
-    async for data in _sse(turn):
+    async for data in _sse(await _streamed_turn(Hook()), 0.0):
         seen.append(data.decode().split("\n", 1)[0].removeprefix("event: "))
-    assert seen[-2:] == ["Completed", "after"]
+    assert seen[-2:] == ["Completed", "after"]  # and the body ended only after it
+
+
+async def test_a_turn_whose_reader_left_still_runs_its_after_turn_work():
+    done = asyncio.Event()
+
+    class Hook:
+        async def __call__(self, request, record):
+            done.set()
+
+    stream = await _streamed_turn(Hook())
+    async with aclosing(stream.frames()) as frames:
+        await anext(frames)  # the first event, then the client goes
+    await asyncio.wait_for(done.wait(), 5)
 
 
 def test_the_same_turn_gets_the_same_id_and_an_answers_time_is_its_chunk_index():

@@ -21,7 +21,7 @@ SOURCE = {
 
 
 def translate(*events: ev.StreamEvent) -> list[dict]:
-    translation = UIParts(CID)
+    translation = UIParts(CID, "T1")
     out = translation.start()
     for event in events:
         out += translation.parts(event)
@@ -66,7 +66,7 @@ def test_a_tool_turn_is_two_steps_with_text_tools_sources_and_finish():
         "finish-step",
         "finish",
     ]
-    assert parts[0] == {"type": "start", "messageMetadata": {"conversationId": CID}}
+    assert parts[0] == {"type": "start", "messageMetadata": {"conversationId": CID, "turnId": "T1"}}
     assert parts[2] == {
         "type": "data-status",
         "data": {"status": "Searching the knowledge base"},
@@ -137,7 +137,7 @@ def test_an_error_closes_the_open_text_and_step_then_finishes():
 
 
 def test_empty_chunks_send_nothing_and_status_details_are_kept():
-    translation = UIParts(CID)
+    translation = UIParts(CID, "T1")
     translation.start()
     assert translation.parts(ev.ResponseChunk(conversation_id=CID, content="")) == []
     status = translation.parts(

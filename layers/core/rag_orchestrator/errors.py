@@ -7,10 +7,12 @@
     ├── Forbidden                     403: the caller may not do this
     ├── NotFound                      404
     │   ├── ConversationNotFound      also for another caller's conversation
-    │   └── AttachmentNotFound        also for another caller's or another conversation's attachment
+    │   ├── AttachmentNotFound        also for another caller's or another conversation's attachment
+    │   └── TurnNotFound              a turn unknown, expired from the event log, or another caller's
     ├── Conflict                      409: a turn already running, a repeated clientMessageId
     │   ├── DuplicateClientMessage    a clientMessageId this conversation has already received
-    │   └── AttachmentNotReady        an attachment that failed, or was never uploaded
+    │   ├── AttachmentNotReady        an attachment that failed, or was never uploaded
+    │   └── TurnEnded                 a cancel for a turn that has already ended
     ├── PayloadTooLarge               413: a declared attachment size over ATTACHMENT_MAX_BYTES
     ├── UnsupportedMediaType          415: a body not sent as JSON; a content type attachments do not take
     ├── DependencyUnavailable         503 + Retry-After: DynamoDB, S3, Chroma or the embedder failed or is throttled
@@ -100,6 +102,14 @@ class AttachmentNotFound(NotFound):
         self.attachment_id = attachment_id
 
 
+class TurnNotFound(NotFound):
+    error = "Turn not found"
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(f"Turn not found: {turn_id}")
+        self.turn_id = turn_id
+
+
 class Conflict(RagError):
     status_code = 409
     error = "Conflict"
@@ -121,6 +131,14 @@ class AttachmentNotReady(Conflict):
     """The attachment cannot be used: its processing failed, or its file was never uploaded."""
 
     error = "Attachment not ready"
+
+
+class TurnEnded(Conflict):
+    error = "Turn ended"
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(f"The turn has already ended: {turn_id}")
+        self.turn_id = turn_id
 
 
 class PayloadTooLarge(RagError):

@@ -28,6 +28,8 @@ ROUTERS: dict[str, str] = {
     "chat": "rag_orchestrator.api.chat:router",
     "chat_stream": "rag_orchestrator.api.chat:stream_router",
     "ui_stream": "rag_orchestrator.api.ui_stream:router",
+    "turns": "rag_orchestrator.api.turns:router",
+    "turn_events": "rag_orchestrator.api.turns:stream_router",
     # "answer" before "answer_stream": where both are mounted, the REST route owns /query/answer.
     "answer": "rag_orchestrator.api.answers:router",
     "answer_stream": "rag_orchestrator.api.answers:stream_router",
@@ -44,13 +46,14 @@ API_ROUTERS = (
     "ingest",
     "query",
     "chat",
+    "turns",
     "answer",
     "tools",
     "guest",
     "audit",
     "documents",
 )
-STREAM_ROUTERS = ("health", "chat_stream", "ui_stream", "answer_stream")
+STREAM_ROUTERS = ("health", "chat_stream", "ui_stream", "turns", "turn_events", "answer_stream")
 ALL_ROUTERS = tuple(ROUTERS)
 
 

@@ -1,4 +1,8 @@
-"""Chat turns: answered whole (FINAL_ONLY, REST) or streamed as SSE (PROGRESSIVE)."""
+"""Chat turns: answered whole (FINAL_ONLY, REST) or streamed as SSE (PROGRESSIVE, docs/streams.md).
+
+A streamed turn runs as its own task (loop/turn_stream.py): the response reads it, and a client that
+goes away leaves it running to its end. Both kinds end by their function's deadline (api/deadlines.py).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,16 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Path, Request
 from fastapi.responses import StreamingResponse
 
 from rag_orchestrator.api.auth import get_owner
-from rag_orchestrator.api.deps import Services, get_orchestrator
-from rag_orchestrator.api.sse import SSE_HEADERS, encode
+from rag_orchestrator.api.deadlines import turn_deadline
+from rag_orchestrator.api.deps import Services, get_orchestrator, get_settings, services
+from rag_orchestrator.api.sse import SSE_HEADERS, comment, frame
+from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import ChatRequest, ChatResponse
 from rag_orchestrator.domain.passages import SourceWithSnippet
-from rag_orchestrator.loop.orchestrator import ActiveTurn, Orchestrator
+from rag_orchestrator.loop.orchestrator import Orchestrator
 from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.observability import metrics, since
 from rag_orchestrator.providers.events import StreamingMode
 
@@ -31,7 +38,12 @@ def check(services: Services) -> None:
 
 
 def turn_request(
-    conversation_id: str, body: ChatRequest, caller: Caller, mode: StreamingMode, request: Request
+    conversation_id: str,
+    body: ChatRequest,
+    caller: Caller,
+    mode: StreamingMode,
+    request: Request,
+    settings: Settings,
 ) -> TurnRequest:
     return TurnRequest(
         request_id=getattr(request.state, "request_id", None),
@@ -43,6 +55,7 @@ def turn_request(
         context=body.context or {},
         metadata=body.metadata,
         mode=mode,
+        deadline=turn_deadline(request, settings),
     )
 
 
@@ -54,9 +67,10 @@ async def send_message(
     conversation_id: str = CONVERSATION_ID,
     caller: Caller = Depends(get_owner),
     orchestrator: Orchestrator = Depends(get_orchestrator),
+    settings: Settings = Depends(get_settings),
 ) -> ChatResponse:
     turn = await orchestrator.begin(
-        turn_request(conversation_id, body, caller, StreamingMode.FINAL_ONLY, request)
+        turn_request(conversation_id, body, caller, StreamingMode.FINAL_ONLY, request, settings)
     )
     async for _ in turn.events():
         pass
@@ -67,6 +81,7 @@ async def send_message(
     background.add_task(turn.after)
     return ChatResponse(
         conversation_id=conversation_id,
+        turn_id=turn.turn_id,
         message=record.content,
         message_id=record.message_id,
         tool_calls_count=record.tool_calls,
@@ -77,16 +92,19 @@ async def send_message(
     )
 
 
-async def _sse(turn: ActiveTurn, started: float = 0.0) -> AsyncIterator[bytes]:
-    seq = 0
-    async for event in turn.events():
-        seq += 1
-        if event.type == "ResponseChunk" and started:
+async def _sse(stream: TurnStream, started: float) -> AsyncIterator[bytes]:
+    turn_id = stream.turn_id
+    async for item in stream.frames():
+        if item is None:
+            yield comment()
+            continue
+        if started and item.type == "ResponseChunk":
             metrics.add_metric(name="TimeToFirstToken", unit="Milliseconds", value=since(started))
             started = 0.0
-        yield encode(event.type, event, seq)
-    # The client has the terminal event; the body ends (and Lambda's invocation with it) after this.
-    await turn.after()
+        yield frame(item.type, item.data, f"{turn_id}:{item.seq}")
+    # The client has the terminal event; the body ends (and a Lambda invocation with it) only once
+    # the turn's log is written and its after-turn work done, so neither is frozen half-way.
+    await stream.finished()
 
 
 @stream_router.post(
@@ -101,10 +119,14 @@ async def stream_message(
     conversation_id: str = CONVERSATION_ID,
     caller: Caller = Depends(get_owner),
     orchestrator: Orchestrator = Depends(get_orchestrator),
+    settings: Settings = Depends(get_settings),
 ) -> StreamingResponse:
     started = time.perf_counter()
     # begin() raises 404/409 as plain HTTP errors before the stream starts.
     turn = await orchestrator.begin(
-        turn_request(conversation_id, body, caller, StreamingMode.PROGRESSIVE, request)
+        turn_request(conversation_id, body, caller, StreamingMode.PROGRESSIVE, request, settings)
     )
-    return StreamingResponse(_sse(turn, started), media_type="text/event-stream", headers=SSE_HEADERS)
+    parts = services(request)
+    stream = TurnStream(turn, log=parts.event_log, running=parts.running_turns, settings=settings)
+    stream.start()
+    return StreamingResponse(_sse(stream, started), media_type="text/event-stream", headers=SSE_HEADERS)

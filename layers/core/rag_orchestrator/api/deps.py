@@ -18,10 +18,12 @@ from rag_orchestrator.config import Settings
 if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
     from rag_orchestrator.attachments.service import Attachments
     from rag_orchestrator.conversations.store import ConversationStore
+    from rag_orchestrator.loop.control import RunningTurns
     from rag_orchestrator.loop.orchestrator import Orchestrator
     from rag_orchestrator.providers.strategies import ModelStrategy
     from rag_orchestrator.retrieval.fragments import FragmentIndex
     from rag_orchestrator.tools.toolbox import Toolbox
+    from rag_orchestrator.turns.log import EventLog
 
 
 class Services:
@@ -40,6 +42,20 @@ class Services:
         from rag_orchestrator.attachments.factory import create_attachments
 
         return create_attachments(self.settings)
+
+    @cached_property
+    def event_log(self) -> EventLog:
+        """The log of streamed turns, beside the conversations (turns/)."""
+        from rag_orchestrator.turns.log import create_event_log
+
+        return create_event_log(self.settings)
+
+    @cached_property
+    def running_turns(self) -> RunningTurns:
+        """The streamed turns running in this process, for a cancel to stop at once."""
+        from rag_orchestrator.loop.control import RunningTurns
+
+        return RunningTurns()
 
     @cached_property
     def toolbox(self) -> Toolbox:
@@ -98,6 +114,14 @@ def get_store(request: Request) -> ConversationStore:
 
 def get_attachments(request: Request) -> Attachments:
     return services(request).attachments
+
+
+def get_event_log(request: Request) -> EventLog:
+    return services(request).event_log
+
+
+def get_running_turns(request: Request) -> RunningTurns:
+    return services(request).running_turns
 
 
 def get_toolbox(request: Request) -> Toolbox:

@@ -1,4 +1,4 @@
-"""Server-sent events encoding: `event:` the type, `id:` a sequence number, `data:` the JSON."""
+"""Server-sent events encoding: `event:` the type, `id:` the event's id, `data:` the JSON; `:` comments."""
 
 from __future__ import annotations
 
@@ -14,13 +14,18 @@ SSE_HEADERS = {
 }
 
 
-def encode(event_type: str, data: BaseModel | dict[str, Any], seq: int) -> bytes:
+def encode(event_type: str, data: BaseModel | dict[str, Any], event_id: int | str) -> bytes:
     if isinstance(data, BaseModel):
-        # What model_dump_json() returns, as bytes and without its wrapper: this runs once per token.
+        # What model_dump_json() returns, as bytes and without its wrapper.
         payload = data.__pydantic_serializer__.to_json(data)
     else:
         payload = json.dumps(data, default=str).encode()
-    return b"event: %s\nid: %d\ndata: %s\n\n" % (event_type.encode(), seq, payload)
+    return b"event: %s\nid: %s\ndata: %s\n\n" % (event_type.encode(), str(event_id).encode(), payload)
+
+
+def frame(event_type: str, payload: str, event_id: int | str) -> bytes:
+    """One message whose data is JSON already."""
+    return f"event: {event_type}\nid: {event_id}\ndata: {payload}\n\n".encode()
 
 
 def comment(text: str = "keep-alive") -> bytes:

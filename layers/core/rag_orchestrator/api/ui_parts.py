@@ -46,15 +46,17 @@ def source_part(source: SourceWithSnippet) -> Part:
 class UIParts:
     """The state one turn's translation needs: the open step, the open text part, its id."""
 
-    def __init__(self, conversation_id: str) -> None:
+    def __init__(self, conversation_id: str, turn_id: str) -> None:
         self.conversation_id = conversation_id
+        self.turn_id = turn_id  # for a cancel (POST …/turns/{turnId}/cancel) or a resume
         self._step_open = False
         self._tools_ran = False  # tool results ended the step's model call: new output is a new step
         self._text_id: str | None = None
         self._texts = 0
 
     def start(self) -> list[Part]:
-        return [{"type": "start", "messageMetadata": {"conversationId": self.conversation_id}}, *self._step()]
+        metadata = {"conversationId": self.conversation_id, "turnId": self.turn_id}
+        return [{"type": "start", "messageMetadata": metadata}, *self._step()]
 
     def parts(self, event: ev.StreamEvent) -> list[Part]:
         match event:

@@ -9,7 +9,6 @@ are the turn's message; its id is the turn's clientMessageId, so a resent messag
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Request
@@ -18,8 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rag_orchestrator.api.auth import get_owner
 from rag_orchestrator.api.chat import CONVERSATION_ID, turn_request
-from rag_orchestrator.api.deps import get_orchestrator
+from rag_orchestrator.api.deps import get_orchestrator, get_settings, services
+from rag_orchestrator.api.sse import comment
 from rag_orchestrator.api.ui_parts import DONE, HEADERS, UIParts, encode_part
+from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import (
@@ -29,7 +30,8 @@ from rag_orchestrator.domain.conversations import (
     ChatRequest,
 )
 from rag_orchestrator.errors import Conflict
-from rag_orchestrator.loop.orchestrator import ActiveTurn, Orchestrator
+from rag_orchestrator.loop.orchestrator import Orchestrator
+from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.providers.events import StreamingMode
 
 router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
@@ -94,16 +96,20 @@ class UIChatRequest(CamelModel):
         )
 
 
-async def _parts(turn: ActiveTurn, conversation_id: str) -> AsyncIterator[bytes]:
-    translation = UIParts(conversation_id)
+async def _parts(stream: TurnStream, conversation_id: str) -> AsyncIterator[bytes]:
+    translation = UIParts(conversation_id, stream.turn_id)
     for part in translation.start():
         yield encode_part(part)
-    async with aclosing(turn.events()) as events:
-        async for event in events:
-            for part in translation.parts(event):
+    async for item in stream.frames():
+        if item is None:
+            yield comment()
+        elif item.event is not None:
+            for part in translation.parts(item.event):
                 yield encode_part(part)
     yield DONE
-    await turn.after()  # the client has every part; the body ends (and Lambda's invocation) after this
+    # The client has every part; the body ends (and a Lambda invocation with it) once the turn's log
+    # is written and its after-turn work done.
+    await stream.finished()
 
 
 @router.post(
@@ -118,10 +124,16 @@ async def ui_stream(
     conversation_id: str = CONVERSATION_ID,
     caller: Caller = Depends(get_owner),
     orchestrator: Orchestrator = Depends(get_orchestrator),
+    settings: Settings = Depends(get_settings),
 ) -> StreamingResponse:
     if body.trigger == "regenerate-message":
         raise Conflict(REGENERATE_REFUSED)
     # begin() raises 404/409 as plain HTTP errors before the stream starts.
-    wanted = turn_request(conversation_id, body.chat_request(), caller, StreamingMode.PROGRESSIVE, request)
-    turn = await orchestrator.begin(wanted)
-    return StreamingResponse(_parts(turn, conversation_id), media_type="text/event-stream", headers=HEADERS)
+    chat = body.chat_request()
+    turn = await orchestrator.begin(
+        turn_request(conversation_id, chat, caller, StreamingMode.PROGRESSIVE, request, settings)
+    )
+    parts = services(request)
+    stream = TurnStream(turn, log=parts.event_log, running=parts.running_turns, settings=settings)
+    stream.start()
+    return StreamingResponse(_parts(stream, conversation_id), media_type="text/event-stream", headers=HEADERS)

@@ -6,6 +6,7 @@
     PK=CONV#<id>  SK=META            the conversation, with the keys of the ByCaller and ByArchive
                                      indexes (ByArchive: see ARCHIVE_PREFIX below)
     PK=CONV#<id>  SK=MSG#<key>       a message
+    PK=CONV#<id>  SK=TURN#<turnId>…  the event log of a streamed turn (turns/items.py)
 
 A message key is an inverted ULID: ascending order is newest first. One Query from `META` up to
 `MSG$` therefore returns the conversation followed by its newest messages: a turn's context costs

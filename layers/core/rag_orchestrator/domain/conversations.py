@@ -211,6 +211,7 @@ class ChatRequest(ClientBody):
 
 class ChatResponse(CamelModel):
     conversation_id: str
+    turn_id: str | None = None
     message: str
     role: Role = Role.ASSISTANT
     message_id: str | None = None

@@ -17,6 +17,7 @@ FinishReason = Literal["stop", "max_iterations", "cancelled", "deadline", "await
 
 class _Event(CamelModel):
     conversation_id: str
+    turn_id: str | None = None  # set on every event of a turn (docs/streams.md)
     timestamp: datetime = Field(default_factory=utcnow)
 
 

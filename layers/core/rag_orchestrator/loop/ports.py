@@ -31,6 +31,17 @@ class TurnRequest:
     metadata: dict[str, str] = field(default_factory=dict)
     mode: StreamingMode = StreamingMode.PROGRESSIVE
     request_id: str | None = None  # the HTTP request's, for the audit record
+    deadline: float | None = None  # epoch seconds by which the turn must end; None: the default budget
+
+    def tool_context(self) -> ToolContext:
+        """What the turn's tools may know of it."""
+        return ToolContext(
+            conversation_id=self.conversation_id,
+            caller_id=self.caller.caller_id,
+            roles=self.caller.roles,
+            context_type=self.context_type,
+            context=self.context,
+        )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,121 @@
+"""EventLog on the conversations table (key design in turns/items.py).
+
+Every method runs in a worker thread (boto3 blocks). Request counts: open, append, report and
+request_cancel are one write each (report an UpdateItem that returns the entry, which is how a running
+turn learns of a cancel without a read of its own); get is one GetItem; events one Query (more past
+1 MB).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rag_orchestrator.config import Settings
+from rag_orchestrator.conversations.items import from_attributes, pk, to_attributes
+from rag_orchestrator.conversations.store import in_worker_thread
+from rag_orchestrator.conversations.table import ConditionFailed, Table
+from rag_orchestrator.errors import TurnEnded, TurnNotFound
+from rag_orchestrator.turns import items as ti
+from rag_orchestrator.turns.log import LoggedEvent, TurnEntry
+
+
+class DynamoEventLog:
+    def __init__(self, table: Table, *, clock: Callable[[], float] = time.time) -> None:
+        self._table = table
+        self._clock = clock
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> DynamoEventLog:
+        from rag_orchestrator import aws
+
+        return cls(Table(aws.client("dynamodb"), settings.conversations_table or ""))
+
+    @in_worker_thread
+    def open(self, entry: TurnEntry) -> None:
+        self._table.call(
+            "put_item",
+            Item=to_attributes(ti.entry_item(entry)),
+            ConditionExpression="attribute_not_exists(PK)",
+        )
+
+    @in_worker_thread
+    def append(self, entry: TurnEntry, events: Sequence[LoggedEvent]) -> None:
+        self._table.call("put_item", Item=to_attributes(ti.batch_item(entry, list(events))))
+
+    @in_worker_thread
+    def report(self, entry: TurnEntry, last_seq: int, *, ended: bool = False) -> bool:
+        values: dict[str, Any] = {":seq": last_seq}
+        expression = "SET lastSeq = :seq"
+        if ended:
+            expression += ", #status = :ended"
+            values[":ended"] = "ended"
+        try:
+            response = self._table.call(
+                "update_item",
+                Key=to_attributes(ti.turn_key(entry.conversation_id, entry.turn_id)),
+                UpdateExpression=expression,
+                ConditionExpression="attribute_exists(PK)",
+                ExpressionAttributeValues=to_attributes(values),
+                ReturnValues="ALL_NEW",
+                **({"ExpressionAttributeNames": {"#status": "status"}} if ended else {}),
+            )
+        except ConditionFailed:
+            return False  # the entry is gone (expired): nobody can have asked
+        return bool(from_attributes(response.get("Attributes") or {}).get("cancelRequested"))
+
+    @in_worker_thread
+    def request_cancel(self, conversation_id: str, turn_id: str, caller_id: str) -> None:
+        try:
+            self._table.call(
+                "update_item",
+                Key=to_attributes(ti.turn_key(conversation_id, turn_id)),
+                UpdateExpression="SET cancelRequested = :yes",
+                ConditionExpression="callerId = :caller AND #status = :running AND expiresAt > :now",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=to_attributes(
+                    {":yes": True, ":caller": caller_id, ":running": "running", ":now": int(self._clock())}
+                ),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ConditionFailed as refused:
+            self._owned(refused.old(0), conversation_id, turn_id, caller_id)
+            raise TurnEnded(turn_id) from None
+
+    @in_worker_thread
+    def get(self, conversation_id: str, turn_id: str, caller_id: str) -> TurnEntry:
+        response = self._table.call(
+            "get_item", Key=to_attributes(ti.turn_key(conversation_id, turn_id)), ConsistentRead=True
+        )
+        return self._owned(from_attributes(response.get("Item") or {}), conversation_id, turn_id, caller_id)
+
+    @in_worker_thread
+    def events(self, conversation_id: str, turn_id: str, from_seq: int = 1) -> list[LoggedEvent]:
+        params: dict[str, Any] = {
+            "KeyConditionExpression": "PK = :pk AND SK BETWEEN :from AND :to",
+            "ExpressionAttributeValues": to_attributes(
+                {
+                    ":pk": pk(conversation_id),
+                    ":from": ti.batch_sort_key(turn_id, from_seq),
+                    ":to": f"{ti.TURN_PREFIX}{turn_id}#~",  # '~' sorts after every digit
+                }
+            ),
+            "ConsistentRead": True,
+        }
+        found: list[LoggedEvent] = []
+        now = self._clock()
+        while True:
+            response = self._table.call("query", **params)
+            for raw in response.get("Items", ()):
+                values = from_attributes(raw)
+                if values.get("expiresAt", now) >= now:
+                    found += ti.events_of(values)
+            if "LastEvaluatedKey" not in response:
+                return found
+            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def _owned(self, values: dict[str, Any], conversation_id: str, turn_id: str, caller_id: str) -> TurnEntry:
+        if not values or values.get("callerId") != caller_id or values.get("expiresAt", 0) < self._clock():
+            raise TurnNotFound(turn_id)
+        return ti.entry_from_item(values, conversation_id, turn_id)

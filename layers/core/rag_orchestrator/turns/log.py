@@ -1,0 +1,84 @@
+"""The EventLog contract: a short-lived record of a streamed turn and its numbered events.
+
+The running turn opens its entry, appends its events in batches and reports how far it got (the
+report's answer says whether a cancel was asked for); a reconnecting client reads the entry and the
+events after the last one it saw. Ownership is part of every read: an unknown, expired or another
+caller's turn raises the same TurnNotFound. Entries and events expire LOG_TTL_SECONDS after the
+turn's deadline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from rag_orchestrator.config import Settings
+    from rag_orchestrator.domain.events import StreamEvent
+
+LOG_TTL_SECONDS = 3600
+TurnStatus = Literal["running", "ended"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedEvent:
+    """One stream event as sent: its number in the turn (from 1), its type and its JSON."""
+
+    seq: int
+    type: str
+    data: str
+    event: StreamEvent | None = field(default=None, compare=False, repr=False)  # live only, never logged
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEntry:
+    conversation_id: str
+    turn_id: str
+    caller_id: str
+    deadline: float  # epoch seconds by which the turn ends
+    status: TurnStatus = "running"
+    last_seq: int = 0  # the last event reported as logged
+    cancel_requested: bool = False
+
+    @property
+    def expires_at(self) -> int:
+        """Epoch seconds after which the entry and its events are gone (the table's TTL attribute)."""
+        return int(self.deadline) + LOG_TTL_SECONDS
+
+
+class EventLog(Protocol):
+    async def open(self, entry: TurnEntry) -> None:
+        """Record a running turn (before its first events)."""
+        ...
+
+    async def append(self, entry: TurnEntry, events: Sequence[LoggedEvent]) -> None:
+        """Store the next events of the turn, numbered on from the last batch, in one write."""
+        ...
+
+    async def report(self, entry: TurnEntry, last_seq: int, *, ended: bool = False) -> bool:
+        """Record how far the turn got (and that it ended); True when a cancel has been asked for."""
+        ...
+
+    async def request_cancel(self, conversation_id: str, turn_id: str, caller_id: str) -> None:
+        """Ask the running turn to stop; raises TurnNotFound, or TurnEnded when it has ended."""
+        ...
+
+    async def get(self, conversation_id: str, turn_id: str, caller_id: str) -> TurnEntry:
+        """The caller's turn; raises TurnNotFound."""
+        ...
+
+    async def events(self, conversation_id: str, turn_id: str, from_seq: int = 1) -> list[LoggedEvent]:
+        """The logged events of the batches starting at `from_seq` or later, in order; no ownership check."""
+        ...
+
+
+def create_event_log(settings: Settings) -> EventLog:
+    """The log beside the conversations CONVERSATION_STORAGE names; boto3 is imported only for DynamoDB."""
+    if settings.conversation_storage == "memory":
+        from rag_orchestrator.turns.memory import MemoryEventLog
+
+        return MemoryEventLog()
+    from rag_orchestrator.turns.dynamo import DynamoEventLog
+
+    return DynamoEventLog.from_settings(settings)
