@@ -97,6 +97,7 @@ class Services:
             search=toolbox.search,
             finalizer=FINALIZERS[self.settings.loop_finalizer](),
             after_turn=[TurnMemory(self.memory)] if self.memory is not None else [],
+            embedder=toolbox.selector.embedder,
         )
 
 

@@ -16,8 +16,10 @@ from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.loop.control import TurnControl
 from rag_orchestrator.loop.finalizers import DirectFinalizer, Finalizer
 from rag_orchestrator.loop.ports import AfterTurn, KnowledgeSearch, ToolChooser, Tools, TurnRequest
+from rag_orchestrator.loop.prelude import Prelude
 from rag_orchestrator.loop.turn import ActiveTurn
 from rag_orchestrator.providers.strategies import ModelStrategy
+from rag_orchestrator.retrieval.embedders import Embedder
 
 
 class Orchestrator:
@@ -32,6 +34,7 @@ class Orchestrator:
         search: KnowledgeSearch | None = None,
         finalizer: Finalizer | None = None,
         after_turn: Sequence[AfterTurn] = (),
+        embedder: Embedder | None = None,
     ) -> None:
         self.store = store
         self.strategy = strategy
@@ -41,6 +44,7 @@ class Orchestrator:
         self.search = search
         self.finalizer = finalizer or DirectFinalizer()
         self.after_turn = tuple(after_turn)
+        self.embedder = embedder  # embeds the message once for tool selection and search
 
     async def begin(self, request: TurnRequest) -> ActiveTurn:
         """Store the user message and take the turn lock; raises ConversationNotFound or Conflict."""
@@ -51,11 +55,16 @@ class Orchestrator:
             client_message_id=request.client_message_id,
             metadata=request.metadata,
         )
-        await self.store.start_turn(
-            request.conversation_id,
-            request.caller.caller_id,
-            user,
-            request.client_message_id,
-            lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
-        )
-        return ActiveTurn(self, request, user, control)
+        prelude = Prelude(self, request)  # runs beside the claim (loop/prelude.py)
+        try:
+            await self.store.start_turn(
+                request.conversation_id,
+                request.caller.caller_id,
+                user,
+                request.client_message_id,
+                lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
+            )
+        except BaseException:
+            prelude.cancel()
+            raise
+        return ActiveTurn(self, request, user, control, prelude)

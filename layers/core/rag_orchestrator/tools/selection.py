@@ -26,8 +26,7 @@ from typing import Any, Protocol
 from rag_orchestrator.domain.callers import may_use_tools
 from rag_orchestrator.observability import logger, metrics
 from rag_orchestrator.retrieval.embedders import Embedder
-
-MAX_QUERY_CHARS = 2000
+from rag_orchestrator.retrieval.query_vector import QueryVector, query_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,20 +153,28 @@ class ToolSelector:
         """Stage 1: the tools the roles may use that are offered in the context."""
         return [offer for offer in self.visible(roles) if offer.offered_in(context_type)]
 
-    async def select(self, message: str, context_type: str | None, roles: Sequence[str]) -> list[str]:
-        """The names of the tools to offer for one message, core tools first."""
+    async def select(
+        self,
+        message: str,
+        context_type: str | None,
+        roles: Sequence[str],
+        vector: QueryVector | None = None,
+    ) -> list[str]:
+        """The names of the tools to offer for one message, core tools first; `vector`: its embedding."""
         candidates = self.candidates(context_type, roles)
         core = [offer.name for offer in candidates if offer.core_in(context_type)]
         ranked = [offer.name for offer in candidates if not offer.core_in(context_type)]
         if not ranked:
             return core
-        matches = await self._search(message, ranked)
+        matches = await self._search(message, ranked, vector)
         if matches is None:
             metrics.add_metric(name="ToolSelectionFallbacks", unit="Count", value=1)
             return core + ranked
         return core + [name for name, _ in matches]
 
-    async def _search(self, message: str, names: list[str]) -> list[tuple[str, float]] | None:
+    async def _search(
+        self, message: str, names: list[str], vector: QueryVector | None
+    ) -> list[tuple[str, float]] | None:
         if self.embedder is None:
             self._degraded("embedder", "no embedder for tool selection; offering every tool of the context")
             return None
@@ -175,7 +182,10 @@ class ToolSelector:
         if index is None:
             return None
         try:
-            query = await asyncio.to_thread(self.embedder.embed, message[:MAX_QUERY_CHARS])
+            if vector is not None and vector.serves(message, self.embedder):
+                query = await vector.get()
+            else:
+                query = await asyncio.to_thread(self.embedder.embed, query_text(message))
             matches = index.search(query, names, self.top_k, self.min_score)
         except Exception as exc:
             self._degraded("search", "tool search failed; offering every tool of the context", exc)
