@@ -24,6 +24,7 @@ BENCHMARKS = {
     "ttft": "bench.ttft",
     "memory": "bench.memory",
     "streaming": "bench.streaming",
+    "critical_path": "bench.critical_path",
     "dynamodb": "bench.dynamodb",
     "turns": "bench.turns",
     "selection": "bench.selection",

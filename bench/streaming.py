@@ -48,7 +48,7 @@ async def _turn_cpu(orchestrator: Any, expect_chunks: int) -> float:
     stream = TurnStream(turn, log=MemoryEventLog(), running=RunningTurns(), settings=orchestrator.settings)
     stream.start()
     chunks = 0
-    async for data in _sse(stream):
+    async for data in _sse(stream, time.perf_counter()):
         chunks += data.startswith(b"event: ResponseChunk")
     await stream.finished()
     elapsed = time.thread_time() - started
