@@ -1,9 +1,11 @@
 """`python -m bench.delay_proxy TARGET_PORT:DELAY_MS ...`: loopback TCP proxies that add network time.
 
-One listener per target; it prints `LISTEN <port>` for each, in order, then serves until killed.
-Each request waits DELAY_MS before it is passed on: the first bytes a client sends after the last
-reply (or on a new connection) are held that long, the rest of the request follows them at once.
-Replies pass unchanged. Runs as its own process, so its work is not counted in the measuring one.
+It prints `LISTEN <port>` for its control listener, then for one listener per target, in order,
+and serves until killed. While the delays are on, each request waits DELAY_MS before it is passed
+on: the first bytes a client sends after the last reply (or on a new connection) are held that long,
+the rest of the request follows them at once. Replies pass unchanged. A client of the control port
+sends `on` or `off` and reads `ok`: the benchmark alternates turns with and without the delays
+through the same connections. A process of its own, so its work is not counted in the measuring one.
 """
 
 from __future__ import annotations
@@ -11,13 +13,15 @@ from __future__ import annotations
 import asyncio
 import sys
 
+_delays_on = [True]
+
 
 async def _pipe(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: dict, delay: float
 ) -> None:
     try:
         while data := await reader.read(65536):
-            if delay and state["idle"]:
+            if delay and state["idle"] and _delays_on[0]:
                 await asyncio.sleep(delay)
             state["idle"] = False
             writer.write(data)
@@ -53,12 +57,19 @@ async def _serve(target: int, delay: float) -> asyncio.Server:
     return await asyncio.start_server(handle, "127.0.0.1", 0)
 
 
+async def _control(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    _delays_on[0] = (await reader.read(16)).strip() == b"on"
+    writer.write(b"ok")
+    await writer.drain()
+    writer.close()
+
+
 async def main(specs: list[str]) -> None:
-    servers = []
+    servers = [await asyncio.start_server(_control, "127.0.0.1", 0)]
     for spec in specs:
         target, _, delay_ms = spec.partition(":")
-        server = await _serve(int(target), float(delay_ms or 0) / 1000)
-        servers.append(server)
+        servers.append(await _serve(int(target), float(delay_ms or 0) / 1000))
+    for server in servers:
         print(f"LISTEN {server.sockets[0].getsockname()[1]}", flush=True)
     await asyncio.gather(*(s.serve_forever() for s in servers))
 
