@@ -88,6 +88,12 @@ def shared_http_client() -> httpx.AsyncClient:
     return _shared[1]
 
 
+def forget_shared_http_client() -> None:
+    """Drop the client without closing it: its connections came from a snapshot (api/snapstart.py)."""
+    global _shared
+    _shared = None
+
+
 async def close_shared_http_client() -> None:
     global _shared
     if _shared is not None and _shared[0] is asyncio.get_running_loop():
