@@ -40,7 +40,10 @@ def refresh() -> None:
 def register(modules: Iterable[str] = ()) -> bool:
     """Register both hooks with Lambda's runtime; False where it has none (anywhere but Lambda)."""
     try:
-        from snapshot_restore_py import register_after_restore, register_before_snapshot
+        from snapshot_restore_py import (  # type: ignore[import-not-found]  # in Lambda's runtime only
+            register_after_restore,
+            register_before_snapshot,
+        )
     except ImportError:
         return False
     register_before_snapshot(warm, [*FIRST_REQUEST, *modules])
