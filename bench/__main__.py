@@ -28,6 +28,7 @@ BENCHMARKS = {
     "dynamodb": "bench.dynamodb",
     "turns": "bench.turns",
     "selection": "bench.selection",
+    "history": "bench.history",
     "archival": "bench.archival",
     "answers": "bench.answers",
     "attachments": "bench.attachments",
