@@ -3,9 +3,9 @@ It stops before the Lambda timeout; the next run goes on from where it stopped."
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from rag_orchestrator.api import snapstart
 from rag_orchestrator.config import get_settings
 from rag_orchestrator.conversations.archival import run_archival
-from rag_orchestrator.api import snapstart
 from rag_orchestrator.observability import logger, metrics
 
 settings = get_settings()  # a bad setting fails the cold start, naming the variable

@@ -3,8 +3,8 @@ invocation (after the others are done), so Lambda retries it and then sends the 
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from rag_orchestrator.config import get_settings
 from rag_orchestrator.api import snapstart
+from rag_orchestrator.config import get_settings
 from rag_orchestrator.observability import logger, metrics
 from rag_orchestrator.retrieval.s3_ingest import ingest_s3_event
 

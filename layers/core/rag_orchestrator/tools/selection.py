@@ -17,6 +17,7 @@ import asyncio
 import hashlib
 import json
 import math
+import operator
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -99,11 +100,22 @@ class ToolIndex:
         self, query: Sequence[float], names: Iterable[str], k: int, min_score: float
     ) -> list[tuple[str, float]]:
         """The top `k` of `names` by cosine similarity to `query`, best first, each scoring >= min_score."""
-        q = normalized(query)
-        scored = [(name, math.sumprod(q, self.vectors[name])) for name in names]
+        score = _scorer(normalized(query))
+        scored = [(name, score(self.vectors[name])) for name in names]
         scored = [item for item in scored if item[1] >= min_score]
         scored.sort(key=lambda item: item[1], reverse=True)
         return scored[:k]
+
+
+def _scorer(q: tuple[float, ...]) -> Callable[[tuple[float, ...]], float]:
+    """The dot product with `q`; over its non-zero components only when it has few (the hashing
+    embedder's vectors: a message's words), which halves a selection among 3,000 tools."""
+    nonzero = [i for i, value in enumerate(q) if value]
+    if not 1 < len(nonzero) < len(q) // 4:
+        return lambda vector: math.sumprod(q, vector)
+    pick = operator.itemgetter(*nonzero)  # gathers the components in C
+    q_nonzero = pick(q)
+    return lambda vector: math.sumprod(q_nonzero, pick(vector))
 
 
 def _cached(cache: VectorCache | None, key: str, offers: Sequence[Offer]) -> dict[str, list[float]] | None:
