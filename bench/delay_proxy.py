@@ -17,25 +17,17 @@ _delays_on = [True]
 
 
 async def _pipe(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: dict, delay: float
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: dict, delay: float | None
 ) -> None:
+    """Copy one direction: requests (held `delay` at the start of each) or, with delay None, replies."""
     try:
         while data := await reader.read(65536):
-            if delay and state["idle"] and _delays_on[0]:
+            if delay is None:
+                state["idle"] = True  # a reply came: the client's next bytes start a new request
+            elif delay and state["idle"] and _delays_on[0]:
                 await asyncio.sleep(delay)
-            state["idle"] = False
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, asyncio.CancelledError):
-        pass
-    finally:
-        writer.close()
-
-
-async def _replies(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, state: dict) -> None:
-    try:
-        while data := await reader.read(65536):
-            state["idle"] = True  # the next bytes from the client start a new request
+            if delay is not None:
+                state["idle"] = False
             writer.write(data)
             await writer.drain()
     except (ConnectionError, asyncio.CancelledError):
@@ -52,7 +44,7 @@ async def _serve(target: int, delay: float) -> asyncio.Server:
             client_w.close()
             return
         state = {"idle": True}
-        await asyncio.gather(_pipe(client_r, server_w, state, delay), _replies(server_r, client_w, state))
+        await asyncio.gather(_pipe(client_r, server_w, state, delay), _pipe(server_r, client_w, state, None))
 
     return await asyncio.start_server(handle, "127.0.0.1", 0)
 
