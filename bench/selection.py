@@ -1,7 +1,8 @@
-"""Tool selection: building the tool index once, then choosing tools per message, at 30 and 300 tools.
+"""Tool selection: building the tool index once, then choosing tools per message, at 30, 300, 3,000 tools.
 
 The 30-tool catalogue of the selection-quality tests (tests/data/tool_catalog_30.yaml), and 10
-variants of each tool for 300; the offline hashing embedder; the held-out questions of those tests.
+variants of each tool for 300, 100 for 3,000; the offline hashing embedder; the held-out questions
+of those tests.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import time
 
 from bench.report import Section
 
-COPIES = (1, 10)
+COPIES = (1, 10, 100)
 
 
 def run(quick: bool = False) -> Section:

@@ -3,10 +3,12 @@ by the app's own middleware."""
 
 from mangum import Mangum
 
+from rag_orchestrator.api import snapstart
 from rag_orchestrator.api.app import API_ROUTERS, create_app
 from rag_orchestrator.observability import logger
 
 app = create_app(API_ROUTERS)
+snapstart.register()  # with the template's SnapStart on (docs/performance.md)
 _mangum = Mangum(app, lifespan="off")
 
 

@@ -93,6 +93,7 @@ class FakeLLM:
         self.api_key: str | None = None  # when set, anything else gets HTTP 401
         self.connections_closed = 0  # connections ended, by either side
         self.content_sent_at: list[float] = []  # time.monotonic() as each reply's first content was written
+        self.request_at: list[float] = []  # time.monotonic() as each request's first line arrived
         self.images: list[Image] = []  # image content parts received, decoded, in arrival order
         self.transcript = ""  # what `/audio/transcriptions` answers
         self.audio: list[dict[str, tuple[str | None, bytes]]] = []  # the multipart fields it received
@@ -132,6 +133,7 @@ class FakeLLM:
             self.requests.clear()
             self.headers.clear()
             self.content_sent_at.clear()
+            self.request_at.clear()
             self.images.clear()
             self.audio.clear()
         self._gates.clear()
@@ -216,6 +218,7 @@ class FakeLLM:
         line = await reader.readline()
         if not line.strip():
             return False
+        self.request_at.append(time.monotonic())  # for the benchmarks
         method, path, _ = line.decode("latin-1").split(" ", 2)
         headers: dict[str, str] = {}
         while (raw := await reader.readline()) not in (b"\r\n", b"\n", b""):

@@ -24,6 +24,7 @@ from rag_orchestrator.providers.openai_compat import RetryPolicy
 from tests.fakes.fake_llm import (
     Comment,
     Drop,
+    HTTPError,
     Pause,
     Stream,
     chunk,
@@ -293,6 +294,20 @@ async def test_closing_an_iteration_early_closes_the_provider_stream(fake_llm, s
             break
         await asyncio.sleep(0.05)
     assert fake_llm.connections_closed == 1
+
+
+async def test_the_request_asks_for_an_event_stream(fake_llm, strategy_for):  # noqa: F811
+    fake_llm.script(text_reply("ok"))
+    await run(strategy_for("openai_compatible"))
+    assert fake_llm.headers[0]["accept"] == "text/event-stream"
+    assert fake_llm.headers[0]["cache-control"] == "no-store"
+
+
+async def test_an_answer_that_is_not_an_event_stream_is_refused_and_not_retried(fake_llm, strategy_for):  # noqa: F811
+    fake_llm.script(HTTPError(200, {"choices": [{"message": {"content": "whole"}}]}), text_reply("never"))
+    with pytest.raises(ProviderStreamError, match=r"^openai_compatible: the answer is not an event stream$"):
+        await run(strategy_for("openai_compatible"))
+    assert len(fake_llm.requests) == 1
 
 
 # --- timeouts and in-band errors --------------------------------------------------------------

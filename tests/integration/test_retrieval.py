@@ -11,8 +11,10 @@ from rag_orchestrator.api.app import create_app
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError, VectorStoreUnavailable
 from rag_orchestrator.retrieval.ingestion import ingest_documents, stable_document_id
+from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.retrieval.search import search, search_sync
 from rag_orchestrator.retrieval.vector_store import VectorStore, get_vector_store
+from rag_orchestrator.text.hashing import HashingEmbedder
 
 pytestmark = pytest.mark.integration
 
@@ -91,6 +93,27 @@ async def test_async_search_is_the_same_search(collection):
     ingest_documents(DOCS, settings)
     passages = await search("wild yeast starter", top_k=1, threshold=0.0, settings=settings)
     assert ids(passages) == ["bread"]
+
+
+class CountingEmbedder(HashingEmbedder):
+    def __init__(self, dimensions: int) -> None:
+        super().__init__(dimensions)
+        self.texts: list[str] = []
+
+    def embed(self, text):
+        self.texts.append(text)
+        return super().embed(text)
+
+
+async def test_a_turns_vector_is_used_for_its_own_query_only(collection):
+    settings = load_settings()
+    ingest_documents(DOCS, settings)
+    embedder = CountingEmbedder(settings.embedding_dimensions)  # the same vector space as the collection's
+    vector = QueryVector(embedder, "  wild yeast starter ")
+    shared = await search("wild yeast starter", top_k=1, threshold=0.0, vector=vector, settings=settings)
+    assert ids(shared) == ["bread"] and embedder.texts == ["wild yeast starter"]
+    other = await search("sam deploy", top_k=1, threshold=0.0, vector=vector, settings=settings)
+    assert ids(other) == ["deploy"] and embedder.texts == ["wild yeast starter"]  # embedded by the search
 
 
 def test_filters_by_source_and_tags(collection):

@@ -763,3 +763,18 @@ def test_sample_events_are_realistic():
     assert record["eventName"].startswith("ObjectCreated:")
     assert record["s3"]["bucket"]["name"] == "rag-orchestrator-attachments-local"
     assert record["s3"]["object"]["key"].startswith("attachments/alice/")
+
+
+def test_snapstart_is_an_option_of_the_functions_whose_hooks_run(template, resources):
+    parameter = template["Parameters"]["SnapStart"]
+    assert parameter["Default"] == "None" and parameter["AllowedValues"] == ["None", "PublishedVersions"]
+    with_snapstart = {"ApiFunction", "ArchiveFunction", "IngestFunction"}
+    for logical_id in FUNCTIONS:
+        props = effective_function(template, logical_id)
+        if logical_id in with_snapstart:
+            assert props["SnapStart"] == {"ApplyOn": {"Ref": "SnapStart"}}, logical_id
+            assert props["AutoPublishAlias"] == "live", logical_id  # SnapStart needs published versions
+            code = (REPO / props["CodeUri"] / "app.py").read_text()
+            assert "snapstart.register()" in code, logical_id
+        else:
+            assert "SnapStart" not in props, logical_id

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from rag_orchestrator.text.hashing import HashingEmbedder
 from rag_orchestrator.tools import selection
-from rag_orchestrator.tools.selection import Offer, ToolIndex, ToolSelector, index_key
+from rag_orchestrator.tools.selection import Offer, ToolIndex, ToolSelector, index_key, normalized
 
 OFFERS = [
     Offer("rag_search", "", core=True),
@@ -189,3 +191,20 @@ def test_search_ranks_by_cosine_similarity():
 async def test_a_message_without_content_words_is_no_outage(warnings):
     offered = await make(top_k=2).select("is it?", "orders", USER)
     assert offered[:2] == ["rag_search", "list_orders"] and len(offered) == 4 and warnings == []
+
+
+def test_a_sparse_query_scores_as_the_full_dot_product():
+    embedder = HashingEmbedder(256)
+    texts = [offer.text or offer.name for offer in OFFERS]
+    index = ToolIndex({text: normalized(embedder.embed(text)) for text in texts})
+    dense = ToolIndex(index.vectors)
+    for message in ("where is my order", "reset a forgotten password please", "order", ""):
+        query = embedder.embed(message)
+        sparse = index.search(query, texts, k=len(texts), min_score=-1.0)
+        full = sorted(
+            ((t, math.sumprod(normalized(query), dense.vectors[t])) for t in texts),
+            key=lambda item: item[1],
+            reverse=True,
+        )
+        assert [name for name, _ in sparse] == [name for name, _ in full]
+        assert [score for _, score in sparse] == pytest.approx([score for _, score in full], abs=1e-12)

@@ -106,6 +106,7 @@ class Services:
             finalizer=FINALIZERS[self.settings.loop_finalizer](),
             after_turn=[TurnMemory(self.memory)] if self.memory is not None else [],
             attachments=self.turn_attachments,
+            embedder=toolbox.selector.embedder,
         )
 
 

@@ -20,8 +20,12 @@ SSE_HEADERS = {
 
 
 def encode(event_type: str, data: BaseModel | dict[str, Any], event_id: int | str) -> bytes:
-    payload = data.model_dump_json() if isinstance(data, BaseModel) else json.dumps(data, default=str)
-    return frame(event_type, payload, event_id)
+    if isinstance(data, BaseModel):
+        # What model_dump_json() returns, as bytes and without its wrapper.
+        payload = data.__pydantic_serializer__.to_json(data)
+    else:
+        payload = json.dumps(data, default=str).encode()
+    return b"event: %s\nid: %s\ndata: %s\n\n" % (event_type.encode(), str(event_id).encode(), payload)
 
 
 def frame(event_type: str, payload: str, event_id: int | str) -> bytes:

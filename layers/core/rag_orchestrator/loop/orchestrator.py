@@ -25,8 +25,10 @@ from rag_orchestrator.loop.ports import (
     Tools,
     TurnRequest,
 )
+from rag_orchestrator.loop.prelude import Prelude
 from rag_orchestrator.loop.turn import ActiveTurn
 from rag_orchestrator.providers.strategies import ModelStrategy
+from rag_orchestrator.retrieval.embedders import Embedder
 
 
 class Orchestrator:
@@ -42,6 +44,7 @@ class Orchestrator:
         finalizer: Finalizer | None = None,
         after_turn: Sequence[AfterTurn] = (),
         attachments: AttachmentSource | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.store = store
         self.strategy = strategy
@@ -52,6 +55,7 @@ class Orchestrator:
         self.finalizer = finalizer or DirectFinalizer()
         self.after_turn = tuple(after_turn)
         self.attachments = attachments
+        self.embedder = embedder  # embeds the message once for tool selection and search
 
     async def begin(self, request: TurnRequest) -> ActiveTurn:
         """Store the user message and take the turn lock; raises ConversationNotFound or Conflict
@@ -65,11 +69,16 @@ class Orchestrator:
             metadata=request.metadata,
             attachment_ids=list(request.attachment_ids),
         )
-        await self.store.start_turn(
-            request.conversation_id,
-            request.caller.caller_id,
-            user,
-            request.client_message_id,
-            lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
-        )
-        return ActiveTurn(self, request, user, control, attachments)
+        prelude = Prelude(self, request)  # runs beside the claim (loop/prelude.py)
+        try:
+            await self.store.start_turn(
+                request.conversation_id,
+                request.caller.caller_id,
+                user,
+                request.client_message_id,
+                lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
+            )
+        except BaseException:
+            prelude.cancel()
+            raise
+        return ActiveTurn(self, request, user, control, prelude, attachments)

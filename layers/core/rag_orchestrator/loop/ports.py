@@ -15,6 +15,7 @@ from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.messages import ToolCall, ToolResult
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.providers.events import StreamingMode
+from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.base import Tool, ToolContext
 
 if TYPE_CHECKING:  # the record names the request it belongs to
@@ -70,7 +71,9 @@ class Tools(Protocol):
 class KnowledgeSearch(Protocol):
     """The initial knowledge search before the first model call (LOOP_INITIAL_RAG), as rag_search for the caller."""
 
-    async def search(self, query: str, *, caller_id: str | None = None) -> list[Passage]: ...
+    async def search(
+        self, query: str, *, caller_id: str | None = None, vector: QueryVector | None = None
+    ) -> list[Passage]: ...
 
 
 class AfterTurn(Protocol):
@@ -82,7 +85,7 @@ class AfterTurn(Protocol):
 class ToolChooser(Protocol):
     """Picks the tools and the system prompt for a turn (loop/toolsets.py)."""
 
-    async def __call__(self, request: TurnRequest) -> Toolset: ...
+    async def __call__(self, request: TurnRequest, vector: QueryVector | None = None) -> Toolset: ...
 
 
 class AttachmentSource(Protocol):

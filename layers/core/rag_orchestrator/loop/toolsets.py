@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rag_orchestrator.loop.ports import ToolChooser, Toolset, TurnRequest
 from rag_orchestrator.loop.prompts import system_prompt
+from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.registry import ToolRegistry
 from rag_orchestrator.tools.selection import ToolSelector
 
@@ -12,14 +13,14 @@ def tool_chooser(registry: ToolRegistry, selector: ToolSelector | None = None) -
     """Callers who may not use tools get none (seed 002); others what the selector picks for the
     message, context and roles, or every registered tool when there is no selector."""
 
-    async def choose(request: TurnRequest) -> Toolset:
+    async def choose(request: TurnRequest, vector: QueryVector | None = None) -> Toolset:
         caller = request.caller
         if not caller.may_use_tools:
             names: list[str] = []
         elif selector is None:
             names = [tool.name for tool in registry.all()]
         else:
-            chosen = await selector.select(request.message, request.context_type, caller.roles)
+            chosen = await selector.select(request.message, request.context_type, caller.roles, vector)
             names = [name for name in chosen if registry.get(name) is not None]
         previews = any(getattr(registry.get(name), "preview", None) for name in names)
         prompt = system_prompt(caller.roles, request.context_type, request.context, previews=previews)

@@ -22,14 +22,15 @@ from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
 from rag_orchestrator.domain.passage_formats import format_passages
-from rag_orchestrator.domain.passages import SourceWithSnippet
+from rag_orchestrator.domain.passages import Passage, SourceWithSnippet
 from rag_orchestrator.domain.text import scrub
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.after_turn import run_after_turn
 from rag_orchestrator.loop.attachments import AttachmentReading, model_view
 from rag_orchestrator.loop.control import TurnControl, TurnStopped
 from rag_orchestrator.loop.history import knowledge_message, well_formed
-from rag_orchestrator.loop.ports import KnowledgeSearch, Toolset, TurnRequest
+from rag_orchestrator.loop.ports import Toolset, TurnRequest
+from rag_orchestrator.loop.prelude import Prelude
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.steps import FinalAnswer, ModelResponse, RunTools, Stop, next_step
 from rag_orchestrator.observability import logger, metrics, request_reference
@@ -50,6 +51,7 @@ class ActiveTurn:
         request: TurnRequest,
         question: ConversationMessage,
         control: TurnControl,
+        prelude: Prelude,
         attachments: AttachmentReading | None = None,
     ) -> None:
         self.o = orchestrator
@@ -57,6 +59,7 @@ class ActiveTurn:
         self.question = question
         self.turn_id = sortable_id()
         self.control = control
+        self.prelude = prelude
         self.attachments = attachments or AttachmentReading(orchestrator.attachments, [])
         self.record = TurnRecord(request.conversation_id)
         self.context: TurnContext | None = None  # what the turn read at its start
@@ -86,24 +89,24 @@ class ActiveTurn:
             await self._finish(interrupted=True)
             yield self._event(ev.Error, error=failure.public_message, details=request_reference())
         finally:
+            self.prelude.cancel()
             self.control.close()
 
     async def _run(self) -> AsyncIterator[ev.StreamEvent]:
         request, settings = self.request, self.o.settings
-        toolset = await self.o.choose_tools(request)
-        self.context = await self.o.store.context(
-            request.conversation_id, settings.conversation_rolling_window
-        )
+        prelude = self.prelude
+        context, toolset = await self.control.wait(self._context_and_tools())
+        self.context = context
         async for status, details in self.attachments.statuses(self.control.wait):
             yield self._event(ev.StatusUpdate, status=status, details=details)
         self.record.remember(self.attachments.passages())
-        window, question = self.context.messages, self.question.message_id
+        window, question = context.messages, self.question.message_id
         shown = model_view(window, question, self.attachments, settings.attachment_context_max_chars)
         history = well_formed(shown)
         messages = [Message(role=Role.SYSTEM, content=toolset.system_prompt), *history]
-        if settings.loop_initial_rag and self.o.search is not None and RAG_SEARCH in toolset.names:
+        if prelude.found is not None and RAG_SEARCH in toolset.names:
             yield self._event(ev.StatusUpdate, status="Searching the knowledge base")
-            found = await self._initial_search(self.o.search, request)
+            found = await self._initial_search(prelude.found)
             if found is None:
                 yield self._event(
                     ev.StatusUpdate, status="Knowledge base unavailable", details="continuing without it"
@@ -150,6 +153,13 @@ class ActiveTurn:
                 case _:
                     assert_never(step)
 
+    async def _context_and_tools(self) -> tuple[TurnContext, Toolset]:
+        """The window, read beside the tool choice (and search) the prelude started with the claim."""
+        window = self.o.store.context(
+            self.request.conversation_id, self.o.settings.conversation_rolling_window
+        )
+        return await asyncio.gather(window, self.prelude.toolset)
+
     def _iteration_status(self, iteration: int, limit: int, *, cut: bool) -> ev.StatusUpdate:
         details = "iteration limit reached: answering with what has been found" if cut else None
         status: ev.StatusUpdate = self._event(
@@ -191,13 +201,9 @@ class ActiveTurn:
         self.record.tokens += response.usage.total_tokens
         yield response
 
-    async def _initial_search(self, search: KnowledgeSearch, request: TurnRequest) -> str | None:
-        try:
-            passages = await self.control.wait(
-                search.search(request.message, caller_id=request.caller.caller_id)
-            )
-        except RagError as exc:
-            logger.warning("initial knowledge search failed", extra={"error": exc.message})
+    async def _initial_search(self, found: asyncio.Task[list[Passage] | None]) -> str | None:
+        passages = await self.control.wait(found)
+        if passages is None:
             return None
         self.record.remember(passages)
         return format_passages(passages) if passages else ""

@@ -75,7 +75,9 @@ class TurnStream:
             async with aclosing(self.turn.events()) as events:
                 async for event in events:
                     self._seq += 1
-                    logged = LoggedEvent(self._seq, event.type, event.model_dump_json(), event)
+                    # model_dump_json() without its wrapper (~1 µs of every streamed token)
+                    data = event.__pydantic_serializer__.to_json(event).decode()
+                    logged = LoggedEvent(self._seq, event.type, data, event)
                     self._pending.append(logged)
                     # Let a waiting reader send it now: chunks that came in one read would otherwise
                     # all be worked through before the first of them leaves. In a burst, once a ms.

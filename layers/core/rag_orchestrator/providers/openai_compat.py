@@ -13,19 +13,19 @@ import email.utils
 import json
 import random
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, cast
 
 import httpx
-from httpx_sse import SSEError, aconnect_sse
+from pydantic_core import from_json
 
 from rag_orchestrator import tls
 from rag_orchestrator.errors import ProviderError, ProviderHTTPError, ProviderStreamError, ProviderTimeout
 from rag_orchestrator.observability import logger, redacted
+from rag_orchestrator.providers.deadline import StreamDeadline
+from rag_orchestrator.providers.event_stream import EventStreamDecoder
 from rag_orchestrator.providers.openai_wire import ChunkDelta, parse_chunk
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +88,12 @@ def shared_http_client() -> httpx.AsyncClient:
     return _shared[1]
 
 
+def forget_shared_http_client() -> None:
+    """Drop the client without closing it: its connections came from a snapshot (api/snapstart.py)."""
+    global _shared
+    _shared = None
+
+
 async def close_shared_http_client() -> None:
     global _shared
     if _shared is not None and _shared[0] is asyncio.get_running_loop():
@@ -132,22 +138,41 @@ class ChatClient:
             await close_shared_http_client()
 
     async def stream(self, payload: Mapping[str, Any]) -> AsyncGenerator[ChunkDelta, None]:
+        # One generator with the read loop inline: every layer between the socket and the loop is paid
+        # once per streamed token (bench/README.md, streaming).
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._timeout
+        deadline = StreamDeadline(loop.time() + self._timeout)
         attempt = 0
-        while True:
-            yielded = False
-            try:
-                async with contextlib.aclosing(self._stream_once(payload, deadline)) as deltas:
-                    async for delta in deltas:
-                        yielded = yielded or delta.has_output
-                        yield delta
-                return
-            except _Retryable as failure:
+        try:
+            while True:
+                yielded = False
+                try:
+                    async with contextlib.AsyncExitStack() as stack:
+                        with deadline:
+                            response = await self._open(stack, payload)
+                        chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
+                        stack.push_async_callback(chunks.aclose)
+                        decoder = EventStreamDecoder()
+                        while True:
+                            with deadline:
+                                chunk = await anext(chunks, None)
+                            for event, data in decoder.feed(chunk) if chunk is not None else decoder.flush():
+                                if data.strip() == "[DONE]":
+                                    return
+                                delta = self._delta(event, data)
+                                if delta is not None:
+                                    yielded = yielded or delta.has_output
+                                    yield delta
+                            if chunk is None:
+                                return
+                except (TimeoutError, httpx.TransportError) as exc:
+                    failure = self._transport_failure(exc)
+                except _Retryable as retryable:
+                    failure = retryable
                 if yielded or attempt >= self._retry.max_retries:
                     raise failure.error from None
                 delay = retry_delay(attempt, failure.retry_after, self._retry)
-                if loop.time() + delay >= deadline:
+                if loop.time() + delay >= deadline.when:
                     raise failure.error from None
                 attempt += 1
                 logger.warning(
@@ -160,70 +185,55 @@ class ChatClient:
                     },
                 )
                 await asyncio.sleep(delay)
+        finally:
+            deadline.cancel()
 
-    async def _stream_once(
-        self, payload: Mapping[str, Any], deadline: float
-    ) -> AsyncGenerator[ChunkDelta, None]:
+    async def _open(self, stack: contextlib.AsyncExitStack, payload: Mapping[str, Any]) -> httpx.Response:
+        """Sends the request; the response, once it is known to be an event stream."""
         http = self._http or shared_http_client()
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        async with contextlib.AsyncExitStack() as stack:
-            source = await self._guard(
-                stack.enter_async_context(
-                    aconnect_sse(
-                        http, "POST", self.url, json=payload, headers=headers, timeout=self._http_timeout
-                    )
-                ),
-                deadline,
-            )
-            response = source.response
-            if response.status_code >= 400:
-                body = await self._guard(response.aread(), deadline)
-                raise self._http_error(response, body)
-            events = source.aiter_sse()
-            stack.push_async_callback(events.aclose)
-            while True:
-                sse = await self._guard(anext(events, None), deadline)
-                if sse is None or sse.data.strip() == "[DONE]":
-                    return
-                if not sse.data.strip():
-                    continue
-                try:
-                    data = json.loads(sse.data)
-                except ValueError:
-                    raise ProviderStreamError(
-                        f"{self.provider}: the stream sent data that is not JSON"
-                    ) from None
-                if not isinstance(data, Mapping):
-                    continue
-                if sse.event == "error" or data.get("error"):
-                    detail = error_detail(data if data.get("error") else {"error": data}, self._api_key)
-                    logger.warning(
-                        "model provider stream reported an error",
-                        extra={"provider": self.provider, "detail": detail},
-                    )
-                    raise ProviderStreamError(f"{self.provider}: the answer stream reported an error")
-                yield parse_chunk(data)
+        headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        response = await stack.enter_async_context(
+            http.stream("POST", self.url, json=payload, headers=headers, timeout=self._http_timeout)
+        )
+        if response.status_code >= 400:
+            raise self._http_error(response, await response.aread())
+        if "text/event-stream" not in response.headers.get("content-type", "").partition(";")[0]:
+            raise ProviderStreamError(f"{self.provider}: the answer is not an event stream")
+        return response
 
-    async def _guard(self, awaitable: Awaitable[T], deadline: float) -> T:
-        """Awaits one step under the total deadline, turning transport failures into our errors."""
+    def _delta(self, event: str, text: str) -> ChunkDelta | None:
+        """One event's delta; None for one without data or that is not an object."""
+        if not text.strip():
+            return None
         try:
-            async with asyncio.timeout_at(deadline):
-                return await awaitable
-        except TimeoutError:
+            data = from_json(text)
+        except ValueError:
+            raise ProviderStreamError(f"{self.provider}: the stream sent data that is not JSON") from None
+        if not isinstance(data, dict):
+            return None
+        if event == "error" or data.get("error"):
+            detail = error_detail(data if data.get("error") else {"error": data}, self._api_key)
+            logger.warning(
+                "model provider stream reported an error",
+                extra={"provider": self.provider, "detail": detail},
+            )
+            raise ProviderStreamError(f"{self.provider}: the answer stream reported an error")
+        return parse_chunk(data)
+
+    def _transport_failure(self, exc: Exception) -> _Retryable:
+        """Our error for a transport failure or the deadline; raised at once unless worth another try."""
+        if isinstance(exc, TimeoutError):
             raise ProviderTimeout(
                 f"{self.provider}: no complete answer within {self._timeout:g} seconds"
             ) from None
-        except httpx.ReadTimeout:
+        if isinstance(exc, httpx.ReadTimeout):
             raise ProviderTimeout(
                 f"{self.provider}: no data for {self._http_timeout.read:g} seconds"
             ) from None
-        except httpx.TransportError as exc:
-            # Connection refused or reset, dropped mid-stream, pool exhausted: worth another try.
-            raise _Retryable(
-                ProviderStreamError(f"{self.provider}: connection failed ({type(exc).__name__})")
-            ) from None
-        except SSEError:
-            raise ProviderStreamError(f"{self.provider}: the answer is not an event stream") from None
+        # Connection refused or reset, dropped mid-stream, pool exhausted: worth another try.
+        return _Retryable(ProviderStreamError(f"{self.provider}: connection failed ({type(exc).__name__})"))
 
     def _http_error(self, response: httpx.Response, body: bytes) -> Exception:
         """Our error for a non-2xx answer; the provider's own text (which may echo the request) is

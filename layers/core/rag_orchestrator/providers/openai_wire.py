@@ -22,9 +22,10 @@ class ToolCallFragment:
     arguments: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChunkDelta:
-    """What one `chat.completion.chunk` carries for the first choice."""
+    """What one `chat.completion.chunk` carries for the first choice (not frozen: one is made per
+    streamed token, and a frozen dataclass's constructor costs three times as much)."""
 
     content: str = ""
     reasoning: str = ""
@@ -107,22 +108,26 @@ def parse_usage(value: Any) -> Usage | None:
 
 def parse_chunk(data: Mapping[str, Any]) -> ChunkDelta:
     """One decoded `data:` object of the stream (an in-band error is handled by the caller)."""
-    usage = parse_usage(data.get("usage"))
-    choices = data.get("choices") or []
-    if not choices or not isinstance(choices[0], Mapping):
-        return ChunkDelta(usage=usage)  # the usage chunk has `choices: []`
-    choice = choices[0]
-    delta = choice.get("delta") or choice.get("message") or {}
+    # Called once per streamed token: plain dicts (what JSON decodes to) skip the Mapping ABC checks.
+    usage = data.get("usage")
+    usage = parse_usage(usage) if usage is not None else None
+    choices = data.get("choices")
+    choice = choices[0] if choices else None
+    if type(choice) is not dict and not isinstance(choice, Mapping):
+        return ChunkDelta("", "", (), None, usage)  # the usage chunk has `choices: []`
+    delta = choice.get("delta") or choice.get("message") or _EMPTY
+    content = delta.get("content")
     reasoning = delta.get("reasoning_content")
     if not isinstance(reasoning, str):
         reasoning = delta.get("reasoning")  # vLLM and Ollama name it `reasoning`
-    fragments = tuple(_fragment(raw) for raw in delta.get("tool_calls") or () if isinstance(raw, Mapping))
+    calls = delta.get("tool_calls")
+    fragments = tuple(_fragment(raw) for raw in calls if isinstance(raw, Mapping)) if calls else ()
     return ChunkDelta(
-        content=_text(delta.get("content")),
-        reasoning=_text(reasoning),
-        tool_calls=fragments,
-        finish_reason=choice.get("finish_reason") or None,
-        usage=usage,
+        content if isinstance(content, str) else "",
+        reasoning if isinstance(reasoning, str) else "",
+        fragments,
+        choice.get("finish_reason") or None,
+        usage,
     )
 
 
@@ -138,6 +143,9 @@ def _fragment(raw: Mapping[str, Any]) -> ToolCallFragment:
         name=function.get("name") or None,
         arguments=_text(arguments),
     )
+
+
+_EMPTY: Mapping[str, Any] = {}
 
 
 def _text(value: Any) -> str:

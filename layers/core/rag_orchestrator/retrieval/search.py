@@ -18,17 +18,18 @@ from rag_orchestrator.errors import BadRequest
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.embedders import get_embedder
 from rag_orchestrator.retrieval.fragments import get_fragment_index
+from rag_orchestrator.retrieval.query_vector import MAX_QUERY_CHARS, QueryVector, query_text
 from rag_orchestrator.retrieval.vector_store import get_vector_store
 from rag_orchestrator.sanitize import MAX_SOURCE, sanitize_metadata, sanitize_tags
 
-MAX_QUERY_CHARS = 2000
+__all__ = ["MAX_QUERY_CHARS", "search", "search_sync"]
 
 
 def embed_query(query: str, settings: Settings) -> list[float]:
-    query = query.strip()
+    query = query_text(query)
     if not query:
         raise BadRequest("query must not be empty")
-    return get_embedder(settings).embed(query[:MAX_QUERY_CHARS])
+    return get_embedder(settings).embed(query)
 
 
 def _filters(
@@ -88,10 +89,15 @@ async def search(
     tags: Sequence[str] | None = None,
     modality: ModalityFilter | None = None,
     caller_id: str | None = None,
+    vector: QueryVector | None = None,
     settings: Settings,
 ) -> list[Passage]:
-    """`search_sync` off the event loop (one thread hop); with `caller_id`, that caller's fragments too."""
-    if caller_id is None:
+    """`search_sync` off the event loop (one thread hop); with `caller_id`, that caller's fragments too.
+
+    `vector` is the query's embedding when the turn has it already (retrieval/query_vector.py)."""
+    if vector is not None and not vector.serves(query, get_embedder(settings)):
+        vector = None
+    if caller_id is None and vector is None:
         return await asyncio.to_thread(
             search_sync,
             query,
@@ -103,14 +109,20 @@ async def search(
             settings=settings,
         )
     started = time.perf_counter()
-    vector = await asyncio.to_thread(embed_query, query, settings)
+    if vector is not None:
+        embedding = await vector.get()
+    else:
+        embedding = await asyncio.to_thread(embed_query, query, settings)
     filters = _filters(source, tags, modality)
 
     def knowledge() -> list[Passage]:
-        return get_vector_store(settings).query(vector, top_k, **filters)
+        return get_vector_store(settings).query(embedding, top_k, **filters)
+
+    if caller_id is None:
+        return _kept(await asyncio.to_thread(knowledge), query, top_k, threshold, started)
 
     def memory() -> list[Passage]:
-        return get_fragment_index(settings).query(vector, caller_id, top_k, **filters)
+        return get_fragment_index(settings).query(embedding, caller_id, top_k, **filters)
 
     found, remembered = await asyncio.gather(
         asyncio.to_thread(knowledge), asyncio.to_thread(memory), return_exceptions=True

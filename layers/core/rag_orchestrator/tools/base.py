@@ -7,6 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from rag_orchestrator.domain.messages import ToolResult
 from rag_orchestrator.domain.passages import Passage
+from rag_orchestrator.retrieval.query_vector import QueryVector
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +33,9 @@ class Tool(Protocol):
 class SearchTool(Tool, Protocol):
     """A knowledge search that is also a tool: `rag_search`, which the loop also calls before the model."""
 
-    async def search(self, query: str, *, caller_id: str | None = None) -> list[Passage]: ...
+    async def search(
+        self, query: str, *, caller_id: str | None = None, vector: QueryVector | None = None
+    ) -> list[Passage]: ...
 
 
 class AttachmentLinks(Protocol):

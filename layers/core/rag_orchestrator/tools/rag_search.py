@@ -13,6 +13,7 @@ from rag_orchestrator.domain.messages import ToolResult
 from rag_orchestrator.domain.modalities import MODALITIES, ModalityFilter
 from rag_orchestrator.domain.passage_formats import format_passages
 from rag_orchestrator.domain.passages import Passage
+from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.base import ToolContext
 
 NAME = "rag_search"
@@ -74,6 +75,7 @@ class RagSearchTool:
         source: str | None = None,
         tags: list[str] | None = None,
         modality: ModalityFilter | None = None,
+        vector: QueryVector | None = None,
     ) -> list[Passage]:
         """The knowledge base's passages, and with MEMORY_ENABLED the caller's fragments, best first."""
         from rag_orchestrator.retrieval.search import search
@@ -86,6 +88,7 @@ class RagSearchTool:
             tags=tags,
             modality=modality,
             caller_id=caller_id if self.settings.memory_enabled else None,
+            vector=vector,
             settings=self.settings,
         )
 

@@ -1,0 +1,62 @@
+"""The work before a turn's first model call that does not wait for the claim: tools and initial search.
+
+What must stay ordered, and why (bench/README.md, the critical path): the window is read after the claim, which
+serialises turns, so it holds every earlier turn's answer; the initial search waits for the chosen
+tools (it runs only when rag_search is offered); both of them wait for the message's embedding,
+made once per turn. The rest overlaps: the embedding, the tool choice and the search start with the
+claim, and the window read runs beside them. Nothing here writes, so a failed claim just cancels it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from rag_orchestrator.domain.passages import Passage
+from rag_orchestrator.errors import RagError
+from rag_orchestrator.loop.ports import Toolset, TurnRequest
+from rag_orchestrator.observability import logger
+from rag_orchestrator.retrieval.query_vector import QueryVector
+from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
+
+if TYPE_CHECKING:
+    from rag_orchestrator.loop.orchestrator import Orchestrator
+
+
+class Prelude:
+    """Started by `Orchestrator.begin()` before the claim; `ActiveTurn` awaits its parts."""
+
+    def __init__(self, orchestrator: Orchestrator, request: TurnRequest) -> None:
+        self._o = orchestrator
+        self._request = request
+        embedder = orchestrator.embedder
+        self._vector = QueryVector(embedder, request.message) if embedder is not None else None
+        self.toolset: asyncio.Task[Toolset] = asyncio.create_task(
+            orchestrator.choose_tools(request, self._vector)
+        )
+        self.found: asyncio.Task[list[Passage] | None] | None = None
+        if orchestrator.settings.loop_initial_rag and orchestrator.search is not None:
+            self.found = asyncio.create_task(self._search())
+
+    async def _search(self) -> list[Passage] | None:
+        """The initial search's passages, or None when the knowledge base failed; [] when not run."""
+        if RAG_SEARCH not in (await asyncio.shield(self.toolset)).names:
+            return []
+        search, request = self._o.search, self._request
+        assert search is not None  # only started with one
+        try:
+            return await search.search(
+                request.message, caller_id=request.caller.caller_id, vector=self._vector
+            )
+        except RagError as exc:
+            logger.warning("initial knowledge search failed", extra={"error": exc.message})
+            return None
+
+    def cancel(self) -> None:
+        """Stop what is still running (the claim failed, or the turn ended early)."""
+        for task in (self.toolset, self.found):
+            if task is None:
+                continue
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: no one is left to want it
+            task.cancel()

@@ -1,0 +1,35 @@
+"""A turn's message embedded once, for both tool selection and the initial knowledge search.
+
+Each of them asks `serves(text, embedder)` first: the vector is used only for the same text in the
+same vector space, so a search for another query, or an embedder of another name, embeds afresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from rag_orchestrator.retrieval.embedders import Embedder
+
+MAX_QUERY_CHARS = 2000
+
+
+def query_text(text: str) -> str:
+    """What is embedded for a query: stripped, at most MAX_QUERY_CHARS."""
+    return text.strip()[:MAX_QUERY_CHARS]
+
+
+class QueryVector:
+    def __init__(self, embedder: Embedder, text: str) -> None:
+        self.embedder = embedder
+        self.text = query_text(text)
+        self._embedding: asyncio.Future[list[float]] | None = None
+
+    def serves(self, text: str, embedder: Embedder | None) -> bool:
+        return embedder is not None and embedder.name == self.embedder.name and query_text(text) == self.text
+
+    async def get(self) -> list[float]:
+        """The vector, embedded (in a worker thread) on the first call; later calls share it."""
+        if self._embedding is None:
+            self._embedding = asyncio.ensure_future(asyncio.to_thread(self.embedder.embed, self.text))
+        # One asker cancelled (its turn stopped) must not cancel the embedding for another.
+        return await asyncio.shield(self._embedding)
