@@ -80,11 +80,10 @@ class Revision:
             for s in self.replaced
         ]
 
-    @property
-    def question_tokens(self) -> int:
-        """Counted by finish_turn for an edit (start_turn counts a plain turn's question)."""
+    def question_tokens(self, answer_id: str | None) -> int:
+        """An edit's stored question, counted by finish_turn (start_turn counts a plain turn's)."""
         new = self.new_question
-        return (new.token_count or 0) if new is not None else 0
+        return (new.token_count or 0) if new is not None and answer_id is not None else 0
 
     def audited(self, entry: dict[str, Any], answer_id: str | None) -> dict[str, Any]:
         """The turn's audit entry, naming what it superseded."""

@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from rag_orchestrator.domain.base import CamelModel, new_id, utcnow
 from rag_orchestrator.domain.events import FinishReason
@@ -188,6 +188,12 @@ class UpdateConversationRequest(ClientBody):
     metadata: dict[str, str] | None = Field(None, max_length=MAX_METADATA_ENTRIES)
 
     _strip = field_validator("title")(_strip_optional)
+
+    @model_validator(mode="after")
+    def _something(self) -> UpdateConversationRequest:
+        if self.title is None and self.metadata is None:
+            raise ValueError("give a title, metadata, or both")
+        return self
 
     @field_validator("metadata")
     @classmethod

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 import anyio
 
 from rag_orchestrator.conversations.store import TurnContext
+from rag_orchestrator.conversations.versions import PLAIN, Revision
 from rag_orchestrator.domain import events as ev
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.ids import sortable_id
@@ -49,10 +50,12 @@ class ActiveTurn:
         request: TurnRequest,
         question: ConversationMessage,
         control: TurnControl,
+        revision: Revision = PLAIN,
     ) -> None:
         self.o = orchestrator
         self.request = request
         self.question = question
+        self.revision = revision  # a regenerate or an edit: the exchange the turn replaces
         self.turn_id = sortable_id()
         self.control = control
         self.record = TurnRecord(request.conversation_id)
@@ -91,7 +94,7 @@ class ActiveTurn:
         self.context = await self.o.store.context(
             request.conversation_id, settings.conversation_rolling_window
         )
-        history = well_formed([m.to_message() for m in self.context.messages])
+        history = well_formed([m.to_message() for m in self.revision.history(self.context.messages)])
         messages = [Message(role=Role.SYSTEM, content=toolset.system_prompt), *history]
         if settings.loop_initial_rag and self.o.search is not None and RAG_SEARCH in toolset.names:
             yield self._event(ev.StatusUpdate, status="Searching the knowledge base")
@@ -263,7 +266,9 @@ class ActiveTurn:
         if self._finished:
             return
         self._finished = True
-        stored = self.record.to_store(interrupted)
+        answer, revision = self.record.message_id, self.revision
+        stored = revision.stored(self.record.to_store(interrupted), answer)
+        self.record.superseded = revision.superseded(answer)
         with anyio.CancelScope(shield=True):
             try:
                 model = self.o.strategy.metadata.model
@@ -274,10 +279,11 @@ class ActiveTurn:
                     self.request.conversation_id,
                     stored,
                     tool_calls=sum(len(m.tool_calls or ()) for m in stored),
-                    tokens=self.record.tokens,
+                    tokens=self.record.tokens + revision.question_tokens(answer),
                     interrupted=interrupted,
-                    audit=audit,
+                    audit=revision.audited(audit, answer),
                     context=self.context,
+                    supersede=self.record.superseded,
                 )
             except Exception:
                 logger.exception("could not record the turn; releasing the lock")
