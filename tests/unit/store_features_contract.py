@@ -75,7 +75,7 @@ async def test_title_words_filter_the_callers_listing_case_and_accents_aside_and
 async def test_feedback_on_an_answer_is_shown_replaced_removed_and_listed(store, conv):
     cid = conv.conversation_id
     await answered(store, cid, "question", "answer")
-    question, answer = await transcript(store, cid)
+    _, answer = await transcript(store, cid)
     since = utcnow() - timedelta(minutes=1)
     await store.set_feedback(cid, ALICE, answer.message_id, Feedback(rating="down", comment="wrong"))
     await store.set_feedback(cid, ALICE, answer.message_id, Feedback(rating="up", category="helpful"))
@@ -166,8 +166,8 @@ async def test_regenerate_keeps_earlier_answers_as_versions_in_order(store, conv
 async def test_edit_replaces_the_question_and_its_answer(store, conv):
     cid = conv.conversation_id
     await answered(store, cid, "typo questoin", "answer")
-    old_question, old_answer = await transcript(store, cid)
-    revision, reply = await revise(store, cid, old_question.message_id, "better answer", edit="typo question")
+    old_question, _ = await transcript(store, cid)
+    _, reply = await revise(store, cid, old_question.message_id, "better answer", edit="typo question")
     latest = await transcript(store, cid)
     assert [m.content for m in latest] == ["typo question", "better answer"]
     every = await transcript(store, cid, all_versions=True)
