@@ -31,7 +31,7 @@ def chat(aws_stack, chroma_url, fake_llm, monkeypatch):
     """The streaming function's app, a caller of the test's own and a conversation of two exchanges."""
     use_fake_llm(fake_llm, monkeypatch)
     fake_llm.script(text_reply("Fourteen days."), text_reply("Answer B1."))
-    c, alice = client(STREAM_ROUTERS + ("conversations",)), fresh_caller()
+    c, alice = client((*STREAM_ROUTERS, "conversations")), fresh_caller()
     cid = new_conversation(c, alice)
     ask(c, cid, "How long do refunds take?", alice)
     ask(c, cid, "And for orders abroad?", alice)
