@@ -23,6 +23,7 @@ BENCHMARKS = {
     "cold": "bench.cold",
     "ttft": "bench.ttft",
     "memory": "bench.memory",
+    "titles": "bench.titles",
     "streaming": "bench.streaming",
     "dynamodb": "bench.dynamodb",
     "turns": "bench.turns",

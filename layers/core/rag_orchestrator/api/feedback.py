@@ -46,9 +46,10 @@ async def put_feedback(
 ) -> Feedback:
     feedback = Feedback.of(body)
     await store.set_feedback(conversation_id, caller.caller_id, message_id, feedback)
-    metrics.add_metric(
-        name="FeedbackUp" if feedback.rating == "up" else "FeedbackDown", unit="Count", value=1
-    )
+    if feedback.rating == "up":
+        metrics.add_metric(name="FeedbackUp", unit="Count", value=1)
+    else:
+        metrics.add_metric(name="FeedbackDown", unit="Count", value=1)
     return feedback
 
 

@@ -50,7 +50,8 @@ class TurnMemory:
         # A regenerate or an edit: the answers it superseded are no longer anyone's memory.
         gone = [s.message_id for s in record.superseded]
         try:
-            await asyncio.to_thread(self.index.forget_messages, gone)
+            if gone:
+                await asyncio.to_thread(self.index.forget_messages, gone)
             await asyncio.to_thread(self.index.add, [fragment])
         except RagError as exc:
             logger.warning(
