@@ -9,6 +9,7 @@ the stream starts. The replaced messages stay as earlier versions (`GET …/mess
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Request
@@ -48,24 +49,45 @@ class EditRequest(ChatRequest):
     client_message_id: None = Field(None, exclude=True)
 
 
-def _turn_request(
-    conversation: str,
-    caller: Caller,
-    request: Request,
-    settings: Settings,
-    body: RegenerateRequest | EditRequest,
-) -> TurnRequest:
+@dataclass(frozen=True)
+class Revising:
+    """What both routes read from the request: the exchange's conversation and message, and the parts."""
+
+    conversation_id: str
+    message_id: str
+    caller: Caller
+    orchestrator: Orchestrator
+    settings: Settings
+
+
+def revising(
+    conversation: str = Depends(conversation_id),
+    message: str = Depends(message_id),
+    caller: Caller = Depends(get_owner),
+    orchestrator: Orchestrator = Depends(get_orchestrator),
+    settings: Settings = Depends(get_settings),
+) -> Revising:
+    return Revising(conversation, message, caller, orchestrator, settings)
+
+
+async def _stream(
+    request: Request, target: Revising, body: RegenerateRequest | EditRequest
+) -> StreamingResponse:
+    """Claim the revising turn (404/409 before any event) and stream it like any turn."""
+    started = time.perf_counter()
     edited = body if isinstance(body, EditRequest) else None
-    return TurnRequest(
+    asked = TurnRequest(
         request_id=getattr(request.state, "request_id", None),
-        conversation_id=conversation,
-        caller=caller,
+        conversation_id=target.conversation_id,
+        caller=target.caller,
         message=edited.message if edited else "",  # a regenerate's: the question, once read
         context_type=body.context_type,
         context=body.context or {},
         metadata=edited.metadata if edited else {},
-        deadline=turn_deadline(request, settings),
+        deadline=turn_deadline(request, target.settings),
     )
+    turn = await begin_revision(target.orchestrator, asked, target.message_id, edit=edited is not None)
+    return stream_turn(turn, request, target.settings, started)
 
 
 @stream_router.post(
@@ -77,16 +99,9 @@ def _turn_request(
 async def regenerate(
     request: Request,
     body: RegenerateRequest | None = Body(None),
-    conversation: str = Depends(conversation_id),
-    message: str = Depends(message_id),
-    caller: Caller = Depends(get_owner),
-    orchestrator: Orchestrator = Depends(get_orchestrator),
-    settings: Settings = Depends(get_settings),
+    target: Revising = Depends(revising),
 ) -> StreamingResponse:
-    started = time.perf_counter()
-    asked = _turn_request(conversation, caller, request, settings, body or RegenerateRequest())
-    turn = await begin_revision(orchestrator, asked, message, edit=False)
-    return stream_turn(turn, request, settings, started)
+    return await _stream(request, target, body or RegenerateRequest())
 
 
 @stream_router.post(
@@ -96,15 +111,6 @@ async def regenerate(
     responses=STREAMED,
 )
 async def edit(
-    request: Request,
-    body: EditRequest,
-    conversation: str = Depends(conversation_id),
-    message: str = Depends(message_id),
-    caller: Caller = Depends(get_owner),
-    orchestrator: Orchestrator = Depends(get_orchestrator),
-    settings: Settings = Depends(get_settings),
+    request: Request, body: EditRequest, target: Revising = Depends(revising)
 ) -> StreamingResponse:
-    started = time.perf_counter()
-    asked = _turn_request(conversation, caller, request, settings, body)
-    turn = await begin_revision(orchestrator, asked, message, edit=True)
-    return stream_turn(turn, request, settings, started)
+    return await _stream(request, target, body)
