@@ -23,14 +23,21 @@ from rag_orchestrator.api.deadlines import turn_deadline
 from rag_orchestrator.api.deps import get_orchestrator, get_settings
 from rag_orchestrator.api.feedback import message_id
 from rag_orchestrator.config import Settings
+from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import ChatRequest
+from rag_orchestrator.domain.messages import Role
 from rag_orchestrator.domain.text import ClientBody
+from rag_orchestrator.errors import Conflict
 from rag_orchestrator.loop.orchestrator import Orchestrator
 from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.revisions import begin_revision
 
 stream_router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
+NOT_THE_LAST_QUESTION = (
+    "Only the last question can be answered again: its text must be the conversation's last"
+)
+LAST_QUESTION_WINDOW = 50  # the newest messages searched for the last question (tool rounds come after it)
 STREAMED: dict[int | str, dict[str, Any]] = {200: {"content": {"text/event-stream": {}}}}
 
 
@@ -88,6 +95,18 @@ async def _stream(
     )
     turn = await begin_revision(target.orchestrator, asked, target.message_id, edit=edited is not None)
     return stream_turn(turn, request, target.settings, started)
+
+
+async def last_question(store: ConversationStore, conversation_id: str, caller: Caller, text: str) -> str:
+    """The id of the conversation's last user message, when its text is `text`: how a regenerate
+    that names no message of ours (the AI SDK's, which names its own ids) finds the exchange."""
+    await store.get(conversation_id, caller.caller_id)  # a 404 first: another caller learns nothing
+    for message in reversed(await store.window(conversation_id, LAST_QUESTION_WINDOW)):
+        if message.role is Role.USER:
+            if message.content != text:
+                break
+            return message.message_id
+    raise Conflict(NOT_THE_LAST_QUESTION)
 
 
 @stream_router.post(

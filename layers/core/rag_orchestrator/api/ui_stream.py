@@ -4,6 +4,7 @@ The body is what the AI SDK's `useChat` (DefaultChatTransport) sends: `{id, mess
 messageId}` plus the fields an app adds with `body` (`contextType`, `context`, `metadata`). The
 service keeps the history itself, so only the last message is read: a user message whose text parts
 are the turn's message; its id is the turn's clientMessageId, so a resent message starts no second turn.
+`trigger: "regenerate-message"` answers the last question again (api/revisions.py).
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rag_orchestrator.api.auth import get_owner
 from rag_orchestrator.api.chat import CONVERSATION_ID, turn_request
-from rag_orchestrator.api.deps import get_orchestrator, get_settings, services
+from rag_orchestrator.api.deps import get_orchestrator, get_settings, get_store, services
+from rag_orchestrator.api.revisions import last_question
 from rag_orchestrator.api.sse import comment
 from rag_orchestrator.api.ui_parts import DONE, HEADERS, UIParts, encode_part
 from rag_orchestrator.config import Settings
+from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import (
@@ -29,16 +32,12 @@ from rag_orchestrator.domain.conversations import (
     MAX_METADATA_ENTRIES,
     ChatRequest,
 )
-from rag_orchestrator.errors import Conflict
 from rag_orchestrator.loop.orchestrator import Orchestrator
+from rag_orchestrator.loop.revisions import begin_revision
 from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.providers.events import StreamingMode
 
 router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
-
-REGENERATE_REFUSED = (
-    "Regenerating an answer is not available on this route; send the question as a new message"
-)
 
 
 class UIPart(BaseModel):
@@ -124,15 +123,17 @@ async def ui_stream(
     conversation_id: str = CONVERSATION_ID,
     caller: Caller = Depends(get_owner),
     orchestrator: Orchestrator = Depends(get_orchestrator),
+    store: ConversationStore = Depends(get_store),
     settings: Settings = Depends(get_settings),
 ) -> StreamingResponse:
-    if body.trigger == "regenerate-message":
-        raise Conflict(REGENERATE_REFUSED)
-    # begin() raises 404/409 as plain HTTP errors before the stream starts.
+    # begin() (or begin_revision()) raises 404/409 as plain HTTP errors before the stream starts.
     chat = body.chat_request()
-    turn = await orchestrator.begin(
-        turn_request(conversation_id, chat, caller, StreamingMode.PROGRESSIVE, request, settings)
-    )
+    asked = turn_request(conversation_id, chat, caller, StreamingMode.PROGRESSIVE, request, settings)
+    if body.trigger == "regenerate-message":  # the last exchange, answered again (docs/conversations.md)
+        question = await last_question(store, conversation_id, caller, chat.message)
+        turn = await begin_revision(orchestrator, asked, question, edit=False)
+    else:
+        turn = await orchestrator.begin(asked)
     parts = services(request)
     stream = TurnStream(turn, log=parts.event_log, running=parts.running_turns, settings=settings)
     stream.start()
