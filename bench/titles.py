@@ -27,10 +27,14 @@ MODES = {
 
 def _turn(
     stack: local.LocalStack, process: local.ChatStreamProcess, token: str, mode: str
-) -> tuple[local.StreamedTurn, float]:
-    """A first turn, and when the fake LLM sent its answer's first content delta."""
+) -> tuple[local.StreamedTurn, float] | None:
+    """A first turn, and when the fake LLM sent its answer's first content delta; None when refused
+    before its stream (counted and reported: a 409 on a fresh conversation was seen twice at a load
+    average above 8, and not in 400 turns at a load of 3; its cause is not established)."""
     sent_before = len(stack.llm.content_sent_at)
     turn = local.stream_turn(process.port, stack.conversation(), token, QUESTION)
+    if turn.status != 200 and not turn.events:
+        return None
     if turn.status != 200 or turn.events[-1:] != ["Completed"] or turn.first_chunk_at is None:
         raise RuntimeError(f"turn failed: {turn.status} {turn.events}\n{process.output()}")
     replies = len(stack.llm.content_sent_at) - sent_before
@@ -55,12 +59,17 @@ def run(quick: bool = False) -> Section:
         for mode, extra in MODES.items()
     }
     samples: dict[str, dict[str, list[float]]] = {m: {"added": [], "first": [], "after": []} for m in MODES}
+    refused = dict.fromkeys(MODES, 0)
     try:
         for process in processes.values():
             process.wait_listening()
         for n in range(warmup + runs):
             for mode, process in processes.items():
-                turn, answer_sent = _turn(stack, process, token, mode)
+                taken_turn = _turn(stack, process, token, mode)
+                if taken_turn is None:
+                    refused[mode] += 1
+                    continue
+                turn, answer_sent = taken_turn
                 if n >= warmup:
                     assert turn.first_chunk_at and turn.completed_at and turn.ended_at
                     taken = samples[mode]
@@ -76,4 +85,5 @@ def run(quick: bool = False) -> Section:
         )
         section.add(f"titles {mode}: request sent -> first ResponseChunk, first turn", "ms", taken["first"])
         section.add(f"titles {mode}: Completed -> end of response (after-turn work)", "ms", taken["after"])
+    section.details["turns refused before their stream"] = refused
     return section
