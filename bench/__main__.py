@@ -23,6 +23,7 @@ BENCHMARKS = {
     "cold": "bench.cold",
     "ttft": "bench.ttft",
     "memory": "bench.memory",
+    "titles": "bench.titles",
     "streaming": "bench.streaming",
     "critical_path": "bench.critical_path",
     "dynamodb": "bench.dynamodb",

@@ -72,6 +72,9 @@ class LocalStack:
             "RAG_SIMILARITY_THRESHOLD": "0.05",  # the hashing embedder scores low (docs/retrieval.md)
             "JWT_JWKS_URL": self.jwks.url,
             "POWERTOOLS_METRICS_DISABLED": "false",
+            # Each benchmark's turns start new conversations: a title call after each would be a
+            # second reply of the fake LLM per turn. bench/titles.py measures it on its own.
+            "AUTO_TITLE": "false",
         }
         os.environ.update(self.env)  # boto3 in this process reads AWS_* from the environment
         from rag_orchestrator import aws

@@ -46,6 +46,9 @@ def base_environment() -> Iterator[None]:
             del os.environ[key]
     os.environ.update(LOCAL_DEFAULTS)
     os.environ["CONVERSATION_STORAGE"] = "memory"
+    # A title call after a first turn would take the fake LLM's next scripted reply (and show in its
+    # requests) after a test's turn has ended: the title tests turn it on (test_titles.py).
+    os.environ["AUTO_TITLE"] = "false"
     os.environ["AWS_ENDPOINT_URL"] = "http://127.0.0.1:9"  # nothing there unless a test starts moto
     os.environ["CHROMA_URL"] = "http://127.0.0.1:9"
     yield

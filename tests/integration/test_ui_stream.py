@@ -183,3 +183,27 @@ def test_bodies_the_route_refuses_start_nothing(dev_app):
     first = httpx.post(url, json={"messages": [ui_message("hi", "same")]}, headers=ALICE)
     again = httpx.post(url, json={"messages": [ui_message("hi", "same")]}, headers=ALICE)
     assert (first.status_code, again.status_code) == (200, 409)
+
+
+@pytest.mark.parametrize("dev_app", ["extractive"], indirect=True)
+def test_regenerate_message_answers_the_last_question_again(dev_app):
+    """useChat's regenerate(): the chat up to the last question, sent again with its trigger."""
+    cid = new_conversation(dev_app.url)
+    url = dev_app.conversation_url(cid, "ui-stream")
+    asked = {"messages": [ui_message("How do I run the tests?", "u-1")]}
+    assert httpx.post(url, json=asked, headers=ALICE, timeout=30).status_code == 200
+    again = httpx.post(url, json=asked | {"trigger": "regenerate-message"}, headers=ALICE, timeout=30)
+    assert again.status_code == 200 and '"type":"finish"' in again.text
+    listed = httpx.get(dev_app.conversation_url(cid, "messages"), params={"versions": "all"}, headers=ALICE)
+    answers = [m for m in listed.json()["items"] if m["role"] == "assistant" and not m["toolCalls"]]
+    assert len(answers) == 2 and answers[0]["supersededBy"] == answers[1]["messageId"]
+    other = {"messages": [ui_message("Something else?", "u-2")], "trigger": "regenerate-message"}
+    refused = httpx.post(url, json=other, headers=ALICE, timeout=30)
+    assert refused.status_code == 409 and set(refused.json()) == {
+        "error",
+        "message",
+        "timestamp",
+        "requestId",
+    }
+    stranger = httpx.post(url, json=asked | {"trigger": "regenerate-message"}, headers={"X-Caller-Id": "eve"})
+    assert stranger.status_code == 404

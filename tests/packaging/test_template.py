@@ -242,6 +242,7 @@ def test_every_function_gets_the_shared_configuration(template):
         assert env["JWT_AUDIENCE"] == {"Ref": "JwtAudience"}
         assert env["CHROMA_URL"] == {"Ref": "ChromaUrl"}
         assert env["MEMORY_ENABLED"] == {"Ref": "MemoryEnabled"}
+        assert env["AUTO_TITLE"] == {"Ref": "AutoTitle"}
         assert env["MODEL_STRATEGY"] == {"Ref": "ModelStrategy"}
         assert env["CONVERSATIONS_TABLE"] == {"Ref": "ConversationsTable"}
         assert env["POWERTOOLS_SERVICE_NAME"] == "rag-orchestrator"

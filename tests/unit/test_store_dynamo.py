@@ -19,6 +19,7 @@ from rag_orchestrator.errors import BadRequest, StorageUnavailable
 from tests.fakes.moto_aws import mocked_aws
 from tests.unit.store_contract import *  # noqa: F403 - the shared cases run here against this store
 from tests.unit.store_contract import ALICE, LEASE, conversation, message, tool_round, turn
+from tests.unit.store_features_contract import *  # noqa: F403 - titles, feedback, versions
 
 TABLE, BUCKET = "conversations-test", "transcripts-test"
 DUE = "9999-12-31T00:00:00.000000Z"  # archive whatever is asked, however recent

@@ -10,6 +10,7 @@ from rag_orchestrator.domain.messages import Role
 from rag_orchestrator.errors import Conflict
 from tests.unit.store_contract import *  # noqa: F403 - the shared cases run here against this store
 from tests.unit.store_contract import ALICE, LEASE, conversation, message
+from tests.unit.store_features_contract import *  # noqa: F403 - titles, feedback, versions
 
 
 @pytest.fixture

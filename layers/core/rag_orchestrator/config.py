@@ -88,6 +88,7 @@ class Settings(BaseSettings):
     chroma_timeout_seconds: float = Field(3.0, gt=0, le=60)  # each phase of a search request
     chroma_memory_collection: str = Field("conversation-memory", min_length=3, max_length=512)
     memory_enabled: bool = True  # index each completed turn; rag_search ranks the caller's own fragments
+    auto_title: bool = True  # title a conversation after its first answered turn (loop/titles.py)
 
     embedding_provider: Literal["hashing", "wordllama", "openai_compatible", "bedrock"] = "hashing"
     embedding_base_url: str | None = None

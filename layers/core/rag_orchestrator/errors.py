@@ -110,9 +110,24 @@ class TurnNotFound(NotFound):
         self.turn_id = turn_id
 
 
+class MessageNotFound(NotFound):
+    error = "Message not found"
+
+    def __init__(self, message_id: str) -> None:
+        super().__init__(f"Message not found: {message_id}")
+        self.message_id = message_id
+
+
 class Conflict(RagError):
     status_code = 409
     error = "Conflict"
+
+
+class NotLastExchange(Conflict):
+    """Only the last exchange of a conversation can be regenerated or edited."""
+
+    def __init__(self, message_id: str) -> None:
+        super().__init__(f"Message {message_id} is not part of the conversation's last exchange")
 
 
 class DuplicateClientMessage(Conflict):

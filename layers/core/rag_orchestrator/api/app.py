@@ -23,12 +23,14 @@ from rag_orchestrator.config import Settings, load_settings
 ROUTERS: dict[str, str] = {
     "health": "rag_orchestrator.api.health:router",
     "conversations": "rag_orchestrator.api.conversations:router",
+    "feedback": "rag_orchestrator.api.feedback:router",
     "attachments": "rag_orchestrator.api.attachments:router",
     "ingest": "rag_orchestrator.api.ingest:router",
     "query": "rag_orchestrator.api.query:router",
     "chat": "rag_orchestrator.api.chat:router",
     "chat_stream": "rag_orchestrator.api.chat:stream_router",
     "ui_stream": "rag_orchestrator.api.ui_stream:router",
+    "revisions": "rag_orchestrator.api.revisions:stream_router",
     "turns": "rag_orchestrator.api.turns:router",
     "turn_events": "rag_orchestrator.api.turns:stream_router",
     # "answer" before "answer_stream": where both are mounted, the REST route owns /query/answer.
@@ -43,6 +45,7 @@ ROUTERS: dict[str, str] = {
 API_ROUTERS = (
     "health",
     "conversations",
+    "feedback",
     "attachments",
     "ingest",
     "query",
@@ -54,7 +57,15 @@ API_ROUTERS = (
     "audit",
     "documents",
 )
-STREAM_ROUTERS = ("health", "chat_stream", "ui_stream", "turns", "turn_events", "answer_stream")
+STREAM_ROUTERS = (
+    "health",
+    "chat_stream",
+    "ui_stream",
+    "revisions",
+    "turns",
+    "turn_events",
+    "answer_stream",
+)
 ALL_ROUTERS = tuple(ROUTERS)
 
 

@@ -1,4 +1,5 @@
-"""Conversation endpoints (docs/api.md): create, list, get, read messages, soft delete.
+"""Conversation endpoints (docs/conversations.md): create, list (by words of the title too), get,
+rename (PATCH), read messages (every version with ?versions=all), soft delete.
 
 Every route acts for the authenticated caller only (a signed-in caller or a guest): another caller's
 conversation answers 404, exactly like a missing one. DELETE answers 204 with no body; a second DELETE
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from enum import StrEnum
+from typing import Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
@@ -18,6 +20,7 @@ from rag_orchestrator.api.deps import get_memory, get_store
 from rag_orchestrator.conversations.cursors import MAX_CURSOR_CHARS
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from rag_orchestrator.conversations.store import ConversationStore
+from rag_orchestrator.conversations.titles import MAX_QUERY_CHARS, query_words
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import (
     ConversationResponse,
@@ -25,6 +28,7 @@ from rag_orchestrator.domain.conversations import (
     CreateConversationRequest,
     MessageResponse,
     Page,
+    UpdateConversationRequest,
     new_conversation,
 )
 from rag_orchestrator.errors import ConversationNotFound
@@ -73,6 +77,12 @@ async def list_conversations(
     limit: int = LIMIT,
     status: ListedStatus | None = Query(None),
     cursor: str | None = CURSOR,
+    q: str | None = Query(
+        None,
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description="Words of the title: each must begin a word of it, case and accents aside",
+    ),
     caller: Caller = Depends(get_owner),
     store: ConversationStore = Depends(get_store),
 ) -> Page[ConversationResponse]:
@@ -81,6 +91,7 @@ async def list_conversations(
         status=ConversationStatus(status) if status else None,
         limit=limit,
         cursor=cursor,
+        title_words=query_words(q) if q is not None else (),
     )
     return Page(items=[ConversationResponse.of(c) for c in page.items], next_cursor=page.next_cursor)
 
@@ -94,6 +105,19 @@ async def get_conversation(
     return ConversationResponse.of(await store.get(conversation_id, caller.caller_id))
 
 
+@router.patch(
+    "/{conversation_id}", response_model=ConversationResponse, summary="Rename, or replace metadata"
+)
+async def update_conversation(
+    body: UpdateConversationRequest,
+    conversation_id: str = Depends(conversation_id),
+    caller: Caller = Depends(get_owner),
+    store: ConversationStore = Depends(get_store),
+) -> ConversationResponse:
+    updated = await store.update(conversation_id, caller.caller_id, title=body.title, metadata=body.metadata)
+    return ConversationResponse.of(updated)
+
+
 @router.get(
     "/{conversation_id}/messages",
     response_model=Page[MessageResponse],
@@ -103,10 +127,15 @@ async def list_messages(
     conversation_id: str = Depends(conversation_id),
     limit: int = LIMIT,
     cursor: str | None = CURSOR,
+    versions: Literal["latest", "all"] = Query(
+        "latest", description="all: earlier versions too, in place, each with supersededBy"
+    ),
     caller: Caller = Depends(get_owner),
     store: ConversationStore = Depends(get_store),
 ) -> Page[MessageResponse]:
-    page = await store.messages(conversation_id, caller.caller_id, limit=limit, cursor=cursor)
+    page = await store.messages(
+        conversation_id, caller.caller_id, limit=limit, cursor=cursor, all_versions=versions == "all"
+    )
     return Page(items=[MessageResponse.of(m) for m in page.items], next_cursor=page.next_cursor)
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.conversations.store import ConversationStore
     from rag_orchestrator.loop.control import RunningTurns
     from rag_orchestrator.loop.orchestrator import Orchestrator
+    from rag_orchestrator.loop.ports import AfterTurn
     from rag_orchestrator.providers.strategies import ModelStrategy
     from rag_orchestrator.retrieval.fragments import FragmentIndex
     from rag_orchestrator.tools.toolbox import Toolbox
@@ -92,10 +93,16 @@ class Services:
     def orchestrator(self) -> Orchestrator:
         from rag_orchestrator.loop.finalizers import FINALIZERS
         from rag_orchestrator.loop.orchestrator import Orchestrator
+        from rag_orchestrator.loop.titles import AutoTitle
         from rag_orchestrator.loop.toolsets import tool_chooser
         from rag_orchestrator.loop.turn_memory import TurnMemory
 
         toolbox = self.toolbox
+        after_turn: list[AfterTurn] = []
+        if self.settings.auto_title:  # first: the title is what the app's list shows
+            after_turn.append(AutoTitle(self.store, self.strategy))
+        if self.memory is not None:
+            after_turn.append(TurnMemory(self.memory))
         return Orchestrator(
             store=self.store,
             strategy=self.strategy,
@@ -104,7 +111,7 @@ class Services:
             choose_tools=tool_chooser(toolbox.registry, toolbox.selector),
             search=toolbox.search,
             finalizer=FINALIZERS[self.settings.loop_finalizer](),
-            after_turn=[TurnMemory(self.memory)] if self.memory is not None else [],
+            after_turn=after_turn,
             attachments=self.turn_attachments,
             embedder=toolbox.selector.embedder,
         )

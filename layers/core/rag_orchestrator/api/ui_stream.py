@@ -6,6 +6,7 @@ messageId}` plus the fields an app adds with `body` (`contextType`, `context`, `
 message whose text parts are the turn's message; its id is the turn's clientMessageId, so a resent
 message starts no second turn. Its file parts name attachments uploaded beforehand, by their status
 URL (`…/conversations/{id}/attachments/{attachmentId}`): files never pass through this route.
+`trigger: "regenerate-message"` answers the last question again (api/revisions.py).
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rag_orchestrator.api.auth import get_owner
 from rag_orchestrator.api.chat import CONVERSATION_ID, turn_request
-from rag_orchestrator.api.deps import get_orchestrator, get_settings, services
+from rag_orchestrator.api.deps import get_orchestrator, get_settings, get_store, services
+from rag_orchestrator.api.revisions import last_question
 from rag_orchestrator.api.sse import UI_STREAM, comment, event_stream
 from rag_orchestrator.api.ui_parts import DONE, HEADERS, UIParts, encode_part
 from rag_orchestrator.config import Settings
+from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain.attachments import MAX_PER_TURN, well_formed_ids
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
@@ -34,16 +37,13 @@ from rag_orchestrator.domain.conversations import (
     MAX_METADATA_ENTRIES,
     ChatRequest,
 )
-from rag_orchestrator.errors import Conflict
 from rag_orchestrator.loop.orchestrator import Orchestrator
+from rag_orchestrator.loop.revisions import begin_revision
 from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.providers.events import StreamingMode
 
 router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
 
-REGENERATE_REFUSED = (
-    "Regenerating an answer is not available on this route; send the question as a new message"
-)
 FILE_REFUSED = (
     "messages: a file part's url must be an attachment's status URL (…/conversations/{id}/attachments/"
     "{attachmentId}); upload files with the presigned POST of POST …/attachments first"
@@ -146,15 +146,17 @@ async def ui_stream(
     conversation_id: str = CONVERSATION_ID,
     caller: Caller = Depends(get_owner),
     orchestrator: Orchestrator = Depends(get_orchestrator),
+    store: ConversationStore = Depends(get_store),
     settings: Settings = Depends(get_settings),
 ) -> StreamingResponse:
-    if body.trigger == "regenerate-message":
-        raise Conflict(REGENERATE_REFUSED)
-    # begin() raises 404/409 as plain HTTP errors before the stream starts.
+    # begin() (or begin_revision()) raises 404/409 as plain HTTP errors before the stream starts.
     chat = body.chat_request()
-    turn = await orchestrator.begin(
-        turn_request(conversation_id, chat, caller, StreamingMode.PROGRESSIVE, request, settings)
-    )
+    asked = turn_request(conversation_id, chat, caller, StreamingMode.PROGRESSIVE, request, settings)
+    if body.trigger == "regenerate-message":  # the last exchange, answered again (docs/conversations.md)
+        question = await last_question(store, conversation_id, caller, chat.message)
+        turn = await begin_revision(orchestrator, asked, question, edit=False)
+    else:
+        turn = await orchestrator.begin(asked)
     parts = services(request)
     stream = TurnStream(turn, log=parts.event_log, running=parts.running_turns, settings=settings)
     stream.start()

@@ -20,8 +20,12 @@ from rag_orchestrator.conversations.contents import ContentOffloader
 from rag_orchestrator.conversations.cursors import CursorCodec, cursor_key
 from rag_orchestrator.conversations.dynamo_audit import AuditReads
 from rag_orchestrator.conversations.dynamo_listing import list_page, start_key
+from rag_orchestrator.conversations.dynamo_titles import TitleWrites
+from rag_orchestrator.conversations.dynamo_versions import RevisionWrites
 from rag_orchestrator.conversations.dynamo_writes import TurnWrites, meta_key
+from rag_orchestrator.conversations.feedback import FeedbackWrites
 from rag_orchestrator.conversations.keys import iso, messages_scope
+from rag_orchestrator.conversations.message_lookup import CURRENT
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit, offset_page
 from rag_orchestrator.conversations.store import TurnContext, in_worker_thread, token_total
 from rag_orchestrator.conversations.table import ConditionFailed, Table
@@ -34,9 +38,9 @@ from rag_orchestrator.errors import BadRequest, Conflict, ConversationNotFound
 DELETED = ConversationStatus.DELETED.value
 
 
-class DynamoConversationStore(TurnWrites, AuditReads):
+class DynamoConversationStore(TurnWrites, AuditReads, TitleWrites, FeedbackWrites, RevisionWrites):
     """Conversations, listings and transcripts here; the writes of a turn in TurnWrites, the audit
-    trail's reads in AuditReads."""
+    trail's reads in AuditReads, titles, feedback and revisions in their own parts."""
 
     def __init__(
         self,
@@ -113,8 +117,17 @@ class DynamoConversationStore(TurnWrites, AuditReads):
         status: ConversationStatus | None = None,
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
+        title_words: Sequence[str] = (),
     ) -> Page[Conversation]:
-        return list_page(self._table, self._cursors, caller_id, status=status, limit=limit, cursor=cursor)
+        return list_page(
+            self._table,
+            self._cursors,
+            caller_id,
+            status=status,
+            limit=limit,
+            cursor=cursor,
+            title_words=title_words,
+        )
 
     @in_worker_thread
     def soft_delete(self, conversation_id: str, caller_id: str) -> None:
@@ -150,20 +163,23 @@ class DynamoConversationStore(TurnWrites, AuditReads):
         *,
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
+        all_versions: bool = False,
     ) -> Page[ConversationMessage]:
         check_limit(limit)
         conversation = self._get(conversation_id, caller_id)
-        scope = messages_scope(conversation_id, caller_id)
+        scope = messages_scope(conversation_id, caller_id, all_versions)
         if conversation.s3_key:  # archived, or archived once and continued since
-            stored = self._transcripts.read(conversation.s3_key)
-            return offset_page(
-                merge(stored, self._all_messages(conversation_id)), limit, cursor, self._cursors, scope
-            )
+            stored = merge(self._transcripts.read(conversation.s3_key), self._all_messages(conversation_id))
+            shown = [m for m in stored if all_versions or m.superseded_by is None]
+            return offset_page(shown, limit, cursor, self._cursors, scope)
         partition = it.pk(conversation_id)
         start = start_key(self._cursors, cursor, scope, {"PK": partition}, ("PK", "SK"))
         if start and not start["SK"].startswith(it.MSG_PREFIX):
             raise BadRequest("Invalid cursor")
-        found, position = self._table.query_page(self._messages_query(partition), limit, start, ("PK", "SK"))
+        query = self._messages_query(partition)
+        if not all_versions:
+            query["FilterExpression"] = CURRENT
+        found, position = self._table.query_page(query, limit, start, ("PK", "SK"))
         following = self._cursors.encode(position, scope) if position else None
         return Page(items=[self._message(v) for v in found], next_cursor=following)
 
@@ -213,18 +229,18 @@ class DynamoConversationStore(TurnWrites, AuditReads):
     def _read_context(
         self, conversation_id: str, size: int
     ) -> tuple[dict[str, Any] | None, list[ConversationMessage]]:
-        """One Query, ascending from META: the conversation, then the newest messages."""
-        response = self._table.call(
-            "query",
-            KeyConditionExpression="PK = :pk AND SK BETWEEN :meta AND :end",
-            ExpressionAttributeValues=it.to_attributes(
+        """One Query, ascending from META: the conversation, then the newest messages. Earlier
+        versions are filtered out; only when they leave the window short is it read on."""
+        params = {
+            "KeyConditionExpression": "PK = :pk AND SK BETWEEN :meta AND :end",
+            "FilterExpression": CURRENT,
+            "ExpressionAttributeValues": it.to_attributes(
                 {":pk": it.pk(conversation_id), ":meta": it.META, ":end": it.MSG_END}
             ),
-            ScanIndexForward=True,
-            ConsistentRead=True,
-            Limit=size + 1,
-        )
-        found = [it.from_attributes(item) for item in response.get("Items", ())]
+            "ScanIndexForward": True,
+            "ConsistentRead": True,
+        }
+        found, _ = self._table.query_page(params, size + 1, None, ("PK", "SK"))
         meta = found.pop(0) if found and found[0]["SK"] == it.META else None
         return meta, [self._message(v) for v in reversed(found[:size])]
 
@@ -235,4 +251,5 @@ class DynamoConversationStore(TurnWrites, AuditReads):
         key = meta.get("s3Key") if meta else None
         if not key or len(recent) >= size:
             return recent
-        return merge(self._transcripts.read(key), recent)[-size:]
+        current = [m for m in merge(self._transcripts.read(key), recent) if m.superseded_by is None]
+        return current[-size:]

@@ -41,11 +41,13 @@ def list_page(
     status: ConversationStatus | None,
     limit: int,
     cursor: str | None,
+    title_words: Sequence[str] = (),
 ) -> Page[Conversation]:
-    """One page of the caller's conversations, most recent activity first, optionally by status."""
+    """One page of the caller's conversations, most recent activity first, optionally by status and
+    by words of the title (DynamoDB filters the caller's partition: titles.py)."""
     check_limit(limit)
     partition = f"CALLER#{caller_id}"
-    scope = list_scope(partition, status)
+    scope = list_scope(partition, status, title_words)
     start = start_key(codec, cursor, scope, {"GSI1PK": partition}, KEY_NAMES)
     values = {":pk": partition}
     params: dict[str, Any] = {
@@ -53,10 +55,16 @@ def list_page(
         "KeyConditionExpression": "GSI1PK = :pk",
         "ScanIndexForward": False,
     }
+    filters = []
     if status:
-        params["FilterExpression"] = "#status = :status"
+        filters.append("#status = :status")
         params["ExpressionAttributeNames"] = {"#status": "status"}
         values[":status"] = status.value
+    for index, word in enumerate(title_words):
+        filters.append(f"contains(titleSearch, :w{index})")
+        values[f":w{index}"] = f" {word}"
+    if filters:
+        params["FilterExpression"] = " AND ".join(filters)
     params["ExpressionAttributeValues"] = it.to_attributes(values)
     found, position = table.query_page(params, limit, start, KEY_NAMES)
     following = codec.encode(position, scope) if position else None

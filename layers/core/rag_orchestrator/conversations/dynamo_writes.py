@@ -24,6 +24,7 @@ from rag_orchestrator.conversations.table import (
     ConditionFailed,
     Table,
 )
+from rag_orchestrator.conversations.versions import Superseded
 from rag_orchestrator.domain.audit import GENESIS, seal
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.callers import is_guest
@@ -118,6 +119,7 @@ class TurnWrites:
         interrupted: bool = False,
         audit: dict[str, Any] | None = None,
         context: TurnContext | None = None,
+        supersede: Sequence[Superseded] = (),
     ) -> None:
         """Without a context (the turn failed before reading its window) the record is first sealed
         onto GENESIS: a refused condition returns META, whose head it is then sealed onto."""
@@ -128,7 +130,7 @@ class TurnWrites:
             record = seal(audit, head) if audit is not None else None
             update = self._meta_update(
                 conversation_id,
-                counts=(len(messages), tokens, tool_calls),
+                counts=(len(messages) - len(supersede), tokens, tool_calls),
                 condition="attribute_exists(PK)",
                 values={},
                 lock="REMOVE turnLockUntil",
@@ -139,7 +141,7 @@ class TurnWrites:
                 [{"Put": {"Item": it.to_attributes(audit_item(conversation_id, record))}}] if record else []
             )
             try:
-                self._write([update, *extra], puts)
+                self._write([update, *extra, *(_supersede(conversation_id, s) for s in supersede)], puts)
                 return
             except ConditionFailed as failed:
                 found = failed.old(0)
@@ -150,6 +152,9 @@ class TurnWrites:
 
     @in_worker_thread
     def abort_turn(self, conversation_id: str) -> None:
+        self._release_lock(conversation_id)
+
+    def _release_lock(self, conversation_id: str) -> None:
         try:
             self._table.call(
                 "update_item",
@@ -238,6 +243,18 @@ class TurnWrites:
             split -= 1
         self._table.batch_put([p["Put"]["Item"] for p in puts[:split]])
         self._table.transact([*head, *puts[split:]])
+
+
+def _supersede(conversation_id: str, superseded: Superseded) -> dict[str, Any]:
+    """Mark a message an earlier version, in the transaction that stores what replaced it."""
+    return {
+        "Update": {
+            "Key": it.to_attributes({"PK": it.pk(conversation_id), "SK": superseded.ref}),
+            "UpdateExpression": "SET supersededBy = :by",
+            "ConditionExpression": "attribute_exists(PK) AND attribute_not_exists(supersededBy)",
+            "ExpressionAttributeValues": it.to_attributes({":by": superseded.superseded_by}),
+        }
+    }
 
 
 def _refusal(

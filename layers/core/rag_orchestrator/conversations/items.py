@@ -3,9 +3,11 @@
     PK=CONV#<id>  SK=AUDIT#<id>      an audit record (audit_trail.py; docs/audit.md)
     PK=CONV#<id>  SK=AUDIT$          a purged conversation's audit head, while its records are kept
     PK=CONV#<id>  SK=CMID#<client>   a clientMessageId already received
+    PK=CONV#<id>  SK=FEEDBACK#<msg>  a rating, in the ByCaller index under FEEDBACK#<day> (feedback.py)
     PK=CONV#<id>  SK=META            the conversation, with the keys of the ByCaller and ByArchive
-                                     indexes (ByArchive: see ARCHIVE_PREFIX below)
-    PK=CONV#<id>  SK=MSG#<key>       a message
+                                     indexes (ByArchive: see ARCHIVE_PREFIX below), and titleSearch
+                                     (titles.py)
+    PK=CONV#<id>  SK=MSG#<key>       a message; an earlier version carries supersededBy (versions.py)
     PK=CONV#<id>  SK=TURN#<turnId>…  the event log of a streamed turn (turns/items.py)
 
 A message key is an inverted ULID: ascending order is newest first. One Query from `META` up to
@@ -23,6 +25,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from rag_orchestrator.conversations.keys import activity_key, iso
+from rag_orchestrator.conversations.titles import title_search
 from rag_orchestrator.domain.callers import is_guest
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus
 from rag_orchestrator.domain.ids import sortable_id
@@ -101,6 +104,8 @@ def index_attributes(conversation: Conversation) -> dict[str, str]:
 def conversation_item(conversation: Conversation) -> dict[str, Any]:
     values = conversation.model_dump(mode="json", by_alias=True, exclude_none=True)
     values |= {"PK": pk(conversation.conversation_id), "SK": META, "entity": "conversation"}
+    if conversation.title:
+        values["titleSearch"] = title_search(conversation.title)
     return values | index_attributes(conversation)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 
@@ -15,10 +16,11 @@ def activity_key(moment: datetime, conversation_id: str) -> str:
     return f"{iso(moment)}#{conversation_id}"
 
 
-def list_scope(partition: str, status: str | None) -> str:
-    """What a listing cursor is bound to: the same caller's listing with the same filter."""
-    return f"ByCaller|{partition}|{status or '*'}"
+def list_scope(partition: str, status: str | None, title_words: Sequence[str] = ()) -> str:
+    """What a listing cursor is bound to: the same caller's listing with the same filters."""
+    words = f"|{' '.join(title_words)}" if title_words else ""
+    return f"ByCaller|{partition}|{status or '*'}{words}"
 
 
-def messages_scope(conversation_id: str, caller_id: str) -> str:
-    return f"messages|{conversation_id}|{caller_id}"
+def messages_scope(conversation_id: str, caller_id: str, all_versions: bool = False) -> str:
+    return f"messages|{conversation_id}|{caller_id}" + ("|all" if all_versions else "")

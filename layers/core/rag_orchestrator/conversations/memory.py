@@ -20,8 +20,11 @@ from typing import Any
 from rag_orchestrator.conversations.audit_trail import audit_scope, held_page
 from rag_orchestrator.conversations.cursors import CursorCodec
 from rag_orchestrator.conversations.keys import activity_key, iso, list_scope, messages_scope
+from rag_orchestrator.conversations.memory_features import MemoryFeatures
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit, offset_page
 from rag_orchestrator.conversations.store import LOCK_HELD, TurnContext, token_total, turn_messages
+from rag_orchestrator.conversations.titles import matches
+from rag_orchestrator.conversations.versions import Superseded
 from rag_orchestrator.domain.audit import GENESIS, AuditTrail, seal
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
@@ -53,11 +56,12 @@ def _own_conversation(conversation: Conversation) -> Conversation:
     return conversation.model_copy(update={"metadata": dict(conversation.metadata)})
 
 
-class MemoryConversationStore:
+class MemoryConversationStore(MemoryFeatures):
     def __init__(self, *, cursor_secret: bytes | None = None, clock: Callable[[], float] = time.time) -> None:
         self._cursors = CursorCodec(cursor_secret or os.urandom(32))
         self._clock = clock
         self._records: dict[str, _Record] = {}
+        self._ratings = {}
         self._lock = threading.Lock()
 
     async def create(
@@ -91,9 +95,10 @@ class MemoryConversationStore:
         status: ConversationStatus | None = None,
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
+        title_words: Sequence[str] = (),
     ) -> Page[Conversation]:
         check_limit(limit)
-        scope = list_scope(f"CALLER#{caller_id}", status)
+        scope = list_scope(f"CALLER#{caller_id}", status, title_words)
         after = None
         if cursor:
             after = self._cursors.decode(cursor, scope).get("after")
@@ -106,6 +111,7 @@ class MemoryConversationStore:
                 if r.conversation.caller_id == caller_id
                 and r.conversation.status is not DELETED
                 and (status is None or r.conversation.status is status)
+                and (not title_words or matches(r.conversation.title, list(title_words)))
             ]
         ordered = sorted(chosen, key=lambda c: activity_key(c.updated_at, c.conversation_id), reverse=True)
         if after is not None:
@@ -134,10 +140,16 @@ class MemoryConversationStore:
         *,
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
+        all_versions: bool = False,
     ) -> Page[ConversationMessage]:
         with self._lock:
-            stored = list(self._owned(conversation_id, caller_id).messages)
-        page = offset_page(stored, limit, cursor, self._cursors, messages_scope(conversation_id, caller_id))
+            stored = [
+                m
+                for m in self._owned(conversation_id, caller_id).messages
+                if all_versions or m.superseded_by is None
+            ]
+        scope = messages_scope(conversation_id, caller_id, all_versions)
+        page = offset_page(stored, limit, cursor, self._cursors, scope)
         return Page(items=[_own_message(m) for m in page.items], next_cursor=page.next_cursor)
 
     async def window(self, conversation_id: str, size: int) -> list[ConversationMessage]:
@@ -148,7 +160,8 @@ class MemoryConversationStore:
             record = self._records.get(conversation_id)
             if record is None:
                 return TurnContext()
-            recent, head = record.messages[-size:], record.audit_head
+            recent = [m for m in record.messages if m.superseded_by is None][-size:]
+            head = record.audit_head
             owner = record.conversation.caller_id
         return TurnContext([_own_message(m) for m in recent], head, owner)
 
@@ -193,6 +206,7 @@ class MemoryConversationStore:
         interrupted: bool = False,
         audit: dict[str, Any] | None = None,
         context: TurnContext | None = None,
+        supersede: Sequence[Superseded] = (),
     ) -> None:
         """The chain's head is this store's own: `context` is not needed to seal the record."""
         with self._lock:
@@ -200,7 +214,13 @@ class MemoryConversationStore:
             if record is None:
                 raise ConversationNotFound(conversation_id)
             record.lock_until = 0.0
-            self._add(record, turn_messages(messages, interrupted), tokens=tokens, tool_calls=tool_calls)
+            by = {s.message_id: s.superseded_by for s in supersede}
+            record.messages = [
+                m.model_copy(update={"superseded_by": by[m.message_id]}) if m.message_id in by else m
+                for m in record.messages
+            ]
+            stored = turn_messages(messages, interrupted)
+            self._add(record, stored, tokens=tokens, tool_calls=tool_calls, gone=len(by))
             if audit is not None:
                 sealed = seal(copy.deepcopy(audit), record.audit_head)
                 record.audits.append(sealed)
@@ -223,7 +243,9 @@ class MemoryConversationStore:
         return record
 
     @staticmethod
-    def _add(record: _Record, messages: list[ConversationMessage], *, tokens: int, tool_calls: int) -> None:
+    def _add(
+        record: _Record, messages: list[ConversationMessage], *, tokens: int, tool_calls: int, gone: int = 0
+    ) -> None:
         now = utcnow()
         current = record.conversation
         record.messages.extend(_own_message(m) for m in messages)
@@ -231,7 +253,7 @@ class MemoryConversationStore:
             update={
                 "updated_at": now,
                 "last_message_at": now if messages else current.last_message_at,
-                "message_count": current.message_count + len(messages),
+                "message_count": current.message_count + len(messages) - gone,
                 "total_tokens": current.total_tokens + tokens,
                 "tool_calls_count": current.tool_calls_count + tool_calls,
             }

@@ -13,11 +13,14 @@ import asyncio
 import functools
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Concatenate, Protocol
 
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE
+from rag_orchestrator.conversations.versions import Revision, Superseded
 from rag_orchestrator.domain.audit import AuditTrail
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
+from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, Rating
 from rag_orchestrator.domain.messages import Role
 
 LOCK_HELD = "A turn is already running in this conversation"
@@ -68,9 +71,24 @@ class TurnStore(Protocol):
         interrupted: bool = False,
         audit: dict[str, Any] | None = None,
         context: TurnContext | None = None,
+        supersede: Sequence[Superseded] = (),
     ) -> None:
         """Store the turn's messages and its audit record (sealed onto the chain `context` read),
-        add its counters and release the lock, in one write."""
+        mark what they supersede (counted out of messageCount), add its counters and release the
+        lock, in one write."""
+        ...
+
+    async def start_revision(
+        self,
+        conversation_id: str,
+        caller_id: str,
+        message_id: str,
+        edit: ConversationMessage | None,
+        lease_seconds: int,
+    ) -> Revision:
+        """Take the turn lock for a regenerate (`edit` None) or an edit of the last exchange, which
+        `message_id` names; stores nothing. Raises ConversationNotFound, MessageNotFound,
+        NotLastExchange, or Conflict while another turn runs (conversations/versions.py)."""
         ...
 
     async def abort_turn(self, conversation_id: str) -> None:
@@ -96,8 +114,25 @@ class ConversationStore(TurnStore, Protocol):
         status: ConversationStatus | None = None,
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
+        title_words: Sequence[str] = (),
     ) -> Page[Conversation]:
-        """The caller's conversations, most recently updated first."""
+        """The caller's conversations, most recently updated first; with `title_words` (from
+        titles.query_words) those whose title has a word beginning with each."""
+        ...
+
+    async def update(
+        self,
+        conversation_id: str,
+        caller_id: str,
+        *,
+        title: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> Conversation:
+        """Replace the title and/or the metadata given; the conversation as it is now."""
+        ...
+
+    async def set_auto_title(self, conversation_id: str, title: str) -> bool:
+        """Title a conversation that has none yet; False when it has one (set meanwhile, or gone)."""
         ...
 
     async def messages(
@@ -107,8 +142,28 @@ class ConversationStore(TurnStore, Protocol):
         *,
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
+        all_versions: bool = False,
     ) -> Page[ConversationMessage]:
-        """The transcript, oldest first; with an s3Key (archived, maybe continued since) merged from S3."""
+        """The transcript, oldest first; with an s3Key (archived, maybe continued since) merged from S3.
+        Earlier versions (`supersededBy`) only with `all_versions`, in place."""
+        ...
+
+    async def set_feedback(
+        self, conversation_id: str, caller_id: str, message_id: str, feedback: Feedback | None
+    ) -> None:
+        """Rate an assistant message of the caller's conversation (None: remove the rating).
+        Raises ConversationNotFound, or MessageNotFound for a missing or non-assistant message."""
+        ...
+
+    async def feedback(
+        self,
+        *,
+        since: datetime,
+        rating: Rating | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        cursor: str | None = None,
+    ) -> Page[FeedbackEntry]:
+        """Every caller's ratings given since `since`, newest first (the admin listing)."""
         ...
 
     async def soft_delete(self, conversation_id: str, caller_id: str) -> None: ...

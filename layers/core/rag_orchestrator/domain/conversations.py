@@ -6,11 +6,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from rag_orchestrator.domain.attachments import MAX_PER_TURN, well_formed_ids
 from rag_orchestrator.domain.base import CamelModel, new_id, utcnow
 from rag_orchestrator.domain.events import FinishReason
+from rag_orchestrator.domain.feedback import Feedback
 from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
 from rag_orchestrator.domain.passages import SourceWithSnippet
@@ -19,6 +20,7 @@ from rag_orchestrator.domain.text import ClientBody
 MAX_ID_LENGTH = 100
 MAX_MESSAGE_CHARS = 32_000
 MAX_METADATA_ENTRIES = 20
+MAX_TITLE_CHARS = 120
 CHARS_PER_TOKEN = 4
 
 
@@ -46,6 +48,7 @@ class Conversation(CamelModel):
     total_tokens: int = 0
     status: ConversationStatus = ConversationStatus.ACTIVE
     s3_key: str | None = None
+    title: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
     archived_at: datetime | None = None
     deleted_at: datetime | None = None
@@ -68,6 +71,8 @@ class ConversationMessage(CamelModel):
     interrupted: bool = False
     metadata: dict[str, str] | None = None  # the app's, from the chat request (user messages)
     attachment_ids: list[str] | None = None  # a user message's attachments: their ids, never their text
+    superseded_by: str | None = None  # an earlier version: the id of the message that replaced it
+    feedback: Feedback | None = None  # the owner's rating of an assistant message
 
     @classmethod
     def of(
@@ -121,6 +126,8 @@ class MessageResponse(CamelModel):
     interrupted: bool = False
     metadata: dict[str, str] | None = None
     attachment_ids: list[str] | None = None
+    superseded_by: str | None = None
+    feedback: Feedback | None = None
 
     @classmethod
     def of(cls, message: ConversationMessage) -> MessageResponse:
@@ -140,6 +147,7 @@ class ConversationResponse(CamelModel):
     updated_at: datetime
     last_message_at: datetime | None
     s3_key: str | None = None
+    title: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
@@ -170,9 +178,32 @@ class CreateConversationRequest(ClientBody):
     account_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
     initial_message: str | None = Field(None, max_length=MAX_MESSAGE_CHARS)
     metadata: dict[str, str] = Field(default_factory=dict, max_length=MAX_METADATA_ENTRIES)
+    title: str | None = Field(None, max_length=MAX_TITLE_CHARS)
 
-    _strip = field_validator("user_id", "account_id", "initial_message")(_strip_optional)
+    _strip = field_validator("user_id", "account_id", "initial_message", "title")(_strip_optional)
     _metadata = field_validator("metadata")(_small_metadata)
+
+
+class UpdateConversationRequest(ClientBody):
+    """PATCH: what is given replaces what is stored; what is left out stays."""
+
+    model_config = ClientBody.model_config | {"extra": "forbid"}
+
+    title: str | None = Field(None, max_length=MAX_TITLE_CHARS)
+    metadata: dict[str, str] | None = Field(None, max_length=MAX_METADATA_ENTRIES)
+
+    _strip = field_validator("title")(_strip_optional)
+
+    @model_validator(mode="after")
+    def _something(self) -> UpdateConversationRequest:
+        if self.title is None and self.metadata is None:
+            raise ValueError("give a title, metadata, or both")
+        return self
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        return None if value is None else _small_metadata(value)
 
 
 def new_conversation(
@@ -185,6 +216,7 @@ def new_conversation(
         user_id=request.user_id,
         account_id=request.account_id,
         metadata=request.metadata,
+        title=request.title,
         created_at=now,
         updated_at=now,
     )

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rag_orchestrator.conversations.versions import Superseded
 from rag_orchestrator.domain.audit import Outcome, turn_entry
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import ConversationMessage
@@ -32,6 +33,7 @@ class TurnRecord:
     sources: list[Passage] = field(default_factory=list)
     finish_reason: FinishReason = "stop"
     failure: RagError | None = None  # the safe error a REST caller gets
+    superseded: list[Superseded] = field(default_factory=list)  # earlier versions it made (a revision)
 
     def add(
         self, message: Message, token_count: int | None = None, *, success: bool | None = None

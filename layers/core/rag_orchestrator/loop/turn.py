@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 import anyio
 
 from rag_orchestrator.conversations.store import TurnContext
+from rag_orchestrator.conversations.versions import PLAIN, Revision
 from rag_orchestrator.domain import events as ev
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.ids import sortable_id
@@ -53,10 +54,12 @@ class ActiveTurn:
         control: TurnControl,
         prelude: Prelude,
         attachments: AttachmentReading | None = None,
+        revision: Revision = PLAIN,
     ) -> None:
         self.o = orchestrator
         self.request = request
         self.question = question
+        self.revision = revision  # a regenerate or an edit: the exchange the turn replaces
         self.turn_id = sortable_id()
         self.control = control
         self.prelude = prelude
@@ -100,7 +103,7 @@ class ActiveTurn:
         async for status, details in self.attachments.statuses(self.control.wait):
             yield self._event(ev.StatusUpdate, status=status, details=details)
         self.record.remember(self.attachments.passages())
-        window, question = context.messages, self.question.message_id
+        window, question = self.revision.history(context.messages), self.question.message_id
         shown = model_view(window, question, self.attachments, settings.attachment_context_max_chars)
         history = well_formed(shown)
         messages = [Message(role=Role.SYSTEM, content=toolset.system_prompt), *history]
@@ -277,7 +280,9 @@ class ActiveTurn:
         if self._finished:
             return
         self._finished = True
-        stored = self.record.to_store(interrupted)
+        answer, revision = self.record.message_id, self.revision
+        stored = revision.stored(self.record.to_store(interrupted), answer)
+        self.record.superseded = revision.superseded(answer)
         with anyio.CancelScope(shield=True):
             try:
                 model = self.o.strategy.metadata.model
@@ -288,10 +293,11 @@ class ActiveTurn:
                     self.request.conversation_id,
                     stored,
                     tool_calls=sum(len(m.tool_calls or ()) for m in stored),
-                    tokens=self.record.tokens,
+                    tokens=self.record.tokens + revision.question_tokens(answer),
                     interrupted=interrupted,
-                    audit=audit,
+                    audit=revision.audited(audit, answer),
                     context=self.context,
+                    supersede=self.record.superseded,
                 )
             except Exception:
                 logger.exception("could not record the turn; releasing the lock")

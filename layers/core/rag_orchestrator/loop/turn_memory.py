@@ -47,7 +47,11 @@ class TurnMemory:
         if fragment is None:
             return
         started = time.perf_counter()
+        # A regenerate or an edit: the answers it superseded are no longer anyone's memory.
+        gone = [s.message_id for s in record.superseded]
         try:
+            if gone:
+                await asyncio.to_thread(self.index.forget_messages, gone)
             await asyncio.to_thread(self.index.add, [fragment])
         except RagError as exc:
             logger.warning(

@@ -125,7 +125,7 @@ class ChatCompletionsStrategy:
             "messages": map_messages(messages, replay_reasoning=self._replay_reasoning),
             "stream": True,
             "stream_options": {"include_usage": True},
-            "max_tokens": self._max_tokens,
+            "max_tokens": ctx.max_tokens or self._max_tokens,
         }
         if tools and ctx.allow_tools:
             payload["tools"] = map_tools(tools)

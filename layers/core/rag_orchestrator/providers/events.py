@@ -29,6 +29,7 @@ class IterationContext:
     max_iterations: int
     streaming_mode: StreamingMode = StreamingMode.PROGRESSIVE
     allow_tools: bool = True  # False on the loop's last call at the iteration cap
+    max_tokens: int | None = None  # a smaller cap for a short call (a title); None: MODEL_MAX_TOKENS
 
     @property
     def progressive(self) -> bool:

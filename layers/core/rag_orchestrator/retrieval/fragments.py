@@ -169,6 +169,11 @@ class FragmentIndex:
             vector, top_k, caller_id=caller_id, source=source, tags=tags, modality=modality
         )
 
+    def forget_messages(self, message_ids: Sequence[str]) -> None:
+        """Delete the fragments of these answers (earlier versions, once superseded)."""
+        if message_ids:
+            self.store.delete({"messageId": {"$in": list(message_ids)}})
+
     def forget_conversation(self, conversation_id: str) -> None:
         """Delete every fragment of the conversation: its turns and its attachments' segments."""
         self.store.delete({"conversationId": conversation_id})

@@ -1,0 +1,74 @@
+"""start_revision of the DynamoDB store: the turn lock for a regenerate or an edit of the last exchange
+(versions.py); finish_turn (dynamo_writes.py) then supersedes that exchange in its own transaction."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rag_orchestrator.conversations import items as it
+from rag_orchestrator.conversations.dynamo_writes import OWNED, meta_key
+from rag_orchestrator.conversations.message_lookup import find_message, newest_current
+from rag_orchestrator.conversations.store import LOCK_HELD, in_worker_thread
+from rag_orchestrator.conversations.table import ConditionFailed, Table
+from rag_orchestrator.conversations.versions import Revision, StoredMessage, last_exchange, revision
+from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus
+from rag_orchestrator.domain.messages import Role
+from rag_orchestrator.errors import Conflict, MessageNotFound, NotLastExchange
+
+
+class RevisionWrites:
+    _table: Table
+    _get: Callable[[str, str], Conversation]
+    _message: Callable[[dict[str, Any]], ConversationMessage]
+    _release_lock: Callable[[str], None]
+
+    @in_worker_thread
+    def start_revision(
+        self,
+        conversation_id: str,
+        caller_id: str,
+        message_id: str,
+        edit: ConversationMessage | None,
+        lease_seconds: int,
+    ) -> Revision:
+        """The lock first, then the read: no other turn can move the last exchange in between."""
+        now = int(time.time())
+        try:
+            self._table.call(
+                "update_item",
+                Key=meta_key(conversation_id),
+                UpdateExpression="SET turnLockUntil = :until",
+                ConditionExpression=f"{OWNED} AND (attribute_not_exists(turnLockUntil) OR turnLockUntil < :epoch)",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=it.to_attributes(
+                    {
+                        ":caller": caller_id,
+                        ":deleted": ConversationStatus.DELETED.value,
+                        ":epoch": now,
+                        ":until": now + lease_seconds,
+                    }
+                ),
+            )
+        except ConditionFailed:
+            self._get(conversation_id, caller_id)  # ConversationNotFound unless the lock was the reason
+            raise Conflict(LOCK_HELD) from None
+        try:
+            found = revision(self._last_exchange(conversation_id), message_id, edit)
+            if found is None:
+                if find_message(self._table, conversation_id, message_id):
+                    raise NotLastExchange(message_id)
+                raise MessageNotFound(message_id)
+        except BaseException:
+            self._release_lock(conversation_id)
+            raise
+        return found
+
+    def _last_exchange(self, conversation_id: str) -> list[StoredMessage]:
+        newest: list[StoredMessage] = []
+        for values in newest_current(self._table, conversation_id):
+            newest.append(StoredMessage(self._message(values), values["SK"]))
+            if values.get("role") == Role.USER.value:
+                break
+        return last_exchange(newest) or []

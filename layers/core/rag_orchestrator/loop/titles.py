@@ -1,0 +1,86 @@
+"""Automatic titles (AUTO_TITLE): after a conversation's first answered turn, the AfterTurn hook asks
+the model for a short title, with a small token cap, once the terminal event is out.
+
+The extractive strategy writes no titles: the first question, cut to a phrase, is the title; so it
+is when the model fails, answers late or answers nothing usable. A title the owner set meanwhile
+stays: the store writes the automatic one only where there is none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import aclosing
+
+from rag_orchestrator.conversations.store import ConversationStore
+from rag_orchestrator.conversations.titles import clean_title, phrase_of
+from rag_orchestrator.domain.events import FinishReason
+from rag_orchestrator.domain.messages import Message, Role
+from rag_orchestrator.errors import ConversationNotFound
+from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.record import TurnRecord
+from rag_orchestrator.observability import logger
+from rag_orchestrator.providers import events as se
+from rag_orchestrator.providers.strategies import ModelStrategy
+
+TITLE_MAX_TOKENS = 32
+TITLE_SECONDS = 3.0  # within the hook's 5 s: a late model still leaves time for the fallback's write
+EXCERPT_CHARS = 1500
+ANSWERED: tuple[FinishReason, ...] = ("stop", "max_iterations")
+PROMPT = (
+    "Write a title of at most six words for the conversation that starts with the exchange below, "
+    "in the language of the question. Reply with the title only: no quotes, no full stop."
+)
+
+
+class AutoTitle:
+    def __init__(self, store: ConversationStore, strategy: ModelStrategy) -> None:
+        self.store = store
+        self.strategy = strategy
+
+    async def __call__(self, request: TurnRequest, record: TurnRecord) -> None:
+        if record.failure is not None or record.message_id is None or record.finish_reason not in ANSWERED:
+            return
+        try:
+            conversation = await self.store.get(request.conversation_id, request.caller.caller_id)
+        except ConversationNotFound:
+            return  # deleted meanwhile
+        if conversation.title is not None:
+            return
+        title, source = await self.title(request.conversation_id, request.message, record.content), "model"
+        if title is None:
+            title, source = phrase_of(request.message), "question"
+        if title and await self.store.set_auto_title(request.conversation_id, title):
+            logger.info(
+                "conversation titled", extra={"conversation_id": request.conversation_id, "source": source}
+            )
+
+    async def title(self, conversation_id: str, question: str, answer: str) -> str | None:
+        """The model's title for the exchange; None with the extractive strategy or on any failure."""
+        if self.strategy.metadata.provider == "extractive":
+            return None
+        messages = [
+            Message(role=Role.SYSTEM, content=PROMPT),
+            Message(
+                role=Role.USER,
+                content=f"Question: {question[:EXCERPT_CHARS]}\n\nAnswer: {answer[:EXCERPT_CHARS]}",
+            ),
+        ]
+        ctx = se.IterationContext(
+            conversation_id=conversation_id,
+            iteration=1,
+            max_iterations=1,
+            streaming_mode=se.StreamingMode.FINAL_ONLY,
+            allow_tools=False,
+            max_tokens=TITLE_MAX_TOKENS,
+        )
+        text = ""
+        try:
+            async with asyncio.timeout(TITLE_SECONDS):
+                async with aclosing(self.strategy.run_iteration(messages, [], ctx)) as events:
+                    async for event in events:
+                        if isinstance(event, se.FinalResponse):
+                            text = event.content
+        except Exception as exc:
+            logger.warning("title not written by the model", extra={"error_type": type(exc).__name__})
+            return None
+        return clean_title(text)
