@@ -135,6 +135,17 @@ def test_only_the_last_exchange_and_only_the_owner(chat):
     assert c.get(f"{BASE}/{cid}", headers=alice).json()["messageCount"] == 4
 
 
+def test_an_edit_naming_a_file_it_cannot_have_is_refused_before_anything_is_written(chat):
+    c, alice, cid = chat
+    before = transcript(c, cid, alice, versions="all")
+    question = before[-2]
+    unknown = {"message": "And with this receipt?", "attachmentIds": ["0b6f2d1e-5c4a-4e8b-9a7d-2f1e3c4b5a69"]}
+    url = f"{BASE}/{cid}/messages/{question['messageId']}/edit"
+    assert_error(c.post(url, json=unknown, headers=alice), 404)
+    assert transcript(c, cid, alice, versions="all") == before  # nothing written, the lock not kept
+    assert c.get(f"{BASE}/{cid}", headers=alice).json()["messageCount"] == 4
+
+
 def test_a_revision_that_fails_leaves_the_exchange_as_it_was(chat, fake_llm):
     c, alice, cid = chat
     before = transcript(c, cid, alice, versions="all")

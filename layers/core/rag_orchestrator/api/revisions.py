@@ -91,6 +91,7 @@ async def _stream(
         context_type=body.context_type,
         context=body.context or {},
         metadata=edited.metadata if edited else {},
+        attachment_ids=tuple(edited.attachment_ids) if edited else (),
         deadline=turn_deadline(request, target.settings),
     )
     turn = await begin_revision(target.orchestrator, asked, target.message_id, edit=edited is not None)

@@ -28,10 +28,16 @@ async def begin_revision(
     `request.message` replaces its question. Raises 404 or 409 before any event is sent."""
     settings = orchestrator.settings
     control = TurnControl(request.deadline or time.time() + settings.turn_default_budget_seconds)
-    new_question = None
-    if edit:
+    new_question, attachments = None, None
+    if edit:  # the new question's files are checked before anything is claimed, as in begin()
+        attachments = await AttachmentReading.check(orchestrator.attachments, request)
         message = Message(role=Role.USER, content=request.message)
-        new_question = ConversationMessage.of(request.conversation_id, message, metadata=request.metadata)
+        new_question = ConversationMessage.of(
+            request.conversation_id,
+            message,
+            metadata=request.metadata,
+            attachment_ids=list(request.attachment_ids),
+        )
     revision = await orchestrator.store.start_revision(
         request.conversation_id,
         request.caller.caller_id,
@@ -43,10 +49,11 @@ async def begin_revision(
     assert question is not None  # a revision always answers a question
     ids = tuple(question.attachment_ids or ())
     answering = dataclasses.replace(request, message=question.content, attachment_ids=ids)
-    try:  # a regenerated question keeps its files, checked now that the lock is held
-        attachments = await AttachmentReading.check(orchestrator.attachments, answering)
-    except RagError as exc:
-        logger.warning("a revised question's attachments are gone", extra={"error": exc.message})
-        attachments = None  # answer the question without them rather than hold the lock
+    if not edit:
+        try:  # a regenerated question keeps its files, checked now that the lock is held
+            attachments = await AttachmentReading.check(orchestrator.attachments, answering)
+        except RagError as exc:
+            logger.warning("a revised question's attachments are gone", extra={"error": exc.message})
+            attachments = None  # answer the question without them rather than hold the lock
     prelude = Prelude(orchestrator, answering)
     return ActiveTurn(orchestrator, answering, question, control, prelude, attachments, revision)
