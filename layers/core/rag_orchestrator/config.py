@@ -6,9 +6,10 @@ import os
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rag_orchestrator.domain.budgets import Budgets
 from rag_orchestrator.domain.callers import normalise_roles
 from rag_orchestrator.errors import ConfigError
 
@@ -69,6 +70,11 @@ class Settings(BaseSettings):
     turn_stop_on_disconnect: bool = False
     stream_log_flush_ms: int = Field(250, ge=10, le=5000)
     sse_keepalive_seconds: float = Field(15.0, gt=0, le=300)
+
+    # Approvals and budgets (docs/approvals.md, docs/usage.md): a held tool call undecided this long is
+    # denied; BUDGET_TOKENS_PER_DAY is one number, or role=number pairs (unset: unlimited).
+    approval_ttl_minutes: int = Field(60, ge=1, le=10_080)
+    budget_tokens_per_day: str | None = None
 
     conversation_rolling_window: int = Field(20, ge=1, le=500)
     conversation_storage: Literal["dynamodb", "memory"] = "dynamodb"
@@ -148,6 +154,12 @@ class Settings(BaseSettings):
 
     port: int = Field(8000, ge=1, le=65535)
 
+    @field_validator("budget_tokens_per_day")
+    @classmethod
+    def _check_budgets(cls, value: str | None) -> str | None:
+        Budgets.parse(value)  # ValueError says what is wrong
+        return value
+
     @model_validator(mode="after")
     def _check_combinations(self) -> Settings:
         if self.auth_mode == "dev" and in_lambda():
@@ -193,6 +205,10 @@ class Settings(BaseSettings):
         if self.jwt_jwks_url:
             return self.jwt_jwks_url
         return f"{self.jwt_issuer.rstrip('/')}/.well-known/jwks.json" if self.jwt_issuer else None
+
+    @property
+    def budgets(self) -> Budgets:
+        return Budgets.parse(self.budget_tokens_per_day)
 
     @property
     def kb_writers(self) -> tuple[str, ...]:

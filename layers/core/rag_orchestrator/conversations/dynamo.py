@@ -15,6 +15,7 @@ from typing import Any
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations import items as it
+from rag_orchestrator.conversations.approvals import ApprovalWrites
 from rag_orchestrator.conversations.audit_trail import head_of
 from rag_orchestrator.conversations.contents import ContentOffloader
 from rag_orchestrator.conversations.cursors import CursorCodec, cursor_key
@@ -26,6 +27,7 @@ from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit
 from rag_orchestrator.conversations.store import TurnContext, in_worker_thread, token_total
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.conversations.transcripts import S3AuditTrails, S3Transcripts, merge
+from rag_orchestrator.conversations.usage import UsageReads
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.callers import is_guest
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
@@ -34,9 +36,9 @@ from rag_orchestrator.errors import BadRequest, Conflict, ConversationNotFound
 DELETED = ConversationStatus.DELETED.value
 
 
-class DynamoConversationStore(TurnWrites, AuditReads):
-    """Conversations, listings and transcripts here; the writes of a turn in TurnWrites, the audit
-    trail's reads in AuditReads."""
+class DynamoConversationStore(TurnWrites, ApprovalWrites, AuditReads, UsageReads):
+    """Conversations, listings and transcripts here; the writes of a turn in TurnWrites, decisions on
+    held calls in ApprovalWrites, the audit trail's reads in AuditReads, a caller's day in UsageReads."""
 
     def __init__(
         self,

@@ -17,15 +17,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rag_orchestrator.conversations.approvals import DECIDED, EXPIRED
 from rag_orchestrator.conversations.audit_trail import audit_scope, held_page
 from rag_orchestrator.conversations.cursors import CursorCodec
 from rag_orchestrator.conversations.keys import activity_key, iso, list_scope, messages_scope
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit, offset_page
 from rag_orchestrator.conversations.store import LOCK_HELD, TurnContext, token_total, turn_messages
+from rag_orchestrator.domain.approvals import OUTCOMES, PENDING, Decision, HeldCall, Resolution
 from rag_orchestrator.domain.audit import GENESIS, AuditTrail, seal
 from rag_orchestrator.domain.base import utcnow
+from rag_orchestrator.domain.budgets import Spend, exhausted
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
-from rag_orchestrator.errors import BadRequest, Conflict, ConversationNotFound, DuplicateClientMessage
+from rag_orchestrator.errors import (
+    ApprovalClosed,
+    ApprovalNotFound,
+    ApprovalPending,
+    BadRequest,
+    Conflict,
+    ConversationNotFound,
+    DuplicateClientMessage,
+)
 
 ACTIVE, DELETED = ConversationStatus.ACTIVE, ConversationStatus.DELETED
 
@@ -39,6 +50,8 @@ class _Record:
     lock_until: float = 0.0
     audits: list[dict[str, Any]] = field(default_factory=list)  # sealed audit records, oldest first
     audit_head: str = GENESIS
+    held: HeldCall | None = None  # the tool call waiting for a decision
+    approvals: dict[str, str] = field(default_factory=dict)  # approvalId -> status
 
 
 def _own_message(message: ConversationMessage) -> ConversationMessage:
@@ -58,6 +71,7 @@ class MemoryConversationStore:
         self._cursors = CursorCodec(cursor_secret or os.urandom(32))
         self._clock = clock
         self._records: dict[str, _Record] = {}
+        self._usage: dict[tuple[str, str], int] = {}  # (callerId, day) -> tokens
         self._lock = threading.Lock()
 
     async def create(
@@ -170,18 +184,69 @@ class MemoryConversationStore:
         user_message: ConversationMessage,
         client_message_id: str | None,
         lease_seconds: int,
-    ) -> None:
+        spend: Spend | None = None,
+    ) -> Resolution | None:
         now = self._clock()
         with self._lock:
             record = self._owned(conversation_id, caller_id)
             if client_message_id and client_message_id in record.markers:
                 raise DuplicateClientMessage(client_message_id, *record.markers[client_message_id])
+            if spend is not None and spend.limit is not None:
+                used = self._usage.get((spend.caller_id, spend.day), 0)
+                if used >= spend.limit:
+                    raise exhausted(spend, used)
+            expired = None
+            if record.held is not None:
+                if record.held.decide_by > now:
+                    raise ApprovalPending(record.held.approval_id)
+                expired = Resolution(record.held, "expired")
             if record.lock_until > now:
                 raise Conflict(LOCK_HELD)
             record.lock_until = now + lease_seconds
             if client_message_id:
                 record.markers[client_message_id] = (user_message.message_id, iso(user_message.created_at))
+            if expired is not None:
+                self._resolve(record, expired)
+                refusal = ConversationMessage.of(conversation_id, expired.tool_message())
+                self._add(record, [refusal], tokens=0, tool_calls=0)
             self._add(record, [user_message], tokens=user_message.token_count or 0, tool_calls=0)
+        return expired
+
+    async def decide_approval(
+        self,
+        conversation_id: str,
+        approval_id: str,
+        caller_id: str,
+        decision: Decision,
+        reason: str | None,
+        lease_seconds: int,
+    ) -> Resolution:
+        now = self._clock()
+        with self._lock:
+            try:
+                record = self._owned(conversation_id, caller_id)
+            except ConversationNotFound:
+                raise ApprovalNotFound(approval_id) from None
+            held = record.held
+            if held is None or held.approval_id != approval_id:
+                if approval_id in record.approvals:
+                    raise ApprovalClosed(DECIDED)
+                raise ApprovalNotFound(approval_id)
+            if held.decide_by <= now:
+                raise ApprovalClosed(EXPIRED)
+            if record.lock_until > now:
+                raise Conflict(LOCK_HELD)
+            record.lock_until, record.held = now + lease_seconds, None
+        return Resolution(held, OUTCOMES[decision], reason)
+
+    async def usage(self, caller_id: str, day: str) -> int:
+        with self._lock:
+            return self._usage.get((caller_id, day), 0)
+
+    @staticmethod
+    def _resolve(record: _Record, resolution: Resolution) -> None:
+        record.held = None
+        record.approvals[resolution.held.approval_id] = resolution.outcome
 
     async def finish_turn(
         self,
@@ -193,6 +258,9 @@ class MemoryConversationStore:
         interrupted: bool = False,
         audit: dict[str, Any] | None = None,
         context: TurnContext | None = None,
+        held: HeldCall | None = None,
+        decided: Resolution | None = None,
+        spend: Spend | None = None,
     ) -> None:
         """The chain's head is this store's own: `context` is not needed to seal the record."""
         with self._lock:
@@ -205,6 +273,13 @@ class MemoryConversationStore:
                 sealed = seal(copy.deepcopy(audit), record.audit_head)
                 record.audits.append(sealed)
                 record.audit_head = sealed["hash"]
+            if decided is not None:
+                self._resolve(record, decided)
+            if held is not None:
+                record.held, record.approvals[held.approval_id] = held, PENDING
+            if spend is not None and tokens:
+                key = (spend.caller_id, spend.day)
+                self._usage[key] = self._usage.get(key, 0) + tokens
 
     async def abort_turn(self, conversation_id: str) -> None:
         with self._lock:

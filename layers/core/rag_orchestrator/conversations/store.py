@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Concatenate, Protocol
 
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE
+from rag_orchestrator.domain.approvals import Decision, HeldCall, Resolution
 from rag_orchestrator.domain.audit import AuditTrail
+from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
 from rag_orchestrator.domain.messages import Role
 
@@ -43,10 +45,29 @@ class TurnStore(Protocol):
         user_message: ConversationMessage,
         client_message_id: str | None,
         lease_seconds: int,
-    ) -> None:
-        """Check ownership, take the turn lock, store the user message, in one write.
+        spend: Spend | None = None,
+    ) -> Resolution | None:
+        """Check ownership, take the turn lock, store the user message, in one write; with a limited
+        `spend`, check the caller's day is under its limit in the same write.
 
-        Raises ConversationNotFound, DuplicateClientMessage, or Conflict while another turn runs.
+        Raises ConversationNotFound, DuplicateClientMessage, BudgetExhausted, ApprovalPending while a
+        tool call waits for a decision, or Conflict while another turn runs. A held call that expired
+        is answered as denied before the message: its Resolution is returned.
+        """
+        ...
+
+    async def decide_approval(
+        self,
+        conversation_id: str,
+        approval_id: str,
+        caller_id: str,
+        decision: Decision,
+        reason: str | None,
+        lease_seconds: int,
+    ) -> Resolution:
+        """Take the held call and the turn lock, in one write: of two decisions one wins.
+
+        Raises ApprovalNotFound (unknown, another caller's) or ApprovalClosed (decided, expired).
         """
         ...
 
@@ -68,9 +89,17 @@ class TurnStore(Protocol):
         interrupted: bool = False,
         audit: dict[str, Any] | None = None,
         context: TurnContext | None = None,
+        held: HeldCall | None = None,
+        decided: Resolution | None = None,
+        spend: Spend | None = None,
     ) -> None:
         """Store the turn's messages and its audit record (sealed onto the chain `context` read),
-        add its counters and release the lock, in one write."""
+        add its counters and release the lock, in one write; in it too the call the turn holds, the
+        decision it acted on, and its tokens on the caller's day (`spend`)."""
+        ...
+
+    async def usage(self, caller_id: str, day: str) -> int:
+        """The tokens the caller's turns used on that UTC day (YYYY-MM-DD), as counted by finish_turn."""
         ...
 
     async def abort_turn(self, conversation_id: str) -> None:

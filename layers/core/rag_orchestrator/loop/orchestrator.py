@@ -6,11 +6,14 @@ before any event is sent; the ActiveTurn it returns (loop/turn.py) runs the turn
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.store import TurnStore
+from rag_orchestrator.domain.approvals import Decision
+from rag_orchestrator.domain.budgets import Spend, exhausted
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.loop.control import TurnControl
@@ -43,19 +46,54 @@ class Orchestrator:
         self.after_turn = tuple(after_turn)
 
     async def begin(self, request: TurnRequest) -> ActiveTurn:
-        """Store the user message and take the turn lock; raises ConversationNotFound or Conflict."""
-        control = TurnControl(request.deadline or time.time() + self.settings.turn_default_budget_seconds)
+        """Store the user message and take the turn lock; raises ConversationNotFound, Conflict,
+        ApprovalPending or BudgetExhausted."""
+        control = self._control(request)
+        spend = self._spend(request)
         user = ConversationMessage.of(
             request.conversation_id,
             Message(role=Role.USER, content=request.message),
             client_message_id=request.client_message_id,
             metadata=request.metadata,
         )
-        await self.store.start_turn(
+        expired = await self.store.start_turn(
             request.conversation_id,
             request.caller.caller_id,
             user,
             request.client_message_id,
             lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
+            spend=spend,
         )
-        return ActiveTurn(self, request, user, control)
+        return ActiveTurn(self, request, user, control, spend=spend, decided=expired)
+
+    async def decide(
+        self, request: TurnRequest, approval_id: str, decision: Decision, reason: str | None
+    ) -> ActiveTurn:
+        """Take a held call's decision and the turn lock; the turn returned continues with it.
+
+        Raises BudgetExhausted (read first: one more request, only with a limit), ApprovalNotFound,
+        ApprovalClosed or Conflict."""
+        control, spend = self._control(request), self._spend(request)
+        if spend is not None and spend.limit is not None:
+            used = await self.store.usage(spend.caller_id, spend.day)
+            if used >= spend.limit:
+                raise exhausted(spend, used)
+        decided = await self.store.decide_approval(
+            request.conversation_id,
+            approval_id,
+            request.caller.caller_id,
+            decision,
+            reason,
+            lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
+        )
+        held = decided.held
+        request = dataclasses.replace(request, context_type=held.context_type, context=held.context)
+        return ActiveTurn(self, request, None, control, spend=spend, decided=decided)
+
+    def _control(self, request: TurnRequest) -> TurnControl:
+        return TurnControl(request.deadline or time.time() + self.settings.turn_default_budget_seconds)
+
+    def _spend(self, request: TurnRequest) -> Spend | None:
+        """Where the turn's tokens count: nowhere while no budget is configured."""
+        budgets = self.settings.budgets
+        return Spend.today(request.caller, budgets) if budgets.configured else None

@@ -10,7 +10,7 @@ ends with a Stop.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, assert_never
 
@@ -18,6 +18,8 @@ import anyio
 
 from rag_orchestrator.conversations.store import TurnContext
 from rag_orchestrator.domain import events as ev
+from rag_orchestrator.domain.approvals import NOT_RUN, Resolution
+from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
@@ -26,14 +28,15 @@ from rag_orchestrator.domain.passages import SourceWithSnippet
 from rag_orchestrator.domain.text import scrub
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.after_turn import run_after_turn
+from rag_orchestrator.loop.approvals import ApprovalSteps, resumed_request, split_calls
 from rag_orchestrator.loop.control import TurnControl, TurnStopped
 from rag_orchestrator.loop.history import knowledge_message, well_formed
-from rag_orchestrator.loop.ports import KnowledgeSearch, Toolset, TurnRequest
+from rag_orchestrator.loop.ports import KnowledgeSearch, TurnRequest
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.steps import FinalAnswer, ModelResponse, RunTools, Stop, next_step
 from rag_orchestrator.observability import logger, metrics, request_reference
 from rag_orchestrator.providers import events as se
-from rag_orchestrator.tools.base import ToolContext
+from rag_orchestrator.tools.base import ToolContext, failure
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 
 if TYPE_CHECKING:  # the orchestrator holds the parts a turn uses
@@ -42,20 +45,25 @@ if TYPE_CHECKING:  # the orchestrator holds the parts a turn uses
 UNEXPECTED = "The turn failed unexpectedly. Please try again."
 
 
-class ActiveTurn:
+class ActiveTurn(ApprovalSteps):
     def __init__(
         self,
         orchestrator: Orchestrator,
         request: TurnRequest,
-        question: ConversationMessage,
+        question: ConversationMessage | None,
         control: TurnControl,
+        *,
+        spend: Spend | None = None,
+        decided: Resolution | None = None,
     ) -> None:
+        """`question` None: a continuation, which acts on `decided` first (approvals.py)."""
         self.o = orchestrator
         self.request = request
         self.question = question
         self.turn_id = sortable_id()
         self.control = control
-        self.record = TurnRecord(request.conversation_id)
+        self.spend = spend
+        self.record = TurnRecord(request.conversation_id, decided=decided)
         self.context: TurnContext | None = None  # what the turn read at its start
         self._partial: list[str] = []  # the text streamed by the current model call
         self._finished = False
@@ -87,10 +95,12 @@ class ActiveTurn:
 
     async def _run(self) -> AsyncIterator[ev.StreamEvent]:
         request, settings = self.request, self.o.settings
-        toolset = await self.o.choose_tools(request)
         self.context = await self.o.store.context(
             request.conversation_id, settings.conversation_rolling_window
         )
+        if self.question is None:
+            self.request = request = resumed_request(request, self.context.messages)
+        toolset = await self.o.choose_tools(request)
         history = well_formed([m.to_message() for m in self.context.messages])
         messages = [Message(role=Role.SYSTEM, content=toolset.system_prompt), *history]
         if settings.loop_initial_rag and self.o.search is not None and RAG_SEARCH in toolset.names:
@@ -103,6 +113,9 @@ class ActiveTurn:
             elif found:
                 messages.append(knowledge_message(found))
         tool_ctx = request.tool_context()
+        if self.question is None and self.record.decided is not None:
+            async for event in self._act_on(self.record.decided, tool_ctx, toolset.names, messages):
+                yield event
         limit, after_tools = settings.loop_max_iterations, False
         while True:
             iteration = self.record.iterations + 1
@@ -128,8 +141,13 @@ class ActiveTurn:
                     )
                     messages.append(assistant)
                     self.record.add(assistant, response.usage.completion_tokens)
-                    async for event in self._run_tools(step.calls, tool_ctx, toolset, messages):
+                    held, run, refused = split_calls(step.calls, self.o.tools, toolset.names)
+                    async for event in self._run_tools(run, tool_ctx, toolset.names, messages, refused):
                         yield event
+                    if held is not None:
+                        async for event in self._hold(held, settings.approval_ttl_minutes):
+                            yield event
+                        return
                     after_tools = True
                 case FinalAnswer():
                     async for event in self._complete(step.content, step.reasoning, step.reason):
@@ -195,9 +213,15 @@ class ActiveTurn:
         return format_passages(passages) if passages else ""
 
     async def _run_tools(
-        self, calls: tuple[ToolCall, ...], tool_ctx: ToolContext, toolset: Toolset, messages: list[Message]
+        self,
+        calls: Sequence[ToolCall],
+        tool_ctx: ToolContext,
+        allowed: Sequence[str],
+        messages: list[Message],
+        refused: Sequence[ToolCall] = (),
     ) -> AsyncIterator[ev.StreamEvent]:
-        for call in calls:
+        """Run `calls`; `refused` ones (approval calls beyond the one held) are answered not run."""
+        for call in [*calls, *refused]:
             try:
                 arguments = call.parsed_arguments()
             except ValueError:
@@ -205,8 +229,8 @@ class ActiveTurn:
             yield self._event(
                 ev.ToolCallStart, tool_name=call.function.name, tool_call_id=call.id, arguments=arguments
             )
-        results = await self.control.wait(self.o.tools.execute_all(calls, tool_ctx, toolset.names))
-        for result in results:
+        results = await self.control.wait(self.o.tools.execute_all(calls, tool_ctx, allowed)) if calls else []
+        for result in [*results, *(failure(c.function.name, NOT_RUN, c.id) for c in refused)]:
             if result.success:
                 self.record.remember(result.passages)
             if result.preview is not None:
@@ -231,12 +255,12 @@ class ActiveTurn:
         self, content: str, reasoning: str | None, reason: ev.FinishReason, *, cut: bool = False
     ) -> AsyncIterator[ev.StreamEvent]:
         """End the turn with its answer; a `cut` one keeps its partial text, marked interrupted."""
-        record = self.record
+        record, answers = self.record, reason != "awaiting_approval"
         sources = record.sources_of(content)
-        tail = "" if cut else self.o.finalizer.epilogue(content, sources)
+        tail = "" if cut or not answers else self.o.finalizer.epilogue(content, sources)
         if tail and self.request.mode is se.StreamingMode.PROGRESSIVE:
             yield self._event(ev.ResponseChunk, content=tail)
-        if content or not cut:
+        if answers and (content or not cut):
             stored = record.add(Message(role=Role.ASSISTANT, content=content + tail, reasoning=reasoning))
             record.content, record.message_id = stored.content, stored.message_id
         record.sources, record.finish_reason = sources, reason
@@ -278,6 +302,9 @@ class ActiveTurn:
                     interrupted=interrupted,
                     audit=audit,
                     context=self.context,
+                    held=self.record.held,
+                    decided=self.record.decided if self.question is None else None,
+                    spend=self.spend,
                 )
             except Exception:
                 logger.exception("could not record the turn; releasing the lock")
