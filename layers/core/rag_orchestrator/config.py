@@ -75,6 +75,7 @@ class Settings(BaseSettings):
     # denied; BUDGET_TOKENS_PER_DAY is one number, or role=number pairs (unset: unlimited).
     approval_ttl_minutes: int = Field(60, ge=1, le=10_080)
     budget_tokens_per_day: str | None = None
+    budget_turn_reserve_tokens: int = Field(8000, ge=0, le=10_000_000)  # held by a running limited turn
 
     conversation_rolling_window: int = Field(20, ge=1, le=500)
     conversation_storage: Literal["dynamodb", "memory"] = "dynamodb"

@@ -30,6 +30,8 @@ ROUTERS: dict[str, str] = {
     "ui_stream": "rag_orchestrator.api.ui_stream:router",
     "turns": "rag_orchestrator.api.turns:router",
     "turn_events": "rag_orchestrator.api.turns:stream_router",
+    "approvals": "rag_orchestrator.api.approvals:stream_router",
+    "usage": "rag_orchestrator.api.usage:router",
     # "answer" before "answer_stream": where both are mounted, the REST route owns /query/answer.
     "answer": "rag_orchestrator.api.answers:router",
     "answer_stream": "rag_orchestrator.api.answers:stream_router",
@@ -52,8 +54,9 @@ API_ROUTERS = (
     "guest",
     "audit",
     "documents",
+    "usage",
 )
-STREAM_ROUTERS = ("health", "chat_stream", "ui_stream", "turns", "turn_events", "answer_stream")
+STREAM_ROUTERS = ("health", "chat_stream", "ui_stream", "turns", "turn_events", "approvals", "answer_stream")
 ALL_ROUTERS = tuple(ROUTERS)
 
 

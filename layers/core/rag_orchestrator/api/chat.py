@@ -20,6 +20,7 @@ from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import ChatRequest, ChatResponse
 from rag_orchestrator.domain.passages import SourceWithSnippet
+from rag_orchestrator.loop.approvals import approval_requested
 from rag_orchestrator.loop.orchestrator import Orchestrator
 from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.turn_stream import TurnStream
@@ -89,10 +90,11 @@ async def send_message(
         tokens_used=record.tokens,
         finish_reason=record.finish_reason,
         sources=[SourceWithSnippet.of(p) for p in record.sources],
+        approval=approval_requested(record.held, turn.turn_id) if record.held else None,
     )
 
 
-async def _sse(stream: TurnStream, started: float) -> AsyncIterator[bytes]:
+async def sse_frames(stream: TurnStream, started: float) -> AsyncIterator[bytes]:
     turn_id = stream.turn_id
     async for item in stream.frames():
         if item is None:
@@ -129,4 +131,4 @@ async def stream_message(
     parts = services(request)
     stream = TurnStream(turn, log=parts.event_log, running=parts.running_turns, settings=settings)
     stream.start()
-    return StreamingResponse(_sse(stream, started), media_type="text/event-stream", headers=SSE_HEADERS)
+    return StreamingResponse(sse_frames(stream, started), media_type="text/event-stream", headers=SSE_HEADERS)

@@ -25,7 +25,7 @@ from rag_orchestrator.conversations.table import (
     ConditionFailed,
     Table,
 )
-from rag_orchestrator.conversations.usage import budget_check, refused_budget, usage_add
+from rag_orchestrator.conversations.usage import refused_budget, reservation, settlement
 from rag_orchestrator.domain.approvals import HeldCall, Resolution
 from rag_orchestrator.domain.audit import GENESIS, seal
 from rag_orchestrator.domain.base import utcnow
@@ -92,8 +92,8 @@ class TurnWrites:
                 conversation_id, caller_id, user_message, client_message_id, lease_seconds, now, expired
             )
             checked = len(actions)
-            if spend is not None and spend.limit is not None:
-                actions.append(budget_check(spend))
+            if spend is not None and spend.limited:
+                actions.append({"Update": reservation(spend)})
             try:
                 self._table.transact(actions)
                 return expired
@@ -181,7 +181,7 @@ class TurnWrites:
         # The held call, the decision acted on, the caller's day: actions of this same transaction.
         extra_actions = [held_put(held)] if held else []
         extra_actions += [outcome_update(decided)] if decided else []
-        extra_actions += [usage_add(spend, tokens)] if spend and tokens else []
+        extra_actions += [settlement(spend, tokens)] if spend and (tokens or spend.reserve) else []
         head = (context.audit_head if context else None) or GENESIS
         for _ in range(CHAIN_ATTEMPTS):
             record = seal(audit, head) if audit is not None else None

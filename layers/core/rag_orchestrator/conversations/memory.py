@@ -71,7 +71,7 @@ class MemoryConversationStore:
         self._cursors = CursorCodec(cursor_secret or os.urandom(32))
         self._clock = clock
         self._records: dict[str, _Record] = {}
-        self._usage: dict[tuple[str, str], int] = {}  # (callerId, day) -> tokens
+        self._usage: dict[tuple[str, str], list[int]] = {}  # (callerId, day) -> [used, committed]
         self._lock = threading.Lock()
 
     async def create(
@@ -191,10 +191,8 @@ class MemoryConversationStore:
             record = self._owned(conversation_id, caller_id)
             if client_message_id and client_message_id in record.markers:
                 raise DuplicateClientMessage(client_message_id, *record.markers[client_message_id])
-            if spend is not None and spend.limit is not None:
-                used = self._usage.get((spend.caller_id, spend.day), 0)
-                if used >= spend.limit:
-                    raise exhausted(spend, used)
+            if spend is not None and spend.limited:
+                self._check_budget(spend)
             expired = None
             if record.held is not None:
                 if record.held.decide_by > now:
@@ -205,6 +203,8 @@ class MemoryConversationStore:
             record.lock_until = now + lease_seconds
             if client_message_id:
                 record.markers[client_message_id] = (user_message.message_id, iso(user_message.created_at))
+            if spend is not None and spend.limited:
+                self._day(spend)[1] += spend.reserve
             if expired is not None:
                 self._resolve(record, expired)
                 refusal = ConversationMessage.of(conversation_id, expired.tool_message())
@@ -241,7 +241,24 @@ class MemoryConversationStore:
 
     async def usage(self, caller_id: str, day: str) -> int:
         with self._lock:
-            return self._usage.get((caller_id, day), 0)
+            return self._usage.get((caller_id, day), [0, 0])[0]
+
+    async def reserve(self, spend: Spend) -> None:
+        with self._lock:
+            self._check_budget(spend)
+            self._day(spend)[1] += spend.reserve
+
+    async def release(self, spend: Spend) -> None:
+        with self._lock:
+            self._day(spend)[1] -= spend.reserve
+
+    def _day(self, spend: Spend) -> list[int]:
+        return self._usage.setdefault((spend.caller_id, spend.day), [0, 0])
+
+    def _check_budget(self, spend: Spend) -> None:
+        used, committed = self._usage.get((spend.caller_id, spend.day), [0, 0])
+        if committed >= (spend.limit or 0):
+            raise exhausted(spend, used)
 
     @staticmethod
     def _resolve(record: _Record, resolution: Resolution) -> None:
@@ -277,9 +294,10 @@ class MemoryConversationStore:
                 self._resolve(record, decided)
             if held is not None:
                 record.held, record.approvals[held.approval_id] = held, PENDING
-            if spend is not None and tokens:
-                key = (spend.caller_id, spend.day)
-                self._usage[key] = self._usage.get(key, 0) + tokens
+            if spend is not None:
+                day = self._day(spend)
+                day[0] += tokens
+                day[1] += tokens - spend.reserve
 
     async def abort_turn(self, conversation_id: str) -> None:
         with self._lock:

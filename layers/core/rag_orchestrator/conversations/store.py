@@ -102,6 +102,15 @@ class TurnStore(Protocol):
         """The tokens the caller's turns used on that UTC day (YYYY-MM-DD), as counted by finish_turn."""
         ...
 
+    async def reserve(self, spend: Spend) -> None:
+        """Hold the turn's reserve of a limited caller's day, in one write; BudgetExhausted at the limit.
+        (start_turn holds it itself: this is for a decision's continuation.)"""
+        ...
+
+    async def release(self, spend: Spend) -> None:
+        """Let go of a hold taken by a turn that stores nothing (it failed, or its decision was refused)."""
+        ...
+
     async def abort_turn(self, conversation_id: str) -> None:
         """Release the turn lock only (the turn failed before anything worth keeping)."""
         ...

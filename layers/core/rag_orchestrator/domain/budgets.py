@@ -2,6 +2,11 @@
 
 BUDGET_TOKENS_PER_DAY is one number for every caller, or `role=number,…` per role (the caller's
 primary role decides); a role not listed, and `admin`, are unlimited.
+
+A limited turn starts only while its caller's `committed` tokens (used, plus what running turns hold)
+are under the limit, and holds BUDGET_TURN_RESERVE_TOKENS of it until it ends: concurrent turns
+cannot all start on the same remaining budget, so a day overspends by at most one turn's tokens
+(as long as no turn uses more than its reserve).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from rag_orchestrator.domain.callers import ADMIN, Caller, normalise_roles, primary_role
-from rag_orchestrator.errors import BudgetExhausted
+from rag_orchestrator.errors import RETRY_AFTER_SECONDS, BudgetExhausted
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,16 +68,25 @@ def _amount(text: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Spend:
-    """Where a turn's tokens are counted: the caller's day, and its limit (None: unlimited)."""
+    """Where a turn's tokens are counted: the caller's day, its limit (None: unlimited), and what a
+    limited turn holds of the budget while it runs (`reserve`), settled to what it used at its end."""
 
     caller_id: str
     day: str  # YYYY-MM-DD, UTC
     limit: int | None = None
+    reserve: int = 0
 
     @classmethod
-    def today(cls, caller: Caller, budgets: Budgets, now: datetime | None = None) -> Spend:
+    def today(cls, caller: Caller, budgets: Budgets, reserve: int, now: datetime | None = None) -> Spend:
         moment = now or datetime.now(UTC)
-        return cls(caller.caller_id, moment.astimezone(UTC).date().isoformat(), budgets.limit_for(caller))
+        limit = budgets.limit_for(caller)
+        return cls(
+            caller.caller_id, moment.astimezone(UTC).date().isoformat(), limit, reserve if limit else 0
+        )
+
+    @property
+    def limited(self) -> bool:
+        return self.limit is not None
 
 
 def next_midnight(now: datetime | None = None) -> datetime:
@@ -91,9 +105,15 @@ def seconds_to_reset(now: datetime | None = None) -> int:
     return max(1, int((next_midnight(moment) - moment).total_seconds() + 0.999))
 
 
-def exhausted(spend: Spend, used: int | None = None) -> BudgetExhausted:
-    shown = f" ({used} of {spend.limit})" if used is not None else f" ({spend.limit})"
+def exhausted(spend: Spend, used: int) -> BudgetExhausted:
+    """The 429 of a caller at its limit: spent until midnight, or held by its turns still running."""
+    if used < (spend.limit or 0):
+        return BudgetExhausted(
+            "The rest of today's token budget is held by your turns still running; try again when they finish",
+            retry_after=RETRY_AFTER_SECONDS,
+        )
+    resets = next_midnight().isoformat().replace("+00:00", "Z")
     return BudgetExhausted(
-        f"Today's token budget is spent{shown}; it resets at {next_midnight().isoformat().replace('+00:00', 'Z')}",
+        f"Today's token budget is spent ({used} of {spend.limit}); it resets at {resets}",
         retry_after=seconds_to_reset(),
     )

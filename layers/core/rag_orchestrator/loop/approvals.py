@@ -9,6 +9,7 @@ A call whose arguments would fail anyway is not held; it runs, and fails, like a
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
@@ -70,6 +71,19 @@ def hold(call: ToolCall, request: TurnRequest, turn_id: str, ttl_minutes: int) -
     )
 
 
+def approval_requested(held: HeldCall, turn_id: str | None = None) -> ev.ApprovalRequested:
+    """The event that asks for the decision (the REST answer carries it too)."""
+    return ev.ApprovalRequested(
+        conversation_id=held.conversation_id,
+        turn_id=turn_id or held.turn_id,
+        approval_id=held.approval_id,
+        tool_name=held.tool_name,
+        tool_call_id=held.tool_call_id,
+        arguments=json.loads(held.arguments),
+        expires_at=datetime.fromtimestamp(held.decide_by, UTC),
+    )
+
+
 def resumed_request(request: TurnRequest, window: Sequence[ConversationMessage]) -> TurnRequest:
     """The continuation's request: the question it goes on answering (for tool selection and memory)."""
     question = next((m.content for m in reversed(window) if m.role is Role.USER), "")
@@ -103,14 +117,7 @@ class ApprovalSteps:
         """Ask for the decision, and end the turn awaiting it."""
         held = hold(call, self.request, self.turn_id, ttl_minutes)
         self.record.held = held
-        yield self._event(
-            ev.ApprovalRequested,
-            approval_id=held.approval_id,
-            tool_name=held.tool_name,
-            tool_call_id=held.tool_call_id,
-            arguments=call.parsed_arguments(),
-            expires_at=datetime.fromtimestamp(held.decide_by, UTC),
-        )
+        yield approval_requested(held, self.turn_id)
         async for event in self._complete("", None, "awaiting_approval"):
             yield event
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.store import TurnStore
 from rag_orchestrator.domain.approvals import Decision
-from rag_orchestrator.domain.budgets import Spend, exhausted
+from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.loop.control import TurnControl
@@ -71,21 +71,25 @@ class Orchestrator:
     ) -> ActiveTurn:
         """Take a held call's decision and the turn lock; the turn returned continues with it.
 
-        Raises BudgetExhausted (read first: one more request, only with a limit), ApprovalNotFound,
-        ApprovalClosed or Conflict."""
+        Raises BudgetExhausted (its hold taken first: one more request, only with a limit),
+        ApprovalNotFound, ApprovalClosed or Conflict."""
         control, spend = self._control(request), self._spend(request)
-        if spend is not None and spend.limit is not None:
-            used = await self.store.usage(spend.caller_id, spend.day)
-            if used >= spend.limit:
-                raise exhausted(spend, used)
-        decided = await self.store.decide_approval(
-            request.conversation_id,
-            approval_id,
-            request.caller.caller_id,
-            decision,
-            reason,
-            lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
-        )
+        holding = spend if spend is not None and spend.limited else None
+        if holding is not None:
+            await self.store.reserve(holding)
+        try:
+            decided = await self.store.decide_approval(
+                request.conversation_id,
+                approval_id,
+                request.caller.caller_id,
+                decision,
+                reason,
+                lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
+            )
+        except Exception:
+            if holding is not None:
+                await self.store.release(holding)
+            raise
         held = decided.held
         request = dataclasses.replace(request, context_type=held.context_type, context=held.context)
         return ActiveTurn(self, request, None, control, spend=spend, decided=decided)
@@ -96,4 +100,5 @@ class Orchestrator:
     def _spend(self, request: TurnRequest) -> Spend | None:
         """Where the turn's tokens count: nowhere while no budget is configured."""
         budgets = self.settings.budgets
-        return Spend.today(request.caller, budgets) if budgets.configured else None
+        reserve = self.settings.budget_turn_reserve_tokens
+        return Spend.today(request.caller, budgets, reserve) if budgets.configured else None

@@ -101,8 +101,12 @@ class ActiveTurn(ApprovalSteps):
         if self.question is None:
             self.request = request = resumed_request(request, self.context.messages)
         toolset = await self.o.choose_tools(request)
-        history = well_formed([m.to_message() for m in self.context.messages])
-        messages = [Message(role=Role.SYSTEM, content=toolset.system_prompt), *history]
+        history = [m.to_message() for m in self.context.messages]
+        tool_ctx = request.tool_context()
+        if self.question is None and self.record.decided is not None:  # the held call's result first
+            async for event in self._act_on(self.record.decided, tool_ctx, toolset.names, history):
+                yield event
+        messages = [Message(role=Role.SYSTEM, content=toolset.system_prompt), *well_formed(history)]
         if settings.loop_initial_rag and self.o.search is not None and RAG_SEARCH in toolset.names:
             yield self._event(ev.StatusUpdate, status="Searching the knowledge base")
             found = await self._initial_search(self.o.search, request)
@@ -112,10 +116,6 @@ class ActiveTurn(ApprovalSteps):
                 )
             elif found:
                 messages.append(knowledge_message(found))
-        tool_ctx = request.tool_context()
-        if self.question is None and self.record.decided is not None:
-            async for event in self._act_on(self.record.decided, tool_ctx, toolset.names, messages):
-                yield event
         limit, after_tools = settings.loop_max_iterations, False
         while True:
             iteration = self.record.iterations + 1
@@ -309,3 +309,5 @@ class ActiveTurn(ApprovalSteps):
             except Exception:
                 logger.exception("could not record the turn; releasing the lock")
                 await self.o.store.abort_turn(self.request.conversation_id)
+                if self.spend is not None and self.spend.reserve:
+                    await self.o.store.release(self.spend)
