@@ -25,6 +25,7 @@ BENCHMARKS = {
     "memory": "bench.memory",
     "streaming": "bench.streaming",
     "dynamodb": "bench.dynamodb",
+    "approvals": "bench.approvals",
     "turns": "bench.turns",
     "selection": "bench.selection",
     "archival": "bench.archival",
