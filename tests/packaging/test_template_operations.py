@@ -385,7 +385,11 @@ def test_the_web_acl_rate_limits_each_ip_in_front_of_both_entry_points(resources
     origins = {o["Id"]: json.dumps(o["DomainName"]) for o in config["Origins"]}
     assert "HttpApi" in origins[config["DefaultCacheBehavior"]["TargetOriginId"]]
     streamed = {b["PathPattern"]: b["TargetOriginId"] for b in config["CacheBehaviors"]}
-    assert set(streamed) == {"/api/v1/chat/conversations/*/messages/stream", "/api/v1/query/answer/stream"}
+    assert set(streamed) == {
+        "/api/v1/chat/conversations/*/messages/stream",
+        "/api/v1/chat/conversations/*/approvals/*",
+        "/api/v1/query/answer/stream",
+    }
     assert all("ChatStreamFunctionUrl" in origins[target] for target in streamed.values())
     assert list(branches(config["WebACLId"])) == [
         {"Ref": "EdgeWebAclArn"},
