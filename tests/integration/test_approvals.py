@@ -285,3 +285,24 @@ def test_usage_of_unlimited_callers(stack):
     assert figures["tokensLimit"] is None and figures["tokensUsed"] == before + TURN_TOKENS
     admin = usage(stack, {"X-Caller-Id": "root", "X-Caller-Roles": "admin"})
     assert admin["tokensLimit"] is None
+
+
+def test_a_rest_turn_names_the_approval_and_another_function_decides_it(stack):
+    conversation = stack.conversation()
+    stack.llm.script(tool_call_reply("cancel_order", CANCEL, call_id="call_rest"))
+    answered = httpx.post(
+        f"{stack.api.url}/api/v1/chat/conversations/{conversation}/messages",
+        json={"message": "Cancel A-1002", **ORDERS},
+        headers=ALICE,
+        timeout=30,
+    ).json()
+    assert answered["finishReason"] == "awaiting_approval" and answered["message"] == ""
+    approval = answered["approval"]
+    assert (approval["toolName"], approval["toolCallId"], approval["arguments"]) == (
+        "cancel_order",
+        "call_rest",
+        CANCEL,
+    )
+    stack.llm.script(text_reply("Cancelled."))
+    events = parse_sse(stack.decide(conversation, approval["approvalId"], {"decision": "approve"}).text)
+    assert events[-1].data["finishReason"] == "stop" and len(cancels(stack)) == 1

@@ -14,16 +14,14 @@ from fastapi.responses import StreamingResponse
 from pydantic import Field
 
 from rag_orchestrator.api.auth import get_owner
-from rag_orchestrator.api.chat import CONVERSATION_ID, sse_frames
+from rag_orchestrator.api.chat import CONVERSATION_ID, streamed
 from rag_orchestrator.api.deadlines import turn_deadline
-from rag_orchestrator.api.deps import get_orchestrator, get_settings, services
-from rag_orchestrator.api.sse import SSE_HEADERS
+from rag_orchestrator.api.deps import get_orchestrator, get_settings
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.loop.orchestrator import Orchestrator
 from rag_orchestrator.loop.ports import TurnRequest
-from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.providers.events import StreamingMode
 
 APPROVAL_ID = Path(..., min_length=1, max_length=64)
@@ -64,7 +62,4 @@ async def decide(
     )
     reason = (body.reason or "").strip() or None
     turn = await orchestrator.decide(turn_request, approval_id, body.decision, reason)
-    parts = services(request)
-    stream = TurnStream(turn, log=parts.event_log, running=parts.running_turns, settings=settings)
-    stream.start()
-    return StreamingResponse(sse_frames(stream, started), media_type="text/event-stream", headers=SSE_HEADERS)
+    return streamed(turn, request, settings, started)

@@ -23,6 +23,7 @@ from rag_orchestrator.domain.passages import SourceWithSnippet
 from rag_orchestrator.loop.approvals import approval_requested
 from rag_orchestrator.loop.orchestrator import Orchestrator
 from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.turn import ActiveTurn
 from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.observability import metrics, since
 from rag_orchestrator.providers.events import StreamingMode
@@ -94,7 +95,7 @@ async def send_message(
     )
 
 
-async def sse_frames(stream: TurnStream, started: float) -> AsyncIterator[bytes]:
+async def _sse(stream: TurnStream, started: float) -> AsyncIterator[bytes]:
     turn_id = stream.turn_id
     async for item in stream.frames():
         if item is None:
@@ -128,7 +129,12 @@ async def stream_message(
     turn = await orchestrator.begin(
         turn_request(conversation_id, body, caller, StreamingMode.PROGRESSIVE, request, settings)
     )
+    return streamed(turn, request, settings, started)
+
+
+def streamed(turn: ActiveTurn, request: Request, settings: Settings, started: float) -> StreamingResponse:
+    """Start the claimed turn as its own task (TurnStream) and answer with its events as SSE."""
     parts = services(request)
     stream = TurnStream(turn, log=parts.event_log, running=parts.running_turns, settings=settings)
     stream.start()
-    return StreamingResponse(sse_frames(stream, started), media_type="text/event-stream", headers=SSE_HEADERS)
+    return StreamingResponse(_sse(stream, started), media_type="text/event-stream", headers=SSE_HEADERS)
