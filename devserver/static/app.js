@@ -232,7 +232,8 @@ const EVENT_HANDLERS = {
   },
   Completed(view, e) {
     view.status.textContent = "";
-    view.footer.textContent = `${e.iterationsUsed} model call(s) · ${e.tokensUsed} tokens · message ${e.messageId}`;
+    const ended = e.finishReason === "stop" ? `message ${e.messageId}` : e.finishReason.replace(/_/g, " ");
+    view.footer.textContent = `${e.iterationsUsed} model call(s) · ${e.tokensUsed} tokens · ${ended}`;
   },
   Error(view, e) {
     view.status.textContent = "";
