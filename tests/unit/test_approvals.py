@@ -226,3 +226,20 @@ def test_budgets_parse_one_number_or_roles():
     for bad in ("x", "user=", "user=0", "=5", "user=1,user=2"):
         with pytest.raises(ValueError):
             Budgets.parse(bad)
+
+
+async def test_the_ai_sdk_stream_carries_the_request_as_a_data_approval_part():
+    from rag_orchestrator.api.ui_parts import UIParts
+
+    s = Setup(tool_calls(call("cancel_order", ARGS, "c1")))
+    conversation = await s.conversation()
+    asked = of_type(await s.turn(conversation), "ApprovalRequested")[0]
+    (part,) = UIParts(conversation, asked.turn_id).parts(asked)
+    assert part["type"] == "data-approval"
+    assert part["data"] == {
+        "approvalId": asked.approval_id,
+        "toolName": "cancel_order",
+        "toolCallId": "c1",
+        "arguments": {"orderId": "A-1002"},
+        "expiresAt": asked.expires_at.isoformat().replace("+00:00", "Z"),
+    }

@@ -17,7 +17,7 @@ from typing import Any
 
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.keys import iso
-from rag_orchestrator.conversations.store import in_worker_thread
+from rag_orchestrator.conversations.store import LOCK_HELD, in_worker_thread
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.domain.approvals import OUTCOMES, PENDING, Decision, HeldCall, Resolution
 from rag_orchestrator.domain.base import utcnow
@@ -137,7 +137,7 @@ class ApprovalWrites:
             return ApprovalNotFound(approval_id)
         held = held_in(meta)
         if held is not None and held.approval_id == approval_id:
-            return ApprovalClosed(EXPIRED) if held.decide_by <= now else Conflict("A turn is already running")
+            return ApprovalClosed(EXPIRED) if held.decide_by <= now else Conflict(LOCK_HELD)
         response = self._table.call(
             "get_item", Key=approval_key(conversation_id, approval_id), ConsistentRead=True
         )

@@ -17,20 +17,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag_orchestrator.conversations.approvals import DECIDED, EXPIRED
 from rag_orchestrator.conversations.audit_trail import audit_scope, held_page
 from rag_orchestrator.conversations.cursors import CursorCodec
 from rag_orchestrator.conversations.keys import activity_key, iso, list_scope, messages_scope
+from rag_orchestrator.conversations.memory_holds import MemoryHolds
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit, offset_page
 from rag_orchestrator.conversations.store import LOCK_HELD, TurnContext, token_total, turn_messages
-from rag_orchestrator.domain.approvals import OUTCOMES, PENDING, Decision, HeldCall, Resolution
+from rag_orchestrator.domain.approvals import PENDING, HeldCall, Resolution
 from rag_orchestrator.domain.audit import GENESIS, AuditTrail, seal
 from rag_orchestrator.domain.base import utcnow
-from rag_orchestrator.domain.budgets import Spend, exhausted
+from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
 from rag_orchestrator.errors import (
-    ApprovalClosed,
-    ApprovalNotFound,
     ApprovalPending,
     BadRequest,
     Conflict,
@@ -66,7 +64,7 @@ def _own_conversation(conversation: Conversation) -> Conversation:
     return conversation.model_copy(update={"metadata": dict(conversation.metadata)})
 
 
-class MemoryConversationStore:
+class MemoryConversationStore(MemoryHolds):
     def __init__(self, *, cursor_secret: bytes | None = None, clock: Callable[[], float] = time.time) -> None:
         self._cursors = CursorCodec(cursor_secret or os.urandom(32))
         self._clock = clock
@@ -211,59 +209,6 @@ class MemoryConversationStore:
                 self._add(record, [refusal], tokens=0, tool_calls=0)
             self._add(record, [user_message], tokens=user_message.token_count or 0, tool_calls=0)
         return expired
-
-    async def decide_approval(
-        self,
-        conversation_id: str,
-        approval_id: str,
-        caller_id: str,
-        decision: Decision,
-        reason: str | None,
-        lease_seconds: int,
-    ) -> Resolution:
-        now = self._clock()
-        with self._lock:
-            try:
-                record = self._owned(conversation_id, caller_id)
-            except ConversationNotFound:
-                raise ApprovalNotFound(approval_id) from None
-            held = record.held
-            if held is None or held.approval_id != approval_id:
-                if approval_id in record.approvals:
-                    raise ApprovalClosed(DECIDED)
-                raise ApprovalNotFound(approval_id)
-            if held.decide_by <= now:
-                raise ApprovalClosed(EXPIRED)
-            if record.lock_until > now:
-                raise Conflict(LOCK_HELD)
-            record.lock_until, record.held = now + lease_seconds, None
-        return Resolution(held, OUTCOMES[decision], reason)
-
-    async def usage(self, caller_id: str, day: str) -> int:
-        with self._lock:
-            return self._usage.get((caller_id, day), [0, 0])[0]
-
-    async def reserve(self, spend: Spend) -> None:
-        with self._lock:
-            self._check_budget(spend)
-            self._day(spend)[1] += spend.reserve
-
-    async def release(self, spend: Spend) -> None:
-        with self._lock:
-            self._day(spend)[1] -= spend.reserve
-
-    def _day(self, spend: Spend) -> list[int]:
-        return self._usage.setdefault((spend.caller_id, spend.day), [0, 0])
-
-    def _check_budget(self, spend: Spend) -> None:
-        used, committed = self._usage.get((spend.caller_id, spend.day), [0, 0])
-        if committed >= (spend.limit or 0):
-            raise exhausted(spend, used)
-
-    @staticmethod
-    def _resolve(record: _Record, resolution: Resolution) -> None:
-        record.held = None
-        record.approvals[resolution.held.approval_id] = resolution.outcome
 
     async def finish_turn(
         self,
