@@ -29,8 +29,9 @@ from tests.integration.apps import AppProcess, app_env
 
 pytestmark = pytest.mark.integration
 
-ALICE = {"X-Caller-Id": "alice"}
-BOB = {"X-Caller-Id": "bob"}
+# Callers of this module alone: the moto table is shared with the suite (the chat page counts alice's).
+ALICE = {"X-Caller-Id": "approvals-alice"}
+BOB = {"X-Caller-Id": "approvals-bob"}
 ORDERS = {"contextType": "orders"}
 CANCEL = {"orderId": "A-1002"}
 CATALOG = {
@@ -124,6 +125,8 @@ def cancels(stack: Stack) -> list[dict]:
 
 
 def test_an_approval_tool_is_held_the_tool_api_is_not_called_and_new_messages_wait(stack):
+    listed = httpx.get(f"{stack.api.url}/api/v1/agent/tools", headers=ALICE).json()["tools"]
+    assert {t["name"]: t["approval"] for t in listed} == {"rag_search": None, "cancel_order": "required"}
     conversation, approval = stack.held()
     assert cancels(stack) == []
     refused = stack.chat(conversation, "hello?")
@@ -178,7 +181,7 @@ def test_deny_with_a_reason_never_calls_the_tool_and_the_model_reads_the_reason(
     audit = httpx.get(
         f"{stack.api.url}/api/v1/admin/audit",
         params={"conversationId": conversation},
-        headers={"X-Caller-Id": "root", "X-Caller-Roles": "admin"},
+        headers={"X-Caller-Id": "approvals-root", "X-Caller-Roles": "admin"},
     ).json()
     assert audit["chainValid"]
     kinds = [
@@ -283,7 +286,7 @@ def test_usage_of_unlimited_callers(stack):
     assert stack.chat(conversation, "hi", caller=BOB).status_code == 200
     figures = usage(stack, BOB)
     assert figures["tokensLimit"] is None and figures["tokensUsed"] == before + TURN_TOKENS
-    admin = usage(stack, {"X-Caller-Id": "root", "X-Caller-Roles": "admin"})
+    admin = usage(stack, {"X-Caller-Id": "approvals-root", "X-Caller-Roles": "admin"})
     assert admin["tokensLimit"] is None
 
 

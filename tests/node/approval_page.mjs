@@ -41,6 +41,7 @@ try {
   await page.fill("#message", message);
   await page.click("#send");
   await page.waitForSelector(".approval-card button", { timeout: 60_000 });
+  await page.waitForSelector(".turn-footer:not(:empty)"); // the asking turn's Completed follows the card
   const texts = (selector) => page.$$eval(selector, (nodes) => nodes.map((n) => n.textContent.trim()));
   const asked = { card: await texts(".approval-card .preview-title"), footer: await texts(".turn-footer") };
   await page.fill(".approval-card input", reason);

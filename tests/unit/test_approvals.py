@@ -243,3 +243,23 @@ async def test_the_ai_sdk_stream_carries_the_request_as_a_data_approval_part():
         "arguments": {"orderId": "A-1002"},
         "expiresAt": asked.expires_at.isoformat().replace("+00:00", "Z"),
     }
+
+
+def test_the_catalogue_takes_approval_required_and_refuses_any_other_value():
+    from rag_orchestrator.errors import ConfigError
+    from rag_orchestrator.tools.catalog import parse_catalog
+
+    def catalogue(approval):
+        tool = {
+            "name": "cancel_order",
+            "description": "Cancel an order",
+            "inputSchema": {"type": "object", "properties": {}},
+            "http": {"method": "POST", "url": "https://orders.example.com/cancel"},
+            "approval": approval,
+        }
+        return parse_catalog({"tools": [tool]}, lookup=lambda name: None)
+
+    assert catalogue("required").tools[0].approval == "required"
+    for bad in ("maybe", True, "REQUIRED"):
+        with pytest.raises(ConfigError, match="approval"):
+            catalogue(bad)
