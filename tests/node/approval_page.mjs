@@ -3,34 +3,10 @@
 // and prints what the page showed.
 //
 //   node approval_page.mjs <base-url> <caller-id> <message> <context JSON> <approve|deny> <reason>
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { withPage } from "./browser.mjs";
 
 const [base, callerId, message, context, decision, reason] = process.argv.slice(2);
-const FLAGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-
-const profile = mkdtempSync(join(tmpdir(), "approval-page-"));
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args: FLAGS,
-});
-try {
-  const page = browser.pages()[0] ?? (await browser.newPage());
-  const consoleErrors = [];
-  page.on("pageerror", (error) => consoleErrors.push(String(error)));
-  page.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
-
+await withPage("approval-page", {}, async (page, consoleErrors) => {
   await page.goto(`${base}/`);
   await page.fill("#caller-id", callerId);
   await page.press("#caller-id", "Tab");
@@ -59,7 +35,4 @@ try {
       consoleErrors,
     }),
   );
-} finally {
-  await browser.close();
-  rmSync(profile, { recursive: true, force: true });
-}
+});

@@ -3,36 +3,10 @@
 // screenshot, opens the conversation again from the list and prints what the page showed.
 //
 //   node chat_page.mjs <base-url> <screenshot.png> <caller-id> <message> <context JSON>
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { withPage } from "./browser.mjs";
 
 const [base, screenshot, callerId, message, context] = process.argv.slice(2);
-// Without the background-networking flags Chromium keeps dialling out, and a closed network refuses it.
-const FLAGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
-
-const profile = mkdtempSync(join(tmpdir(), "chat-page-"));
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args: FLAGS,
-  viewport: { width: 1200, height: 1000 },
-});
-try {
-  const page = browser.pages()[0] ?? (await browser.newPage());
-  const consoleErrors = [];
-  page.on("pageerror", (error) => consoleErrors.push(String(error)));
-  page.on("console", (m) => m.type() === "error" && consoleErrors.push(m.text()));
-
+await withPage("chat-page", { viewport: { width: 1200, height: 1000 } }, async (page, consoleErrors) => {
   await page.goto(`${base}/`);
   await page.fill("#caller-id", callerId);
   await page.press("#caller-id", "Tab"); // change: the page reloads the caller's conversations and tools
@@ -67,7 +41,4 @@ try {
   await page.waitForSelector("#transcript .stored-tool");
   const reopened = { bubbles: await texts("#transcript .bubble"), storedTools: await texts(".stored-tool") };
   console.log(JSON.stringify({ ...streamed, reopened, consoleErrors }));
-} finally {
-  await browser.close();
-  rmSync(profile, { recursive: true, force: true });
-}
+});
