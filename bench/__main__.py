@@ -27,6 +27,7 @@ BENCHMARKS = {
     "streaming": "bench.streaming",
     "critical_path": "bench.critical_path",
     "dynamodb": "bench.dynamodb",
+    "approvals": "bench.approvals",
     "turns": "bench.turns",
     "selection": "bench.selection",
     "history": "bench.history",

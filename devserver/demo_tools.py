@@ -42,19 +42,34 @@ ORDERS: dict[str, dict[str, Any]] = {
 WORKFLOWS: dict[str, list[str]] = {"wf-onboarding": ["form submitted", "manager approval", "account created"]}
 
 
+class Cancellation(BaseModel):
+    account_id: str = Field(alias="accountId", min_length=1, max_length=100)
+
+
 class DryRun(BaseModel):
     change: str = Field(min_length=1, max_length=500)
 
 
 def demo_tools_app() -> FastAPI:
     app = FastAPI(title="Demo tool API", docs_url=None, redoc_url=None, openapi_url=None)
+    cancelled: set[str] = set()  # this app's cancellations (the catalogue's approval tool)
 
     @app.get("/orders/{order_id}")
     def order(order_id: str, account_id: str = Query(alias="accountId")) -> dict[str, Any]:
         found = ORDERS.get(order_id)
         if found is None or found["accountId"] != account_id:
             raise HTTPException(404, f"No order {order_id} in account {account_id}")
-        return {"orderId": order_id, **found}
+        return {"orderId": order_id, **found} | ({"status": "cancelled"} if order_id in cancelled else {})
+
+    @app.post("/orders/{order_id}/cancel")
+    def cancel(order_id: str, body: Cancellation) -> dict[str, Any]:
+        found = ORDERS.get(order_id)
+        if found is None or found["accountId"] != body.account_id:
+            raise HTTPException(404, f"No order {order_id} in account {body.account_id}")
+        if found["status"] != "processing":
+            raise HTTPException(409, f"Order {order_id} has {found['status']}: it can no longer be cancelled")
+        cancelled.add(order_id)
+        return {"orderId": order_id, "status": "cancelled"}
 
     @app.get("/accounts/{account_id}/orders")
     def orders(account_id: str, status: str | None = None) -> dict[str, Any]:

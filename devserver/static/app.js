@@ -177,7 +177,28 @@ function renderPreview(type, payload) {
   return card;
 }
 
-// One handler per native event type. Approvals (ApprovalRequested) plug in here when they land.
+// A held tool call: the decision streams the turn's continuation below it (docs/approvals.md).
+function renderApproval(e) {
+  const card = el("div", "approval-card");
+  card.append(el("div", "preview-title", `approve ${e.toolName}?`), el("pre", "arguments", pretty(e.arguments)));
+  const reason = el("input");
+  reason.placeholder = "reason (optional)";
+  const approve = el("button", "", "Approve");
+  const deny = el("button", "", "Deny");
+  const decide = (decision) => {
+    approve.disabled = deny.disabled = reason.disabled = true;
+    const body = { decision };
+    if (reason.value.trim()) body.reason = reason.value.trim();
+    const url = `${API}/chat/conversations/${e.conversationId}/approvals/${e.approvalId}`;
+    streamTurn(url, body).catch((error) => showError(error.message));
+  };
+  approve.addEventListener("click", () => decide("approve"));
+  deny.addEventListener("click", () => decide("deny"));
+  card.append(reason, approve, deny, el("div", "caption muted", `expires ${e.expiresAt}`));
+  return card;
+}
+
+// One handler per native event type.
 const EVENT_HANDLERS = {
   StatusUpdate(view, e) {
     view.status.textContent = e.details ? `${e.status} (${e.details})` : e.status;
@@ -200,6 +221,9 @@ const EVENT_HANDLERS = {
   Preview(view, e) {
     view.previews.append(renderPreview(e.previewType, e.payload));
   },
+  ApprovalRequested(view, e) {
+    view.previews.append(renderApproval(e));
+  },
   ResponseChunk(view, e) {
     view.answer.textContent += e.content;
   },
@@ -213,7 +237,8 @@ const EVENT_HANDLERS = {
   },
   Completed(view, e) {
     view.status.textContent = "";
-    view.footer.textContent = `${e.iterationsUsed} model call(s) · ${e.tokensUsed} tokens · message ${e.messageId}`;
+    const ended = e.finishReason === "stop" ? `message ${e.messageId}` : e.finishReason.replace(/_/g, " ");
+    view.footer.textContent = `${e.iterationsUsed} model call(s) · ${e.tokensUsed} tokens · ${ended}`;
   },
   Error(view, e) {
     view.status.textContent = "";
@@ -254,9 +279,13 @@ async function sendMessage(message) {
   const body = turnBody(message, attached.map((a) => a.attachmentId));
   const names = attached.map((a) => a.fileName).join(", ");
   $("#transcript").append(userBubble(message, names, names));
+  await streamTurn(`${API}/chat/conversations/${state.conversationId}/messages/stream`, body);
+}
+
+async function streamTurn(url, body) {
   const view = turnView();
   view.status.textContent = "Sending…";
-  const response = await fetch(`${API}/chat/conversations/${state.conversationId}/messages/stream`, {
+  const response = await fetch(url, {
     method: "POST",
     headers: { ...callerHeaders(true), Accept: "text/event-stream" },
     body: JSON.stringify(body),

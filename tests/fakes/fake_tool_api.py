@@ -1,6 +1,6 @@
 """A fake REST API for HTTP tools on loopback: a real HTTP/1.1 server in a thread on a free port.
 
-Endpoints: orders, account orders, workflow and table-config dry runs, `/echo/...` (what it received:
+Endpoints: orders, order cancellation, account orders, workflow and table-config dry runs, `/echo/...` (what it received:
 method, path, query, body, headers), `/fail` (500), `/bad` (400 with a message), `/slow` (answers only
 when the server stops, beyond any tool timeout), `/big` (a 200 KB JSON body), `/big-stream` (200 KB, chunked, no Content-Length), `/redirect` (302 to
 another host), `/fetch` (GETs the URL in the body's `file` — an attachment's presigned URL — and answers
@@ -67,6 +67,8 @@ def _route(api: FakeToolAPI, method: str, parts: list[str], seen: dict[str, Any]
             return 200, seen
         case ["orders", order_id]:
             return 200, {"orderId": order_id, "status": "shipped", "eta": "2030-01-02"}
+        case ["orders", order_id, "cancel"]:
+            return 200, {"orderId": order_id, "status": "cancelled"}
         case ["accounts", account_id, "orders"]:
             return 200, {"accountId": account_id, "orders": [{"orderId": "A1", "status": "open"}]}
         case ["workflows", workflow_id, "dry-run"]:

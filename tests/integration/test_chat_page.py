@@ -130,3 +130,23 @@ def test_the_page_is_served_only_by_the_dev_server(dev_app):
     for routers in (API_ROUTERS, STREAM_ROUTERS):
         paths = {getattr(route, "path", "") for route in create_app(routers).routes}
         assert "/" not in paths and not any(p.startswith(("/static", "/demo-tools")) for p in paths)
+
+
+def test_the_page_decides_an_approval_and_shows_the_continuation(aws_stack, dev_app):
+    dev_app.llm.script(
+        tool_calls_reply([("cancel_order", {"orderId": "A-1002"}, "call_cancel")]),
+        text_reply("Order A-1002 is cancelled."),
+    )
+    context = json.dumps({"accountId": "acct-1001"})
+    page = run_node(
+        "approval_page.mjs", dev_app.url, "alice", "Cancel order A-1002", context, "approve", "yes"
+    )
+    assert page["consoleErrors"] == [] and page["errors"] == []
+    assert page["asked"] == {
+        "card": ["approve cancel_order?"],
+        "footer": ["1 model call(s) · 29 tokens · awaiting approval"],
+    }
+    assert page["toolCards"] == ["✓ cancel_order"]
+    assert page["answers"][-1] == "Order A-1002 is cancelled."
+    order = httpx.get(f"{dev_app.url}/demo-tools/orders/A-1002", params={"accountId": "acct-1001"}).json()
+    assert order["status"] == "cancelled"  # the demo tool API ran the approved call

@@ -389,6 +389,9 @@ def test_the_web_acl_rate_limits_each_ip_in_front_of_both_entry_points(resources
         "/api/v1/chat/conversations/*/messages/stream",
         "/api/v1/chat/conversations/*/regenerate",
         "/api/v1/chat/conversations/*/edit",
+        "/api/v1/chat/conversations/*/approvals/*",
+        "/api/v1/chat/conversations/*/ui-stream",
+        "/api/v1/chat/conversations/*/turns/*/events",
         "/api/v1/query/answer/stream",
     }
     assert all("ChatStreamFunctionUrl" in origins[target] for target in streamed.values())

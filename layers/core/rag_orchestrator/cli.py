@@ -162,6 +162,11 @@ class Client:
                 progress.status("Thinking", own=True)
             elif kind == "Preview":
                 progress.line(f"▣ {event['previewType']}: {_excerpt(event['payload'], 400)}")
+            elif (
+                kind == "ApprovalRequested"
+            ):  # decided with POST …/approvals/{approvalId} (docs/approvals.md)
+                args = _excerpt(event["arguments"])
+                progress.line(f"? {event['toolName']} {args} waits for approval {event['approvalId']}")
             elif kind == "Sources":
                 for n, s in enumerate(event["sources"], 1):
                     progress.line(

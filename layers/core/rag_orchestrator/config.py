@@ -6,10 +6,11 @@ import os
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag_orchestrator.domain.attachments import CONTENT_TYPES
+from rag_orchestrator.domain.budgets import Budgets
 from rag_orchestrator.domain.callers import normalise_roles
 from rag_orchestrator.errors import ConfigError
 
@@ -70,6 +71,12 @@ class Settings(BaseSettings):
     turn_stop_on_disconnect: bool = False
     stream_log_flush_ms: int = Field(250, ge=10, le=5000)
     sse_keepalive_seconds: float = Field(15.0, gt=0, le=300)
+
+    # Approvals and budgets (docs/approvals.md, docs/usage.md): a held tool call undecided this long is
+    # denied; BUDGET_TOKENS_PER_DAY is one number, or role=number pairs (unset: unlimited).
+    approval_ttl_minutes: int = Field(60, ge=1, le=10_080)
+    budget_tokens_per_day: str | None = None
+    budget_turn_reserve_tokens: int = Field(8000, ge=0, le=10_000_000)  # held by a running limited turn
 
     conversation_rolling_window: int = Field(20, ge=1, le=500)
     conversation_storage: Literal["dynamodb", "memory"] = "dynamodb"
@@ -151,6 +158,12 @@ class Settings(BaseSettings):
 
     port: int = Field(8000, ge=1, le=65535)
 
+    @field_validator("budget_tokens_per_day")
+    @classmethod
+    def _check_budgets(cls, value: str | None) -> str | None:
+        Budgets.parse(value)  # ValueError says what is wrong
+        return value
+
     @model_validator(mode="after")
     def _check_combinations(self) -> Settings:
         if self.auth_mode == "dev" and in_lambda():
@@ -207,6 +220,10 @@ class Settings(BaseSettings):
         """ATTACHMENT_ALLOWED_TYPES as content types (all the supported ones when unset)."""
         listed = [t.strip().lower() for t in self.attachment_allowed_types.split(",") if t.strip()]
         return tuple(listed) if listed else tuple(CONTENT_TYPES)
+
+    @property
+    def budgets(self) -> Budgets:
+        return Budgets.parse(self.budget_tokens_per_day)
 
     @property
     def kb_writers(self) -> tuple[str, ...]:

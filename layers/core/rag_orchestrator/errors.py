@@ -8,13 +8,17 @@
     ├── NotFound                      404
     │   ├── ConversationNotFound      also for another caller's conversation
     │   ├── AttachmentNotFound        also for another caller's or another conversation's attachment
-    │   └── TurnNotFound              a turn unknown, expired from the event log, or another caller's
+    │   ├── TurnNotFound              a turn unknown, expired from the event log, or another caller's
+    │   └── ApprovalNotFound          an approval unknown, or another caller's
     ├── Conflict                      409: a turn already running, a repeated clientMessageId
     │   ├── DuplicateClientMessage    a clientMessageId this conversation has already received
     │   ├── AttachmentNotReady        an attachment that failed, or was never uploaded
-    │   └── TurnEnded                 a cancel for a turn that has already ended
+    │   ├── TurnEnded                 a cancel for a turn that has already ended
+    │   ├── ApprovalPending           a new message while a tool call waits for approval
+    │   └── ApprovalClosed            a decision for an approval already decided, or expired
     ├── PayloadTooLarge               413: a declared attachment size over ATTACHMENT_MAX_BYTES
     ├── UnsupportedMediaType          415: a body not sent as JSON; a content type attachments do not take
+    ├── BudgetExhausted               429 + Retry-After: the caller's tokens for the UTC day are spent
     ├── DependencyUnavailable         503 + Retry-After: DynamoDB, S3, Chroma or the embedder failed or is throttled
     │   ├── StorageUnavailable
     │   ├── VectorStoreUnavailable
@@ -156,6 +160,28 @@ class TurnEnded(Conflict):
         self.turn_id = turn_id
 
 
+class ApprovalNotFound(NotFound):
+    error = "Approval not found"
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(f"Approval not found: {approval_id}")
+        self.approval_id = approval_id
+
+
+class ApprovalPending(Conflict):
+    """The conversation takes no new message until its held tool call is approved or denied."""
+
+    error = "Approval pending"
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(f"A tool call is waiting for approval ({approval_id}): approve or deny it first")
+        self.approval_id = approval_id
+
+
+class ApprovalClosed(Conflict):
+    error = "Approval closed"
+
+
 class PayloadTooLarge(RagError):
     status_code = 413
     error = "Payload too large"
@@ -164,6 +190,14 @@ class PayloadTooLarge(RagError):
 class UnsupportedMediaType(RagError):
     status_code = 415
     error = "Unsupported media type"
+
+
+class BudgetExhausted(RagError):
+    """Retryable at the next UTC midnight: `retry_after` is the seconds until then."""
+
+    status_code = 429
+    error = "Budget exhausted"
+    retryable = True
 
 
 class DependencyUnavailable(RagError):

@@ -33,6 +33,8 @@ ROUTERS: dict[str, str] = {
     "revisions": "rag_orchestrator.api.revisions:stream_router",
     "turns": "rag_orchestrator.api.turns:router",
     "turn_events": "rag_orchestrator.api.turns:stream_router",
+    "approvals": "rag_orchestrator.api.approvals:stream_router",
+    "usage": "rag_orchestrator.api.usage:router",
     # "answer" before "answer_stream": where both are mounted, the REST route owns /query/answer.
     "answer": "rag_orchestrator.api.answers:router",
     "answer_stream": "rag_orchestrator.api.answers:stream_router",
@@ -56,6 +58,7 @@ API_ROUTERS = (
     "guest",
     "audit",
     "documents",
+    "usage",
 )
 STREAM_ROUTERS = (
     "health",
@@ -64,6 +67,7 @@ STREAM_ROUTERS = (
     "revisions",
     "turns",
     "turn_events",
+    "approvals",
     "answer_stream",
 )
 ALL_ROUTERS = tuple(ROUTERS)

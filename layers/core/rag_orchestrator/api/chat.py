@@ -20,6 +20,7 @@ from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import ChatRequest, ChatResponse
 from rag_orchestrator.domain.passages import SourceWithSnippet
+from rag_orchestrator.loop.approvals import approval_requested
 from rag_orchestrator.loop.orchestrator import Orchestrator
 from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.turn import ActiveTurn
@@ -91,6 +92,7 @@ async def send_message(
         tokens_used=record.tokens,
         finish_reason=record.finish_reason,
         sources=[SourceWithSnippet.of(p) for p in record.sources],
+        approval=approval_requested(record.held, turn.turn_id) if record.held else None,
     )
 
 

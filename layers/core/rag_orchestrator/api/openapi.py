@@ -43,6 +43,8 @@ _WHY = {
     413: "The body exceeds MAX_REQUEST_BYTES",
     415: "The body was not sent as JSON (Content-Type: application/json)",
     422: "The JSON breaks the body's or a parameter's schema",
+    429: "The caller's token budget for the UTC day is spent, or held by its running turns "
+    "(BUDGET_TOKENS_PER_DAY)",
     502: "The model provider failed",
     503: "A dependency failed or is throttled: storage, the knowledge base, the embedder or the identity "
     "provider's signing keys",
@@ -73,7 +75,9 @@ def describe(document: dict[str, Any], routes: Iterable[BaseRoute], settings: Se
     components = document.setdefault("components", {})
     schemas = components.setdefault("schemas", {})
     for name, schema in stream_components().items():
-        schemas.setdefault(name, schema)
+        event = schema.get("properties", {}).get("type", {}).get("const") == name
+        if event or name not in schemas:  # an event is the stream's, also where a body holds one
+            schemas[name] = schema
     for name, example in REQUEST_EXAMPLES.items():
         if name in schemas:
             schemas[name]["examples"] = [example]
@@ -138,6 +142,8 @@ def refusals(route: RouteContext, settings: Settings) -> dict[int, str]:
         found[404] = _WHY[404]
     if get_orchestrator in calls:
         found[409] = _WHY[409]
+        if settings.budgets.configured:  # a turn route answers 429 only where budgets are set
+            found[429] = _WHY[429]
         if not _streams(route):
             found[502] = _WHY[502]
     if get_strategy in calls:

@@ -90,9 +90,8 @@ def stream_components() -> dict[str, Any]:
     schemas: dict[str, Any] = events.pop("$defs")
     for name in events["discriminator"]["mapping"]:
         # Pydantic leaves a field with a default out of `required` when serializing; `type` is always sent.
-        required = schemas[name].setdefault("required", [])
-        if "type" not in required:
-            required.insert(0, "type")
+        required = [field for field in schemas[name].get("required", []) if field != "type"]
+        schemas[name]["required"] = ["type", *required]
     schemas[CHAT_STREAM_EVENT] = {
         **events,
         "title": CHAT_STREAM_EVENT,

@@ -22,6 +22,7 @@ class ToolInfo(CamelModel):
     contexts: list[str] | None = None  # None: offered in every context
     core: bool = False  # always offered in its contexts
     preview: Literal["workflow_preview", "table_config_preview"] | None = None
+    approval: Literal["required"] | None = None  # required: held for the caller's decision when called
 
 
 class ToolList(CamelModel):

@@ -95,6 +95,13 @@ class UIParts:
                 return [{"type": "data-preview", "data": {"previewType": preview_type, "payload": payload}}]
             case ev.Sources(sources=sources):
                 return [*self._end_text(), *(source_part(s) for s in sources)]
+            case ev.ApprovalRequested():
+                fields = event.model_dump(
+                    mode="json",
+                    by_alias=True,
+                    include={"approval_id", "tool_name", "tool_call_id", "arguments", "expires_at"},
+                )
+                return [*self._end_text(), {"type": "data-approval", "data": fields}]
             case ev.Completed(iterations_used=iterations, tokens_used=tokens, message_id=message_id):
                 metadata = {
                     "conversationId": self.conversation_id,

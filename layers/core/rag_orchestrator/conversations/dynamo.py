@@ -15,6 +15,7 @@ from typing import Any
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations import items as it
+from rag_orchestrator.conversations.approvals import ApprovalWrites
 from rag_orchestrator.conversations.audit_trail import head_of
 from rag_orchestrator.conversations.contents import ContentOffloader
 from rag_orchestrator.conversations.cursors import CursorCodec, cursor_key
@@ -30,6 +31,7 @@ from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit
 from rag_orchestrator.conversations.store import TurnContext, in_worker_thread, token_total
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.conversations.transcripts import S3AuditTrails, S3Transcripts, merge
+from rag_orchestrator.conversations.usage import UsageReads
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.callers import is_guest
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
@@ -38,9 +40,12 @@ from rag_orchestrator.errors import BadRequest, Conflict, ConversationNotFound
 DELETED = ConversationStatus.DELETED.value
 
 
-class DynamoConversationStore(TurnWrites, AuditReads, TitleWrites, FeedbackWrites, RevisionWrites):
-    """Conversations, listings and transcripts here; the writes of a turn in TurnWrites, the audit
-    trail's reads in AuditReads, titles, feedback and revisions in their own parts."""
+class DynamoConversationStore(
+    TurnWrites, ApprovalWrites, AuditReads, UsageReads, TitleWrites, FeedbackWrites, RevisionWrites
+):
+    """Conversations, listings and transcripts here; the writes of a turn in TurnWrites, decisions on
+    held calls in ApprovalWrites, the audit trail's reads in AuditReads, a caller's day in UsageReads,
+    titles, feedback and revisions in their own parts."""
 
     def __init__(
         self,

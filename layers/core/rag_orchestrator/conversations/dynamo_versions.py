@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rag_orchestrator.conversations import items as it
+from rag_orchestrator.conversations.approvals import LOCK_FREE, PENDING_FIELD, held_in
 from rag_orchestrator.conversations.dynamo_writes import OWNED, meta_key
 from rag_orchestrator.conversations.message_lookup import find_message, newest_current
 from rag_orchestrator.conversations.store import LOCK_HELD, in_worker_thread
@@ -15,7 +16,7 @@ from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.conversations.versions import Revision, StoredMessage, last_exchange, revision
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus
 from rag_orchestrator.domain.messages import Role
-from rag_orchestrator.errors import Conflict, MessageNotFound, NotLastExchange
+from rag_orchestrator.errors import ApprovalPending, Conflict, MessageNotFound, NotLastExchange
 
 
 class RevisionWrites:
@@ -40,7 +41,8 @@ class RevisionWrites:
                 "update_item",
                 Key=meta_key(conversation_id),
                 UpdateExpression="SET turnLockUntil = :until",
-                ConditionExpression=f"{OWNED} AND (attribute_not_exists(turnLockUntil) OR turnLockUntil < :epoch)",
+                ConditionExpression=f"{OWNED} AND {LOCK_FREE} AND attribute_not_exists({PENDING_FIELD})",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues=it.to_attributes(
                     {
@@ -51,8 +53,11 @@ class RevisionWrites:
                     }
                 ),
             )
-        except ConditionFailed:
+        except ConditionFailed as failed:
             self._get(conversation_id, caller_id)  # ConversationNotFound unless the lock was the reason
+            held = held_in(failed.old(0))
+            if held is not None:  # the exchange ends in a held call: decide it first
+                raise ApprovalPending(held.approval_id) from None
             raise Conflict(LOCK_HELD) from None
         try:
             found = revision(self._last_exchange(conversation_id), message_id, edit)

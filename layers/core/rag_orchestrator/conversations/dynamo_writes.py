@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from rag_orchestrator.conversations import items as it
+from rag_orchestrator.conversations.approvals import PENDING_FIELD, held_put, outcome_update, refused_start
 from rag_orchestrator.conversations.audit_trail import audit_item, head_of
 from rag_orchestrator.conversations.contents import ContentOffloader
 from rag_orchestrator.conversations.keys import activity_key, iso
@@ -24,12 +25,16 @@ from rag_orchestrator.conversations.table import (
     ConditionFailed,
     Table,
 )
+from rag_orchestrator.conversations.usage import refused_budget, reservation, settlement
 from rag_orchestrator.conversations.versions import Superseded
+from rag_orchestrator.domain.approvals import HeldCall, Resolution
 from rag_orchestrator.domain.audit import GENESIS, seal
 from rag_orchestrator.domain.base import utcnow
+from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.callers import is_guest
 from rag_orchestrator.domain.conversations import ConversationMessage, ConversationStatus
 from rag_orchestrator.errors import (
+    BudgetExhausted,
     Conflict,
     ConversationNotFound,
     DuplicateClientMessage,
@@ -78,35 +83,82 @@ class TurnWrites:
         user_message: ConversationMessage,
         client_message_id: str | None,
         lease_seconds: int,
-    ) -> None:
-        now = int(time.time())
+        spend: Spend | None = None,
+    ) -> Resolution | None:
+        """A held call that expired is answered as denied first, in the same write (one more request)."""
+        expired: Resolution | None = None
+        while True:
+            now = int(time.time())
+            actions = self._start_actions(
+                conversation_id, caller_id, user_message, client_message_id, lease_seconds, now, expired
+            )
+            checked = len(actions)
+            if spend is not None and spend.limited:
+                actions.append({"Update": reservation(spend)})
+            try:
+                self._table.transact(actions)
+                return expired
+            except ConditionFailed as failed:
+                refusal = _refusal(failed, conversation_id, caller_id, client_message_id)
+                if not isinstance(refusal, (ConversationNotFound, DuplicateClientMessage)):
+                    refusal = refused_budget(failed, checked, spend) or refusal
+                    if expired is None and failed.code(0) == "ConditionalCheckFailed":
+                        pending, held = refused_start(failed.old(0), now)
+                        if held is not None and not isinstance(refusal, BudgetExhausted):
+                            expired = Resolution(held, "expired")
+                            continue
+                        refusal = pending or refusal
+                raise refusal from None
+
+    def _start_actions(
+        self,
+        conversation_id: str,
+        caller_id: str,
+        user_message: ConversationMessage,
+        client_message_id: str | None,
+        lease_seconds: int,
+        now: int,
+        expired: Resolution | None,
+    ) -> list[dict[str, Any]]:
+        """META (the lock), the marker at index 2 when asked, the messages; for an expired held call
+        its refusal goes in before the user message, and its APPROVAL item is marked."""
         expires = self._expiry(caller_id)
+        values = {":caller": caller_id, ":deleted": DELETED, ":epoch": now, ":until": now + lease_seconds}
+        if expired is None:
+            held_condition = f"attribute_not_exists({PENDING_FIELD})"
+            refusals = []
+        else:
+            held_condition = f"{PENDING_FIELD}.approvalId = :aid"
+            values[":aid"] = expired.held.approval_id
+            refusals = [ConversationMessage.of(conversation_id, expired.tool_message())]
         update = self._meta_update(
             conversation_id,
-            counts=(1, user_message.token_count or 0, 0),
-            condition=f"{OWNED} AND (attribute_not_exists(turnLockUntil) OR turnLockUntil < :epoch)",
-            values={":caller": caller_id, ":deleted": DELETED, ":epoch": now, ":until": now + lease_seconds},
+            counts=(1 + len(refusals), user_message.token_count or 0, 0),
+            condition=f"{OWNED} AND (attribute_not_exists(turnLockUntil) OR turnLockUntil < :epoch)"
+            f" AND {held_condition}",
+            values=values,
             lock="SET turnLockUntil = :until",
             reactivate=it.EXPIRE_PREFIX if expires else it.ARCHIVE_PREFIX,
             expires_at=expires,
+            removes=(PENDING_FIELD,) if expired else (),
         )
-        actions = [update, *self._message_puts([user_message], expires)]
+        actions = [update, *self._message_puts([*refusals, user_message], expires)]
         if client_message_id:
             marker = it.marker_item(conversation_id, client_message_id, user_message)
             marker |= {"expiresAt": expires} if expires else {}
-            actions.append(
+            actions.insert(
+                2,
                 {
                     "Put": {
                         "Item": it.to_attributes(marker),
                         "ConditionExpression": "attribute_not_exists(PK)",
                         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                     }
-                }
+                },
             )
-        try:
-            self._table.transact(actions)
-        except ConditionFailed as failed:
-            raise _refusal(failed, conversation_id, caller_id, client_message_id) from None
+        if expired is not None:
+            actions.append(outcome_update(expired))
+        return actions
 
     @in_worker_thread
     def finish_turn(
@@ -120,11 +172,18 @@ class TurnWrites:
         audit: dict[str, Any] | None = None,
         context: TurnContext | None = None,
         supersede: Sequence[Superseded] = (),
+        held: HeldCall | None = None,
+        decided: Resolution | None = None,
+        spend: Spend | None = None,
     ) -> None:
         """Without a context (the turn failed before reading its window) the record is first sealed
         onto GENESIS: a refused condition returns META, whose head it is then sealed onto."""
         expires = self._expiry(context.owner if context else None)
         puts = self._message_puts(turn_messages(messages, interrupted), expires)
+        # The held call, the decision acted on, the caller's day: actions of this same transaction.
+        extra_actions = [held_put(held)] if held else []
+        extra_actions += [outcome_update(decided)] if decided else []
+        extra_actions += [settlement(spend, tokens)] if spend and (tokens or spend.reserve) else []
         head = (context.audit_head if context else None) or GENESIS
         for _ in range(CHAIN_ATTEMPTS):
             record = seal(audit, head) if audit is not None else None
@@ -136,10 +195,11 @@ class TurnWrites:
                 lock="REMOVE turnLockUntil",
                 expires_at=expires,
                 chain=(head, record["hash"]) if record else None,
+                sets={PENDING_FIELD: held.to_item()} if held else None,
             )
             extra = (
                 [{"Put": {"Item": it.to_attributes(audit_item(conversation_id, record))}}] if record else []
-            )
+            ) + extra_actions
             try:
                 self._write([update, *extra, *(_supersede(conversation_id, s) for s in supersede)], puts)
                 return
@@ -176,6 +236,8 @@ class TurnWrites:
         reactivate: str | None = None,
         expires_at: int | None = None,
         chain: tuple[str, str] | None = None,
+        sets: dict[str, Any] | None = None,
+        removes: tuple[str, ...] = (),
     ) -> dict[str, Any]:
         """The META side of a write adding messages: counters by ADD, index sort keys moved.
 
@@ -187,30 +249,37 @@ class TurnWrites:
         """
         now = utcnow()
         messages, tokens, tool_calls = counts
-        sets = ["updatedAt = :now", "GSI1SK = :activity"]
+        assignments = ["updatedAt = :now", "GSI1SK = :activity"]
         if messages:
-            sets += ["lastMessageAt = :now", "GSI3SK = :now"]
+            assignments += ["lastMessageAt = :now", "GSI3SK = :now"]
         if reactivate:
-            sets += ["#status = :active", "GSI3PK = :shard"]
+            assignments += ["#status = :active", "GSI3PK = :shard"]
             values = values | {":active": ACTIVE, ":shard": it.archive_shard(conversation_id, reactivate)}
         if expires_at:
-            sets.append("expiresAt = :expires")
+            assignments.append("expiresAt = :expires")
             values = values | {":expires": expires_at}
         if chain:
             read, moved = chain
-            sets.append("lastAuditHash = :head")
+            assignments.append("lastAuditHash = :head")
             values = values | {":head": moved}
             if read == GENESIS:
                 condition += " AND attribute_not_exists(lastAuditHash)"
             else:
                 condition += " AND lastAuditHash = :read"
                 values = values | {":read": read}
+        for name, value in (sets or {}).items():
+            assignments.append(f"{name} = :{name}")
+            values = values | {f":{name}": value}
         action, _, clause = lock.partition(" ")
         if action == "SET":
-            sets.append(clause)
-        expression = "SET " + ", ".join(sets) + " ADD messageCount :m, totalTokens :t, toolCallsCount :c"
-        if action == "REMOVE":
-            expression += f" {lock}"
+            assignments.append(clause)
+        expression = (
+            "SET " + ", ".join(assignments) + " ADD messageCount :m, totalTokens :t, toolCallsCount :c"
+        )
+        removed = [clause] if action == "REMOVE" else []
+        removed += removes
+        if removed:
+            expression += " REMOVE " + ", ".join(removed)
         update: dict[str, Any] = {
             "Key": meta_key(conversation_id),
             "UpdateExpression": expression,

@@ -21,14 +21,23 @@ from rag_orchestrator.conversations.audit_trail import audit_scope, held_page
 from rag_orchestrator.conversations.cursors import CursorCodec
 from rag_orchestrator.conversations.keys import activity_key, iso, list_scope, messages_scope
 from rag_orchestrator.conversations.memory_features import MemoryFeatures
+from rag_orchestrator.conversations.memory_holds import MemoryHolds
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit, offset_page
 from rag_orchestrator.conversations.store import LOCK_HELD, TurnContext, token_total, turn_messages
 from rag_orchestrator.conversations.titles import matches
 from rag_orchestrator.conversations.versions import Superseded
+from rag_orchestrator.domain.approvals import PENDING, HeldCall, Resolution
 from rag_orchestrator.domain.audit import GENESIS, AuditTrail, seal
 from rag_orchestrator.domain.base import utcnow
+from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
-from rag_orchestrator.errors import BadRequest, Conflict, ConversationNotFound, DuplicateClientMessage
+from rag_orchestrator.errors import (
+    ApprovalPending,
+    BadRequest,
+    Conflict,
+    ConversationNotFound,
+    DuplicateClientMessage,
+)
 
 ACTIVE, DELETED = ConversationStatus.ACTIVE, ConversationStatus.DELETED
 
@@ -42,6 +51,8 @@ class _Record:
     lock_until: float = 0.0
     audits: list[dict[str, Any]] = field(default_factory=list)  # sealed audit records, oldest first
     audit_head: str = GENESIS
+    held: HeldCall | None = None  # the tool call waiting for a decision
+    approvals: dict[str, str] = field(default_factory=dict)  # approvalId -> status
 
 
 def _own_message(message: ConversationMessage) -> ConversationMessage:
@@ -56,12 +67,13 @@ def _own_conversation(conversation: Conversation) -> Conversation:
     return conversation.model_copy(update={"metadata": dict(conversation.metadata)})
 
 
-class MemoryConversationStore(MemoryFeatures):
+class MemoryConversationStore(MemoryFeatures, MemoryHolds):
     def __init__(self, *, cursor_secret: bytes | None = None, clock: Callable[[], float] = time.time) -> None:
         self._cursors = CursorCodec(cursor_secret or os.urandom(32))
         self._clock = clock
         self._records: dict[str, _Record] = {}
         self._ratings = {}
+        self._usage: dict[tuple[str, str], list[int]] = {}  # (callerId, day) -> [used, committed]
         self._lock = threading.Lock()
 
     async def create(
@@ -183,18 +195,33 @@ class MemoryConversationStore(MemoryFeatures):
         user_message: ConversationMessage,
         client_message_id: str | None,
         lease_seconds: int,
-    ) -> None:
+        spend: Spend | None = None,
+    ) -> Resolution | None:
         now = self._clock()
         with self._lock:
             record = self._owned(conversation_id, caller_id)
             if client_message_id and client_message_id in record.markers:
                 raise DuplicateClientMessage(client_message_id, *record.markers[client_message_id])
+            if spend is not None and spend.limited:
+                self._check_budget(spend)
+            expired = None
+            if record.held is not None:
+                if record.held.decide_by > now:
+                    raise ApprovalPending(record.held.approval_id)
+                expired = Resolution(record.held, "expired")
             if record.lock_until > now:
                 raise Conflict(LOCK_HELD)
             record.lock_until = now + lease_seconds
             if client_message_id:
                 record.markers[client_message_id] = (user_message.message_id, iso(user_message.created_at))
+            if spend is not None and spend.limited:
+                self._day(spend)[1] += spend.reserve
+            if expired is not None:
+                self._resolve(record, expired)
+                refusal = ConversationMessage.of(conversation_id, expired.tool_message())
+                self._add(record, [refusal], tokens=0, tool_calls=0)
             self._add(record, [user_message], tokens=user_message.token_count or 0, tool_calls=0)
+        return expired
 
     async def finish_turn(
         self,
@@ -207,6 +234,9 @@ class MemoryConversationStore(MemoryFeatures):
         audit: dict[str, Any] | None = None,
         context: TurnContext | None = None,
         supersede: Sequence[Superseded] = (),
+        held: HeldCall | None = None,
+        decided: Resolution | None = None,
+        spend: Spend | None = None,
     ) -> None:
         """The chain's head is this store's own: `context` is not needed to seal the record."""
         with self._lock:
@@ -225,6 +255,14 @@ class MemoryConversationStore(MemoryFeatures):
                 sealed = seal(copy.deepcopy(audit), record.audit_head)
                 record.audits.append(sealed)
                 record.audit_head = sealed["hash"]
+            if decided is not None:
+                self._resolve(record, decided)
+            if held is not None:
+                record.held, record.approvals[held.approval_id] = held, PENDING
+            if spend is not None:
+                day = self._day(spend)
+                day[0] += tokens
+                day[1] += tokens - spend.reserve
 
     async def abort_turn(self, conversation_id: str) -> None:
         with self._lock:

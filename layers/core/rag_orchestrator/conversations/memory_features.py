@@ -15,7 +15,7 @@ from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, Page
 from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, Rating
 from rag_orchestrator.domain.messages import Role
-from rag_orchestrator.errors import Conflict, MessageNotFound, NotLastExchange
+from rag_orchestrator.errors import ApprovalPending, Conflict, MessageNotFound, NotLastExchange
 
 if TYPE_CHECKING:
     from rag_orchestrator.conversations.memory import _Record
@@ -117,6 +117,8 @@ class MemoryFeatures:
             record = self._owned(conversation_id, caller_id)
             if record.lock_until > now:
                 raise Conflict(LOCK_HELD)
+            if record.held is not None:  # the exchange ends in a held call: decide it first
+                raise ApprovalPending(record.held.approval_id)
             current = [StoredMessage(m) for m in reversed(record.messages) if m.superseded_by is None]
             found = revision(last_exchange(current) or [], message_id, edit)
             if found is None:

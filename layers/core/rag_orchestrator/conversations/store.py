@@ -18,7 +18,9 @@ from typing import Any, Concatenate, Protocol
 
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE
 from rag_orchestrator.conversations.versions import Revision, Superseded
+from rag_orchestrator.domain.approvals import Decision, HeldCall, Resolution
 from rag_orchestrator.domain.audit import AuditTrail
+from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
 from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, Rating
 from rag_orchestrator.domain.messages import Role
@@ -46,10 +48,29 @@ class TurnStore(Protocol):
         user_message: ConversationMessage,
         client_message_id: str | None,
         lease_seconds: int,
-    ) -> None:
-        """Check ownership, take the turn lock, store the user message, in one write.
+        spend: Spend | None = None,
+    ) -> Resolution | None:
+        """Check ownership, take the turn lock, store the user message, in one write; with a limited
+        `spend`, check the caller's day is under its limit in the same write.
 
-        Raises ConversationNotFound, DuplicateClientMessage, or Conflict while another turn runs.
+        Raises ConversationNotFound, DuplicateClientMessage, BudgetExhausted, ApprovalPending while a
+        tool call waits for a decision, or Conflict while another turn runs. A held call that expired
+        is answered as denied before the message: its Resolution is returned.
+        """
+        ...
+
+    async def decide_approval(
+        self,
+        conversation_id: str,
+        approval_id: str,
+        caller_id: str,
+        decision: Decision,
+        reason: str | None,
+        lease_seconds: int,
+    ) -> Resolution:
+        """Take the held call and the turn lock, in one write: of two decisions one wins.
+
+        Raises ApprovalNotFound (unknown, another caller's) or ApprovalClosed (decided, expired).
         """
         ...
 
@@ -72,10 +93,27 @@ class TurnStore(Protocol):
         audit: dict[str, Any] | None = None,
         context: TurnContext | None = None,
         supersede: Sequence[Superseded] = (),
+        held: HeldCall | None = None,
+        decided: Resolution | None = None,
+        spend: Spend | None = None,
     ) -> None:
         """Store the turn's messages and its audit record (sealed onto the chain `context` read),
         mark what they supersede (counted out of messageCount), add its counters and release the
-        lock, in one write."""
+        lock, in one write; in it too the call the turn holds, the decision it acted on, and its
+        tokens on the caller's day (`spend`)."""
+        ...
+
+    async def usage(self, caller_id: str, day: str) -> int:
+        """The tokens the caller's turns used on that UTC day (YYYY-MM-DD), as counted by finish_turn."""
+        ...
+
+    async def reserve(self, spend: Spend) -> None:
+        """Hold the turn's reserve of a limited caller's day, in one write; BudgetExhausted at the limit.
+        (start_turn holds it itself: this is for a decision's continuation.)"""
+        ...
+
+    async def release(self, spend: Spend) -> None:
+        """Let go of a hold taken by a turn that stores nothing (it failed, or its decision was refused)."""
         ...
 
     async def start_revision(

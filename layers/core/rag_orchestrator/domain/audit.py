@@ -79,7 +79,7 @@ def turn_entry(
     actor: Caller,
     request_id: str | None,
     moment: datetime,
-    question: ConversationMessage,
+    question: ConversationMessage | None,
     stored: Sequence[ConversationMessage],
     tool_success: Mapping[str, bool],
     answer: ConversationMessage | None,
@@ -90,7 +90,8 @@ def turn_entry(
     finish_reason: str | None,
     error: str | None = None,
 ) -> dict[str, Any]:
-    """A turn's record before it is sealed: what it stored (`stored`), digested."""
+    """A turn's record before it is sealed: what it stored (`stored`), digested. A continuation after
+    an approval decision has no `question` of its own."""
     results = {m.tool_call_id: m for m in stored if m.role is Role.TOOL}
     calls = [
         {
@@ -116,7 +117,7 @@ def turn_entry(
         "model": model,
         "iterations": iterations,
         "tokens": tokens,
-        "userMessage": {"messageId": question.message_id, **digest(question.content)},
+        "userMessage": {"messageId": question.message_id, **digest(question.content)} if question else None,
         "toolCalls": calls,
         "answer": {"messageId": answer.message_id, **digest(answer.content)} if answer else None,
         "reasoning": digest(reasoning) if reasoning else None,

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from rag_orchestrator.domain.attachments import MAX_PER_TURN, well_formed_ids
 from rag_orchestrator.domain.base import CamelModel, new_id, utcnow
-from rag_orchestrator.domain.events import FinishReason
+from rag_orchestrator.domain.events import ApprovalRequested, FinishReason
 from rag_orchestrator.domain.feedback import Feedback
 from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
@@ -267,6 +267,7 @@ class ChatResponse(CamelModel):
     tokens_used: int = 0
     finish_reason: FinishReason = "stop"
     sources: list[SourceWithSnippet] = Field(default_factory=list)
+    approval: ApprovalRequested | None = None  # with finishReason awaiting_approval: what to decide
     timestamp: datetime = Field(default_factory=utcnow)
 
 

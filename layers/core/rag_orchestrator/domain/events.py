@@ -34,6 +34,17 @@ class ToolCallStart(_Event):
     arguments: dict[str, Any]
 
 
+class ApprovalRequested(_Event):
+    """A tool call held for its caller's decision (docs/approvals.md); the turn then ends awaiting_approval."""
+
+    type: Literal["ApprovalRequested"] = "ApprovalRequested"
+    approval_id: str
+    tool_name: str
+    tool_call_id: str
+    arguments: dict[str, Any]
+    expires_at: datetime
+
+
 class ToolCallResult(_Event):
     type: Literal["ToolCallResult"] = "ToolCallResult"
     tool_name: str
@@ -73,7 +84,15 @@ class Error(_Event):
 
 
 StreamEvent = Annotated[
-    StatusUpdate | ToolCallStart | ToolCallResult | ResponseChunk | Preview | Sources | Completed | Error,
+    StatusUpdate
+    | ToolCallStart
+    | ApprovalRequested
+    | ToolCallResult
+    | ResponseChunk
+    | Preview
+    | Sources
+    | Completed
+    | Error,
     Field(discriminator="type"),
 ]
 TERMINAL_TYPES = frozenset({"Completed", "Error"})

@@ -7,11 +7,14 @@ conversation's turn lock, so it raises 404/409 before any event is sent; the Act
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.store import TurnStore
+from rag_orchestrator.domain.approvals import Decision
+from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.loop.attachments import AttachmentReading
@@ -58,10 +61,12 @@ class Orchestrator:
         self.embedder = embedder  # embeds the message once for tool selection and search
 
     async def begin(self, request: TurnRequest) -> ActiveTurn:
-        """Store the user message and take the turn lock; raises ConversationNotFound or Conflict
-        (and, checked first, AttachmentNotFound or AttachmentNotReady)."""
+        """Store the user message and take the turn lock; raises ConversationNotFound, Conflict,
+        ApprovalPending or BudgetExhausted (and, checked first, AttachmentNotFound or
+        AttachmentNotReady)."""
         attachments = await AttachmentReading.check(self.attachments, request)
-        control = TurnControl(request.deadline or time.time() + self.settings.turn_default_budget_seconds)
+        control = self.control(request)
+        spend = self.spend(request)
         user = ConversationMessage.of(
             request.conversation_id,
             Message(role=Role.USER, content=request.message),
@@ -71,14 +76,58 @@ class Orchestrator:
         )
         prelude = Prelude(self, request)  # runs beside the claim (loop/prelude.py)
         try:
-            await self.store.start_turn(
+            expired = await self.store.start_turn(
                 request.conversation_id,
                 request.caller.caller_id,
                 user,
                 request.client_message_id,
                 lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
+                spend=spend,
             )
         except BaseException:
             prelude.cancel()
             raise
-        return ActiveTurn(self, request, user, control, prelude, attachments)
+        return ActiveTurn(self, request, user, control, prelude, attachments, spend=spend, decided=expired)
+
+    async def decide(
+        self, request: TurnRequest, approval_id: str, decision: Decision, reason: str | None
+    ) -> ActiveTurn:
+        """Take a held call's decision and the turn lock; the turn returned continues with it.
+
+        Raises BudgetExhausted (its hold taken first: one more request, only with a limit),
+        ApprovalNotFound, ApprovalClosed or Conflict."""
+        control, spend = self.control(request), self.spend(request)
+        holding = await self.hold(spend)
+        try:
+            decided = await self.store.decide_approval(
+                request.conversation_id,
+                approval_id,
+                request.caller.caller_id,
+                decision,
+                reason,
+                lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
+            )
+        except Exception:
+            if holding is not None:
+                await self.store.release(holding)
+            raise
+        held = decided.held
+        request = dataclasses.replace(request, context_type=held.context_type, context=held.context)
+        return ActiveTurn(self, request, None, control, None, spend=spend, decided=decided)
+
+    def control(self, request: TurnRequest) -> TurnControl:
+        return TurnControl(request.deadline or time.time() + self.settings.turn_default_budget_seconds)
+
+    def spend(self, request: TurnRequest) -> Spend | None:
+        """Where the turn's tokens count: nowhere while no budget is configured."""
+        budgets = self.settings.budgets
+        reserve = self.settings.budget_turn_reserve_tokens
+        return Spend.today(request.caller, budgets, reserve) if budgets.configured else None
+
+    async def hold(self, spend: Spend | None) -> Spend | None:
+        """Reserve a limited turn's share of the caller's day in its own write (a turn whose claim
+        cannot carry it: a decision's or a revision's); BudgetExhausted at the limit."""
+        holding = spend if spend is not None and spend.limited else None
+        if holding is not None:
+            await self.store.reserve(holding)
+        return holding

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag_orchestrator.conversations.versions import Superseded
+from rag_orchestrator.domain.approvals import HeldCall, Resolution, request_audit
 from rag_orchestrator.domain.audit import Outcome, turn_entry
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import ConversationMessage
@@ -34,6 +35,8 @@ class TurnRecord:
     finish_reason: FinishReason = "stop"
     failure: RagError | None = None  # the safe error a REST caller gets
     superseded: list[Superseded] = field(default_factory=list)  # earlier versions it made (a revision)
+    held: HeldCall | None = None  # the tool call the turn left waiting for approval
+    decided: Resolution | None = None  # the decision the turn acted on (a continuation's, or an expiry)
 
     def add(
         self, message: Message, token_count: int | None = None, *, success: bool | None = None
@@ -70,7 +73,7 @@ class TurnRecord:
     def audit(
         self,
         request: TurnRequest,
-        question: ConversationMessage,
+        question: ConversationMessage | None,
         stored: Sequence[ConversationMessage],
         *,
         model: str,
@@ -80,7 +83,7 @@ class TurnRecord:
         completed (with its finish reason and answer)."""
         outcome: Outcome = "failed" if self.failure else "interrupted" if interrupted else "completed"
         completed = outcome == "completed"
-        return turn_entry(
+        entry = turn_entry(
             conversation_id=self.conversation_id,
             actor=request.caller,
             request_id=request.request_id,
@@ -96,3 +99,8 @@ class TurnRecord:
             finish_reason=self.finish_reason if completed else None,
             error=self.failure.error if self.failure else None,
         )
+        if self.held is not None:
+            entry["approvalRequested"] = request_audit(self.held)
+        if self.decided is not None:
+            entry["approvalDecision"] = self.decided.audit()
+        return entry

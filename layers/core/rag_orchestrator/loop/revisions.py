@@ -7,13 +7,11 @@ question is stored with the answer, and the exchange it replaces is superseded i
 from __future__ import annotations
 
 import dataclasses
-import time
 
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.attachments import AttachmentReading
-from rag_orchestrator.loop.control import TurnControl
 from rag_orchestrator.loop.orchestrator import Orchestrator
 from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.prelude import Prelude
@@ -27,7 +25,7 @@ async def begin_revision(
     """Take the turn lock for the last exchange, which `message_id` names; with `edit`,
     `request.message` replaces its question. Raises 404 or 409 before any event is sent."""
     settings = orchestrator.settings
-    control = TurnControl(request.deadline or time.time() + settings.turn_default_budget_seconds)
+    control, spend = orchestrator.control(request), orchestrator.spend(request)
     new_question, attachments = None, None
     if edit:  # the new question's files are checked before anything is claimed, as in begin()
         attachments = await AttachmentReading.check(orchestrator.attachments, request)
@@ -38,13 +36,19 @@ async def begin_revision(
             metadata=request.metadata,
             attachment_ids=list(request.attachment_ids),
         )
-    revision = await orchestrator.store.start_revision(
-        request.conversation_id,
-        request.caller.caller_id,
-        message_id,
-        new_question,
-        lease_seconds=control.lease_seconds(settings.turn_deadline_margin_seconds),
-    )
+    holding = await orchestrator.hold(spend)  # a revision spends like any turn (docs/usage.md)
+    try:
+        revision = await orchestrator.store.start_revision(
+            request.conversation_id,
+            request.caller.caller_id,
+            message_id,
+            new_question,
+            lease_seconds=control.lease_seconds(settings.turn_deadline_margin_seconds),
+        )
+    except Exception:
+        if holding is not None:
+            await orchestrator.store.release(holding)
+        raise
     question = revision.question
     assert question is not None  # a revision always answers a question
     ids = tuple(question.attachment_ids or ())
@@ -56,4 +60,4 @@ async def begin_revision(
             logger.warning("a revised question's attachments are gone", extra={"error": exc.message})
             attachments = None  # answer the question without them rather than hold the lock
     prelude = Prelude(orchestrator, answering)
-    return ActiveTurn(orchestrator, answering, question, control, prelude, attachments, revision)
+    return ActiveTurn(orchestrator, answering, question, control, prelude, attachments, revision, spend=spend)

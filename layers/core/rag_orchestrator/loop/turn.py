@@ -10,7 +10,7 @@ ends with a Stop.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, assert_never
 
@@ -19,6 +19,8 @@ import anyio
 from rag_orchestrator.conversations.store import TurnContext
 from rag_orchestrator.conversations.versions import PLAIN, Revision
 from rag_orchestrator.domain import events as ev
+from rag_orchestrator.domain.approvals import NOT_RUN, Resolution
+from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
@@ -27,6 +29,7 @@ from rag_orchestrator.domain.passages import Passage, SourceWithSnippet
 from rag_orchestrator.domain.text import scrub
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.after_turn import run_after_turn
+from rag_orchestrator.loop.approvals import ApprovalSteps, resumed_request, split_calls
 from rag_orchestrator.loop.attachments import AttachmentReading, model_view
 from rag_orchestrator.loop.control import TurnControl, TurnStopped
 from rag_orchestrator.loop.history import knowledge_message, well_formed
@@ -36,7 +39,7 @@ from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.steps import FinalAnswer, ModelResponse, RunTools, Stop, next_step
 from rag_orchestrator.observability import logger, metrics, request_reference
 from rag_orchestrator.providers import events as se
-from rag_orchestrator.tools.base import ToolContext
+from rag_orchestrator.tools.base import ToolContext, failure
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 
 if TYPE_CHECKING:  # the orchestrator holds the parts a turn uses
@@ -45,26 +48,31 @@ if TYPE_CHECKING:  # the orchestrator holds the parts a turn uses
 UNEXPECTED = "The turn failed unexpectedly. Please try again."
 
 
-class ActiveTurn:
+class ActiveTurn(ApprovalSteps):
     def __init__(
         self,
         orchestrator: Orchestrator,
         request: TurnRequest,
-        question: ConversationMessage,
+        question: ConversationMessage | None,
         control: TurnControl,
-        prelude: Prelude,
+        prelude: Prelude | None,
         attachments: AttachmentReading | None = None,
         revision: Revision = PLAIN,
+        *,
+        spend: Spend | None = None,
+        decided: Resolution | None = None,
     ) -> None:
+        """`question` None: a continuation, which acts on `decided` first (approvals.py)."""
         self.o = orchestrator
         self.request = request
         self.question = question
         self.revision = revision  # a regenerate or an edit: the exchange the turn replaces
         self.turn_id = sortable_id()
         self.control = control
-        self.prelude = prelude
+        self.prelude = prelude  # None for a continuation: started once its question is read
         self.attachments = attachments or AttachmentReading(orchestrator.attachments, [])
-        self.record = TurnRecord(request.conversation_id)
+        self.spend = spend
+        self.record = TurnRecord(request.conversation_id, decided=decided)
         self.context: TurnContext | None = None  # what the turn read at its start
         self._partial: list[str] = []  # the text streamed by the current model call
         self._finished = False
@@ -92,21 +100,27 @@ class ActiveTurn:
             await self._finish(interrupted=True)
             yield self._event(ev.Error, error=failure.public_message, details=request_reference())
         finally:
-            self.prelude.cancel()
+            if self.prelude is not None:
+                self.prelude.cancel()
             self.control.close()
 
     async def _run(self) -> AsyncIterator[ev.StreamEvent]:
         request, settings = self.request, self.o.settings
-        prelude = self.prelude
-        context, toolset = await self.control.wait(self._context_and_tools())
+        context, toolset = await self._read()
+        request, prelude = self.request, self.prelude
+        assert prelude is not None  # _read() starts a continuation's
         self.context = context
         async for status, details in self.attachments.statuses(self.control.wait):
             yield self._event(ev.StatusUpdate, status=status, details=details)
         self.record.remember(self.attachments.passages())
-        window, question = self.revision.history(context.messages), self.question.message_id
-        shown = model_view(window, question, self.attachments, settings.attachment_context_max_chars)
-        history = well_formed(shown)
-        messages = [Message(role=Role.SYSTEM, content=toolset.system_prompt), *history]
+        window, question = self.revision.history(context.messages), self.question
+        asked = question.message_id if question is not None else ""
+        history = model_view(window, asked, self.attachments, settings.attachment_context_max_chars)
+        tool_ctx = request.tool_context()
+        if question is None and self.record.decided is not None:  # the held call's result first
+            async for event in self._act_on(self.record.decided, tool_ctx, toolset.names, history):
+                yield event
+        messages = [Message(role=Role.SYSTEM, content=toolset.system_prompt), *well_formed(history)]
         if prelude.found is not None and RAG_SEARCH in toolset.names:
             yield self._event(ev.StatusUpdate, status="Searching the knowledge base")
             found = await self._initial_search(prelude.found)
@@ -116,7 +130,6 @@ class ActiveTurn:
                 )
             elif found:
                 messages.append(knowledge_message(found))
-        tool_ctx = request.tool_context()
         limit, after_tools = settings.loop_max_iterations, False
         while True:
             iteration = self.record.iterations + 1
@@ -142,8 +155,13 @@ class ActiveTurn:
                     )
                     messages.append(assistant)
                     self.record.add(assistant, response.usage.completion_tokens)
-                    async for event in self._run_tools(step.calls, tool_ctx, toolset, messages):
+                    held, run, refused = split_calls(step.calls, self.o.tools, toolset.names)
+                    async for event in self._run_tools(run, tool_ctx, toolset.names, messages, refused):
                         yield event
+                    if held is not None:
+                        async for event in self._hold(held, settings.approval_ttl_minutes):
+                            yield event
+                        return
                     after_tools = True
                 case FinalAnswer():
                     async for event in self._complete(step.content, step.reasoning, step.reason):
@@ -156,11 +174,22 @@ class ActiveTurn:
                 case _:
                     assert_never(step)
 
+    async def _read(self) -> tuple[TurnContext, Toolset]:
+        """The window and the tools; a continuation first reads the question it goes on answering."""
+        if self.prelude is not None:
+            return await self.control.wait(self._context_and_tools())
+        window = self.o.settings.conversation_rolling_window
+        context = await self.control.wait(self.o.store.context(self.request.conversation_id, window))
+        self.request = resumed_request(self.request, context.messages)
+        self.prelude = Prelude(self.o, self.request)
+        return context, await self.control.wait(self.prelude.toolset)
+
     async def _context_and_tools(self) -> tuple[TurnContext, Toolset]:
         """The window, read beside the tool choice (and search) the prelude started with the claim."""
         window = self.o.store.context(
             self.request.conversation_id, self.o.settings.conversation_rolling_window
         )
+        assert self.prelude is not None  # only called with one
         return await asyncio.gather(window, self.prelude.toolset)
 
     def _iteration_status(self, iteration: int, limit: int, *, cut: bool) -> ev.StatusUpdate:
@@ -212,9 +241,15 @@ class ActiveTurn:
         return format_passages(passages) if passages else ""
 
     async def _run_tools(
-        self, calls: tuple[ToolCall, ...], tool_ctx: ToolContext, toolset: Toolset, messages: list[Message]
+        self,
+        calls: Sequence[ToolCall],
+        tool_ctx: ToolContext,
+        allowed: Sequence[str],
+        messages: list[Message],
+        refused: Sequence[ToolCall] = (),
     ) -> AsyncIterator[ev.StreamEvent]:
-        for call in calls:
+        """Run `calls`; `refused` ones (approval calls beyond the one held) are answered not run."""
+        for call in [*calls, *refused]:
             try:
                 arguments = call.parsed_arguments()
             except ValueError:
@@ -222,8 +257,8 @@ class ActiveTurn:
             yield self._event(
                 ev.ToolCallStart, tool_name=call.function.name, tool_call_id=call.id, arguments=arguments
             )
-        results = await self.control.wait(self.o.tools.execute_all(calls, tool_ctx, toolset.names))
-        for result in results:
+        results = await self.control.wait(self.o.tools.execute_all(calls, tool_ctx, allowed)) if calls else []
+        for result in [*results, *(failure(c.function.name, NOT_RUN, c.id) for c in refused)]:
             if result.success:
                 self.record.remember(result.passages)
             if result.preview is not None:
@@ -248,12 +283,12 @@ class ActiveTurn:
         self, content: str, reasoning: str | None, reason: ev.FinishReason, *, cut: bool = False
     ) -> AsyncIterator[ev.StreamEvent]:
         """End the turn with its answer; a `cut` one keeps its partial text, marked interrupted."""
-        record = self.record
+        record, answers = self.record, reason != "awaiting_approval"
         sources = record.sources_of(content)
-        tail = "" if cut else self.o.finalizer.epilogue(content, sources)
+        tail = "" if cut or not answers else self.o.finalizer.epilogue(content, sources)
         if tail and self.request.mode is se.StreamingMode.PROGRESSIVE:
             yield self._event(ev.ResponseChunk, content=tail)
-        if content or not cut:
+        if answers and (content or not cut):
             stored = record.add(Message(role=Role.ASSISTANT, content=content + tail, reasoning=reasoning))
             record.content, record.message_id = stored.content, stored.message_id
         record.sources, record.finish_reason = sources, reason
@@ -298,7 +333,12 @@ class ActiveTurn:
                     audit=revision.audited(audit, answer),
                     context=self.context,
                     supersede=self.record.superseded,
+                    held=self.record.held,
+                    decided=self.record.decided if self.question is None else None,
+                    spend=self.spend,
                 )
             except Exception:
                 logger.exception("could not record the turn; releasing the lock")
                 await self.o.store.abort_turn(self.request.conversation_id)
+                if self.spend is not None and self.spend.reserve:
+                    await self.o.store.release(self.spend)

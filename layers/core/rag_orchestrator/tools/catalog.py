@@ -89,6 +89,9 @@ class ToolSpec(_Strict):
     input_schema: dict[str, Any]
     http: HttpSpec
     preview: PreviewType | None = None
+    approval: Literal["required"] | None = (
+        None  # required: run only once its caller approves (docs/approvals.md)
+    )
 
     @field_validator("contexts")
     @classmethod

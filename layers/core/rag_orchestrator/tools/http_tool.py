@@ -133,6 +133,7 @@ class HttpTool:
         self.description = spec.description
         self.parameters = model_parameters(spec)
         self.preview = spec.preview
+        self.approval_required = spec.approval == "required"
         self.timeout_seconds = spec.http.timeout_seconds or default_timeout
         self.max_response_bytes = max_response_bytes
         self._pool = pool or ClientPool()

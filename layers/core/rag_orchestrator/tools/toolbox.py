@@ -45,6 +45,7 @@ class Toolbox:
                     "contexts": list(offer.contexts) if offer.contexts is not None else None,
                     "core": offer.core,
                     "preview": self.preview_type(offer.name),
+                    "approval": "required" if getattr(tool, "approval_required", False) else None,
                 }
             )
         return listed
