@@ -27,6 +27,7 @@ BENCHMARKS = {
     "critical_path": "bench.critical_path",
     "dynamodb": "bench.dynamodb",
     "turns": "bench.turns",
+    "cost": "bench.cost",
     "selection": "bench.selection",
     "history": "bench.history",
     "archival": "bench.archival",
