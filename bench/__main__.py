@@ -33,6 +33,7 @@ BENCHMARKS = {
     "archival": "bench.archival",
     "answers": "bench.answers",
     "attachments": "bench.attachments",
+    "memory_use": "bench.memory_use",
     "size": "bench.size",
     "embedders": "bench.embedders",
 }
