@@ -3,20 +3,24 @@
 Peak memory is the kernel's VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss over an exec,
 so a child of this (large) process would report the parent's size. CPU is getrusage's.
 
-1. Ingestion of a 100-page PDF (about 3 KB of text a page): the IngestFunction's handler in the Lambda
-   layout (bench/layout.py, `python -S`), given the S3 event of the object put in the bench stack's
-   moto server; it extracts the text (pypdf), chunks, embeds (the hashing embedder) and writes Chroma.
+1. Ingestion of a 50-, 100- and 145-page PDF (about 3.4 KB of text a page; a document holds at most
+   500,000 characters): the IngestFunction's handler in the Lambda layout (bench/layout.py, `python
+   -S`), given the S3 event of the object put in the bench stack's moto server; it extracts the text
+   (pypdf), chunks, embeds (the hashing embedder) and writes Chroma.
 2. Attachment preprocessing with the engines of `make dev` (dev dependencies, not in the layer): a
    20-page PDF (pypdf, as in AWS), an image read by rapidocr and one minute of WAV by pocketsphinx. In
    AWS Textract and Transcribe do the OCR and the speech, so the function only waits for them.
 
-Each reports the peak RSS once its modules are imported, the peak at the end, and the CPU seconds and
+3. The CPU a chat-stream process spends until it listens, on its first turn and per warm turn.
+
+Each of 1 and 2 reports the peak RSS once its modules are imported, the peak at the end, and the CPU seconds and
 wall seconds of the work alone.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -26,7 +30,8 @@ from bench import layout as lambda_layout
 from bench import stack as local
 from bench.report import ROOT, Section
 
-PAGES = 100
+PAGES = (50, 100, 145)  # how memory grows; 145 pages are near the 500,000 characters a document may have
+WARM_TURNS = 20
 LINE = "The keeper checked the lamp, the lens and the clockwork, and noted the oil."  # 75 characters
 MEASURE = """
 import json, resource, sys, time
@@ -79,16 +84,16 @@ CALLS = {
 def measured(args: list[str], cwd: Path, env: dict[str, str] | None) -> dict[str, float]:
     proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0 or "@@USAGE" not in proc.stdout:
-        raise RuntimeError(f"{args[:3]} failed\n{proc.stderr[-3000:]}")
+        raise RuntimeError(f"{args[:3]} failed\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.rsplit("@@USAGE", 1)[1].splitlines()[0])
 
 
-def _ingest(stack: local.LocalStack, layout: lambda_layout.Layout) -> dict[str, float]:
+def _ingest(stack: local.LocalStack, layout: lambda_layout.Layout, pages: int) -> dict[str, float]:
     from bench.attachments import pdf
     from rag_orchestrator import aws
 
-    body = pdf(PAGES, lines=44, line=LINE)
-    bucket, key = stack.env["DOCUMENTS_BUCKET"], "documents/bench-100-pages.pdf"
+    body = pdf(pages, lines=44, line=LINE)
+    bucket, key = stack.env["DOCUMENTS_BUCKET"], f"documents/bench-{pages}-pages.pdf"
     aws.client("s3").put_object(Bucket=bucket, Key=key, Body=body)
     event = {
         "Records": [
@@ -122,6 +127,43 @@ def _attachment_bodies() -> dict[str, bytes]:
     return dict(zip(ATTACHMENTS, (pdf(PDF_PAGES), image, minute_of_speech()), strict=True))
 
 
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _chat_stream_cpu(
+    section: Section, stack: local.LocalStack, layout: lambda_layout.Layout, warm: int
+) -> None:
+    """CPU a chat-stream process spends to start, on its first turn and per warm turn (the fake LLM
+    answers at once, so this is the service's own work: what a smaller memory size slows down)."""
+    from tests.fakes.llm_script import text_reply
+
+    stack.llm.default = text_reply("Run make test [source:guide#0].", chunks=5)
+    token = stack.token()
+    process = local.ChatStreamProcess(layout, stack.stream_env(layout))
+    try:
+        process.wait_listening()
+        pid = process.process.pid
+        started = _cpu_seconds(pid)
+        for n in range(warm + 1):
+            turn = local.stream_turn(
+                process.port, stack.conversation(), token, "How do I run the test suite?"
+            )
+            if turn.events[-1:] != ["Completed"]:
+                raise RuntimeError(f"turn failed: {turn.status} {turn.events}\n{process.output()}")
+            if n == 0:
+                first = _cpu_seconds(pid)
+        done = _cpu_seconds(pid)
+    finally:
+        process.stop()
+        stack.llm.default = None
+    section.add("chat-stream: CPU until listening", "s", started)
+    section.add("chat-stream: CPU of the first turn", "s", first - started)
+    section.add("chat-stream: CPU per warm turn", "ms", (done - first) / warm * 1000, note=f"{warm} turns")
+
+
 def _report(section: Section, name: str, found: dict[str, float]) -> None:
     section.add(f"{name}: peak RSS once imported", "MiB", found["imported"])
     section.add(f"{name}: peak RSS at the end", "MiB", found["peak"])
@@ -134,7 +176,9 @@ def run(quick: bool = False) -> Section:
     )
     layout = lambda_layout.prepare()
     stack = local.shared()
-    _report(section, f"ingest function, a {PAGES}-page PDF", _ingest(stack, layout))
+    for pages in PAGES:
+        _report(section, f"ingest function, a {pages}-page PDF", _ingest(stack, layout, pages))
+    _chat_stream_cpu(section, stack, layout, WARM_TURNS // 4 if quick else WARM_TURNS)
     for name, body in _attachment_bodies().items():
         _report(section, f"attachment {name}", _attachment(name, body))
     return section
