@@ -30,6 +30,7 @@ BENCHMARKS = {
     "cost": "bench.cost",
     "selection": "bench.selection",
     "history": "bench.history",
+    "concurrency": "bench.concurrency",
     "archival": "bench.archival",
     "answers": "bench.answers",
     "attachments": "bench.attachments",
