@@ -4,7 +4,9 @@ One chat-stream process (as bench/ttft.py runs it) on the bench stack, the fake 
 its own (bench/llm_process.py) answering each request with TOKENS tokens at once. After a few turns
 one at a time (the baseline), rounds of CONCURRENT turns are sent together from client threads over
 plain sockets, each in a conversation of its own (a conversation takes one turn at a time). Per round:
-turns / (last end - first send); per turn: request sent -> first ResponseChunk.
+turns / (last end - first send); per turn: request sent -> first ResponseChunk; and the CPU the
+chat-stream process and the moto server spent per turn (/proc/<pid>/stat): on this machine's two
+shared cores the moto server, not the service, is what the turns queue for.
 
 In Lambda an execution environment serves one invocation at a time, so 50 concurrent turns are 50
 environments; this is what one process does where it serves many (a container, `make dev`).
@@ -17,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from bench import layout as lambda_layout
 from bench import stack as local
 from bench.llm_process import LLMProcess
+from bench.memory_use import cpu_seconds
 from bench.report import Section
 
 CONCURRENT = 50
@@ -50,10 +53,15 @@ def run(quick: bool = False) -> Section:
             _turn(process.port, stack.conversation(), token)  # the first turn's imports and connections
             single = [_first_ms(_turn(process.port, stack.conversation(), token)) for _ in range(alone)]
             rates, firsts = [], []
+            pids = {"chat-stream process": process.process.pid, "moto server": stack.services[0].process.pid}
+            used = dict.fromkeys(pids, 0.0)
             with ThreadPoolExecutor(CONCURRENT) as pool:
                 for _ in range(rounds):
                     conversations = [stack.conversation() for _ in range(CONCURRENT)]
+                    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
                     turns = list(pool.map(lambda c: _turn(process.port, c, token), conversations))
+                    for name, pid in pids.items():
+                        used[name] += cpu_seconds(pid) - before[name]
                     span = max(t.ended_at for t in turns) - min(t.sent_at for t in turns)
                     rates.append(CONCURRENT / span)
                     firsts += [_first_ms(t) for t in turns]
@@ -62,4 +70,10 @@ def run(quick: bool = False) -> Section:
     section.add(f"one turn at a time: request sent -> first ResponseChunk ({TOKENS} tokens)", "ms", single)
     section.add(f"{CONCURRENT} concurrent turns: turns per second", "turns/s", rates)
     section.add(f"{CONCURRENT} concurrent turns: request sent -> first ResponseChunk", "ms", firsts)
+    for name, seconds in used.items():
+        section.add(
+            f"{CONCURRENT} concurrent turns: CPU of the {name} per turn",
+            "ms",
+            seconds / rounds / CONCURRENT * 1000,
+        )
     return section

@@ -127,7 +127,7 @@ def _attachment_bodies() -> dict[str, bytes]:
     return dict(zip(ATTACHMENTS, (pdf(PDF_PAGES), image, minute_of_speech()), strict=True))
 
 
-def _cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
     """utime + stime of a process, from /proc/<pid>/stat."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -146,7 +146,7 @@ def _chat_stream_cpu(
     try:
         process.wait_listening()
         pid = process.process.pid
-        started = _cpu_seconds(pid)
+        started = cpu_seconds(pid)
         for n in range(warm + 1):
             turn = local.stream_turn(
                 process.port, stack.conversation(), token, "How do I run the test suite?"
@@ -154,8 +154,8 @@ def _chat_stream_cpu(
             if turn.events[-1:] != ["Completed"]:
                 raise RuntimeError(f"turn failed: {turn.status} {turn.events}\n{process.output()}")
             if n == 0:
-                first = _cpu_seconds(pid)
-        done = _cpu_seconds(pid)
+                first = cpu_seconds(pid)
+        done = cpu_seconds(pid)
     finally:
         process.stop()
         stack.llm.default = None
