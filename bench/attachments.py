@@ -24,23 +24,22 @@ def _upload(content_type: str, body: bytes):
     return Upload("bench", "attachments/bench/c/a", content_type, len(body), fetch=lambda: body)
 
 
-def _pdf(pages: int) -> bytes:
+def pdf(pages: int, lines: int = 20, line: str = "The lamp, lens and clockwork were checked.") -> bytes:
+    """A PDF of `pages` pages, each a heading and `lines` times `line`."""
     from pypdf import PdfReader, PdfWriter
 
     from tests.fakes.pdf import make_pdf
 
     writer = PdfWriter()
     for number in range(pages):
-        lines = [f"Page {number + 1} of the maintenance log."] + [
-            "The lamp, lens and clockwork were checked."
-        ] * 20
-        writer.add_page(PdfReader(io.BytesIO(make_pdf(lines))).pages[0])
+        text = [f"Page {number + 1} of the maintenance log."] + [line] * lines
+        writer.add_page(PdfReader(io.BytesIO(make_pdf(text))).pages[0])
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
 
 
-def _minute_of_speech() -> bytes:
+def minute_of_speech() -> bytes:
     from tests.fakes.attachments import SPEECH_WAV
 
     with wave.open(str(SPEECH_WAV)) as reader:
@@ -66,11 +65,11 @@ def run(quick: bool = False) -> Section:
     section = Section("attachments", packages=["rapidocr", "onnxruntime", "pocketsphinx", "pypdf"])
     rounds = 1 if quick else 5
 
-    pdf = _upload("application/pdf", _pdf(PAGES))
+    document = _upload("application/pdf", pdf(PAGES))
     per_page = []
     for _ in range(rounds):
         started = time.perf_counter()
-        segments = read_document(pdf)
+        segments = read_document(document)
         per_page.append((time.perf_counter() - started) / PAGES)
     section.add(
         "PDF: seconds per page (pypdf)", "s", per_page, note=f"{PAGES} pages, {len(segments)} segments"
@@ -97,7 +96,7 @@ def run(quick: bool = False) -> Section:
     started = time.perf_counter()
     _decoder()
     section.add("speech decoder load, once per process (pocketsphinx)", "s", time.perf_counter() - started)
-    audio = _upload("audio/wav", _minute_of_speech())
+    audio = _upload("audio/wav", minute_of_speech())
     transcriber, per_minute = PocketsphinxTranscriber(), []
     for _ in range(1 if quick else 3):
         started = time.perf_counter()

@@ -9,6 +9,8 @@ after-turn work (conversation memory indexing the turn in the bench stack's Chro
 from __future__ import annotations
 
 import asyncio
+import statistics
+import time
 from collections import Counter
 from typing import Any
 
@@ -41,6 +43,12 @@ class WireCounter:
 
 
 def run(quick: bool = False) -> Section:
+    return measure(quick)[0]
+
+
+def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
+    """The section, and per kind of turn its requests and request units (the last turn's; bench/cost.py)."""
+    from bench.capacity import CapacityMeter
     from bench.loop import ANSWER, LookupTool
     from bench.stack import shared
     from rag_orchestrator import aws
@@ -58,6 +66,7 @@ def run(quick: bool = False) -> Section:
     aws.reset()
     store = create_store(settings)
     wire = WireCounter({"dynamodb": aws.client("dynamodb"), "s3": aws.client("s3")})
+    meter = CapacityMeter(aws.client("dynamodb"))
     caller = Caller("bench")
     turns = 3 if quick else 10
     scripts = {
@@ -65,6 +74,8 @@ def run(quick: bool = False) -> Section:
         "turn with one tool call": [tool_calls(call("lookup", '{"query": "tests"}')), answer(ANSWER)],
     }
     operations: dict[str, dict[str, int]] = {}
+    transaction_items: dict[str, list[int]] = {}
+    usage: dict[str, dict[str, float]] = {}
 
     async def one_turn(script: list[Any], conversation_id: str) -> dict[str, int]:
         orchestrator = scripted_orchestrator(
@@ -75,6 +86,8 @@ def run(quick: bool = False) -> Section:
             after_turn=[TurnMemory(get_fragment_index(settings))],
         )
         wire.take()
+        meter.take()
+        meter.items_in_transactions.clear()
         turn = await orchestrator.begin(
             TurnRequest(conversation_id=conversation_id, caller=caller, message="Hi")
         )
@@ -84,19 +97,36 @@ def run(quick: bool = False) -> Section:
         await turn.after()
         return wire.take()
 
-    async def main() -> None:
+    async def main() -> str:
         for name, script in scripts.items():
             counts: list[float] = []
             s3: list[float] = []
+            seconds: list[float] = []
             conversation = (await store.create(Conversation(caller_id=caller.caller_id))).conversation_id
             for _ in range(turns):  # later turns have a window to read
+                started = time.perf_counter()
                 taken = await one_turn(script, conversation)
+                seconds.append(time.perf_counter() - started)
                 counts.append(sum(n for key, n in taken.items() if key.startswith("dynamodb.")))
                 s3.append(sum(n for key, n in taken.items() if key.startswith("s3.")))
                 operations[name] = taken
+                units = meter.take()
+                usage[name] = {
+                    "dynamodb": counts[-1],
+                    "s3": s3[-1],
+                    "seconds": statistics.median(seconds),
+                } | units
+                transaction_items[name] = list(meter.items_in_transactions)
             figure = section.add(f"{name}: DynamoDB requests", "requests", counts)
             figure.goal, figure.met = f"<= {GOAL} per turn", max(counts) <= GOAL
             section.add(f"{name}: S3 requests", "requests", s3)
+            section.add(f"{name}: write request units (last turn)", "WRU", usage[name]["write"])
+            section.add(f"{name}: read request units (last turn)", "RRU", usage[name]["read"])
+            section.add(
+                f"{name}: whole turn, after-turn work included (no model wait)",
+                "ms",
+                [s * 1000 for s in seconds],
+            )
         windows: list[float] = []
         for _ in range(turns):
             wire.take()
@@ -104,8 +134,9 @@ def run(quick: bool = False) -> Section:
             windows.append(wire.total("dynamodb"))
         operations["window read"] = wire.take()
         section.add("window read (CONVERSATION_ROLLING_WINDOW messages)", "requests", windows)
+        return conversation
 
-    asyncio.run(main())
+    conversation = asyncio.run(main())
     # Proof that the after-turn work ran: the turns' fragments are in conversation memory.
     section.details["fragments indexed (caller bench)"] = get_fragment_index(settings).store.count(
         where={"callerId": caller.caller_id}
@@ -114,5 +145,18 @@ def run(quick: bool = False) -> Section:
         name: ", ".join(f"{key} x{n}" for key, n in sorted(taken.items())) or "none"
         for name, taken in operations.items()
     }
+    section.details["items per transaction of the last of each"] = transaction_items
+    section.details["META item size (bytes; an Update is billed on it)"] = _meta_size(settings, conversation)
     aws.reset()
-    return section
+    return section, usage
+
+
+def _meta_size(settings: Any, conversation_id: str) -> int:
+    from bench.turns import item_size
+    from rag_orchestrator import aws
+    from rag_orchestrator.conversations.dynamo_writes import meta_key
+
+    found = aws.client("dynamodb").get_item(
+        TableName=settings.conversations_table, Key=meta_key(conversation_id)
+    )
+    return item_size(found["Item"])

@@ -75,7 +75,7 @@ class PacedStrategy:
         yield se.IterationComplete(se.Usage(10, self.chunks, 10 + self.chunks))
 
 
-def _log_writes(section: Section, quick: bool) -> dict[int, dict[str, float]]:
+def log_writes(section: Section, quick: bool) -> dict[int, dict[str, float]]:
     from bench.dynamodb import WireCounter
     from rag_orchestrator import aws
     from rag_orchestrator.conversations.factory import create_store
@@ -120,15 +120,15 @@ def _log_writes(section: Section, quick: bool) -> dict[int, dict[str, float]]:
 
     for chunks in LENGTHS[:2] if quick else LENGTHS:
         taken = asyncio.run(one_turn(chunks))
-        log_writes = taken.get("dynamodb.PutItem", 0) + taken.get("dynamodb.UpdateItem", 0)
-        store_requests = sum(n for key, n in taken.items() if key.startswith("dynamodb.")) - log_writes
+        writes = taken.get("dynamodb.PutItem", 0) + taken.get("dynamodb.UpdateItem", 0)
+        store_requests = sum(n for key, n in taken.items() if key.startswith("dynamodb.")) - writes
         seconds = chunks / rate
-        section.add(f"{chunks} chunks ({seconds:g} s): event log writes", "requests", float(log_writes))
+        section.add(f"{chunks} chunks ({seconds:g} s): event log writes", "requests", float(writes))
         section.add(f"{chunks} chunks: event log write units", "WRU", float(units["log"]))
         section.details[f"{chunks} chunks: requests"] = ", ".join(
             f"{k} x{n}" for k, n in sorted(taken.items())
         )
-        found[chunks] = {"writes": log_writes, "units": units["log"], "store": store_requests}
+        found[chunks] = {"writes": writes, "units": units["log"], "store": store_requests, "seconds": seconds}
     aws.reset()
     return found
 
@@ -217,7 +217,7 @@ def _cancel(section: Section, stack: Any, ports: tuple[int, int], quick: bool) -
 
 def run(quick: bool = False) -> Section:
     section = Section("turns", packages=["boto3", "botocore", "moto", "uvicorn"])
-    found = _log_writes(section, quick)
+    found = log_writes(section, quick)
     for chunks, counts in found.items():
         dollars = counts["units"] * PRICES["write"] / 1e6 * 1000
         section.add(f"{chunks} chunks: event log cost per 1,000 turns", "USD", dollars)

@@ -22,11 +22,16 @@ def mocked_aws(table: str, bucket: str, *, versioned: bool = False) -> Iterator[
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         s3 = boto3.client("s3", region_name="us-east-1")
-        definition = table_definition()
-        definition.pop("_ttl_attribute")
-        dynamodb.create_table(TableName=table, **definition)
-        s3.create_bucket(Bucket=bucket)
-        if versioned:
-            s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
-        dynamodb.meta.events.register("before-call.dynamodb.Scan", _refuse_scan)
+        provision(dynamodb, s3, table, bucket, versioned=versioned)
         yield dynamodb, s3
+
+
+def provision(dynamodb: Any, s3: Any, table: str, bucket: str, *, versioned: bool = False) -> None:
+    """The table (template.yaml's definition) and the bucket, through these clients; Scan refused."""
+    definition = table_definition()
+    definition.pop("_ttl_attribute")
+    dynamodb.create_table(TableName=table, **definition)
+    s3.create_bucket(Bucket=bucket)
+    if versioned:
+        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    dynamodb.meta.events.register("before-call.dynamodb.Scan", _refuse_scan)
