@@ -24,19 +24,19 @@ from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
-from rag_orchestrator.domain.passage_formats import format_passages
-from rag_orchestrator.domain.passages import Passage, SourceWithSnippet
+from rag_orchestrator.domain.passages import SourceWithSnippet
 from rag_orchestrator.domain.text import scrub
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.after_turn import run_after_turn
-from rag_orchestrator.loop.approvals import ApprovalSteps, resumed_request, split_calls
+from rag_orchestrator.loop.approvals import ApprovalSteps, split_calls
 from rag_orchestrator.loop.attachments import AttachmentReading, model_view
 from rag_orchestrator.loop.control import TurnControl, TurnStopped
 from rag_orchestrator.loop.history import knowledge_message, well_formed
-from rag_orchestrator.loop.ports import Toolset, TurnRequest
+from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.prelude import Prelude
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.steps import FinalAnswer, ModelResponse, RunTools, Stop, next_step
+from rag_orchestrator.loop.turn_start import TurnStart
 from rag_orchestrator.observability import logger, metrics, request_reference
 from rag_orchestrator.providers import events as se
 from rag_orchestrator.tools.base import ToolContext, failure
@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # the orchestrator holds the parts a turn uses
 UNEXPECTED = "The turn failed unexpectedly. Please try again."
 
 
-class ActiveTurn(ApprovalSteps):
+class ActiveTurn(ApprovalSteps, TurnStart):
     def __init__(
         self,
         orchestrator: Orchestrator,
@@ -174,24 +174,6 @@ class ActiveTurn(ApprovalSteps):
                 case _:
                     assert_never(step)
 
-    async def _read(self) -> tuple[TurnContext, Toolset]:
-        """The window and the tools; a continuation first reads the question it goes on answering."""
-        if self.prelude is not None:
-            return await self.control.wait(self._context_and_tools())
-        window = self.o.settings.conversation_rolling_window
-        context = await self.control.wait(self.o.store.context(self.request.conversation_id, window))
-        self.request = resumed_request(self.request, context.messages)
-        self.prelude = Prelude(self.o, self.request)
-        return context, await self.control.wait(self.prelude.toolset)
-
-    async def _context_and_tools(self) -> tuple[TurnContext, Toolset]:
-        """The window, read beside the tool choice (and search) the prelude started with the claim."""
-        window = self.o.store.context(
-            self.request.conversation_id, self.o.settings.conversation_rolling_window
-        )
-        assert self.prelude is not None  # only called with one
-        return await asyncio.gather(window, self.prelude.toolset)
-
     def _iteration_status(self, iteration: int, limit: int, *, cut: bool) -> ev.StatusUpdate:
         details = "iteration limit reached: answering with what has been found" if cut else None
         status: ev.StatusUpdate = self._event(
@@ -232,13 +214,6 @@ class ActiveTurn(ApprovalSteps):
         self.record.iterations = iteration
         self.record.tokens += response.usage.total_tokens
         yield response
-
-    async def _initial_search(self, found: asyncio.Task[list[Passage] | None]) -> str | None:
-        passages = await self.control.wait(found)
-        if passages is None:
-            return None
-        self.record.remember(passages)
-        return format_passages(passages) if passages else ""
 
     async def _run_tools(
         self,
