@@ -9,7 +9,6 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from rag_orchestrator.domain.attachments import CONTENT_TYPES
 from rag_orchestrator.domain.budgets import Budgets
 from rag_orchestrator.domain.callers import normalise_roles
 from rag_orchestrator.errors import ConfigError
@@ -196,11 +195,15 @@ class Settings(BaseSettings):
                     raise ValueError(
                         f"{name.upper()} is required when ATTACHMENT_CAPTION_BACKEND=openai_compatible"
                     )
-        unsupported = set(self.attachment_types) - set(CONTENT_TYPES)
-        if unsupported:
-            raise ValueError(
-                f"ATTACHMENT_ALLOWED_TYPES names types this service cannot read: {', '.join(sorted(unsupported))}"
-            )
+        if self.attachment_allowed_types.strip():  # checked only where a deployer lists types
+            from rag_orchestrator.domain.attachments import CONTENT_TYPES
+
+            unsupported = set(self.attachment_types) - set(CONTENT_TYPES)
+            if unsupported:
+                raise ValueError(
+                    "ATTACHMENT_ALLOWED_TYPES names types this service cannot read: "
+                    + ", ".join(sorted(unsupported))
+                )
         if self.attachment_speech_backend == "whisper" and not self.attachment_whisper_base_url:
             raise ValueError("ATTACHMENT_WHISPER_BASE_URL is required when ATTACHMENT_SPEECH_BACKEND=whisper")
         if self.embedding_provider == "openai_compatible":
@@ -219,7 +222,11 @@ class Settings(BaseSettings):
     def attachment_types(self) -> tuple[str, ...]:
         """ATTACHMENT_ALLOWED_TYPES as content types (all the supported ones when unset)."""
         listed = [t.strip().lower() for t in self.attachment_allowed_types.split(",") if t.strip()]
-        return tuple(listed) if listed else tuple(CONTENT_TYPES)
+        if listed:
+            return tuple(listed)
+        from rag_orchestrator.domain.attachments import CONTENT_TYPES  # not on every start-up
+
+        return tuple(CONTENT_TYPES)
 
     @property
     def budgets(self) -> Budgets:

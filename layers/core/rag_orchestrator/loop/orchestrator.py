@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.store import TurnStore
@@ -97,8 +98,7 @@ class Orchestrator:
         Raises BudgetExhausted (its hold taken first: one more request, only with a limit),
         ApprovalNotFound, ApprovalClosed or Conflict."""
         control, spend = self.control(request), self.spend(request)
-        holding = await self.hold(spend)
-        try:
+        async with self.holding(spend):
             decided = await self.store.decide_approval(
                 request.conversation_id,
                 approval_id,
@@ -107,10 +107,6 @@ class Orchestrator:
                 reason,
                 lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
             )
-        except Exception:
-            if holding is not None:
-                await self.store.release(holding)
-            raise
         held = decided.held
         request = dataclasses.replace(request, context_type=held.context_type, context=held.context)
         return ActiveTurn(self, request, None, control, None, spend=spend, decided=decided)
@@ -124,10 +120,17 @@ class Orchestrator:
         reserve = self.settings.budget_turn_reserve_tokens
         return Spend.today(request.caller, budgets, reserve) if budgets.configured else None
 
-    async def hold(self, spend: Spend | None) -> Spend | None:
+    @asynccontextmanager
+    async def holding(self, spend: Spend | None) -> AsyncIterator[None]:
         """Reserve a limited turn's share of the caller's day in its own write (a turn whose claim
-        cannot carry it: a decision's or a revision's); BudgetExhausted at the limit."""
-        holding = spend if spend is not None and spend.limited else None
-        if holding is not None:
-            await self.store.reserve(holding)
-        return holding
+        cannot carry it: a decision's or a revision's), given back if the claim in the block is
+        refused; BudgetExhausted at the limit."""
+        held = spend if spend is not None and spend.limited else None
+        if held is not None:
+            await self.store.reserve(held)
+        try:
+            yield
+        except Exception:
+            if held is not None:
+                await self.store.release(held)
+            raise

@@ -36,8 +36,7 @@ async def begin_revision(
             metadata=request.metadata,
             attachment_ids=list(request.attachment_ids),
         )
-    holding = await orchestrator.hold(spend)  # a revision spends like any turn (docs/usage.md)
-    try:
+    async with orchestrator.holding(spend):  # a revision spends like any turn (docs/usage.md)
         revision = await orchestrator.store.start_revision(
             request.conversation_id,
             request.caller.caller_id,
@@ -45,10 +44,6 @@ async def begin_revision(
             new_question,
             lease_seconds=control.lease_seconds(settings.turn_deadline_margin_seconds),
         )
-    except Exception:
-        if holding is not None:
-            await orchestrator.store.release(holding)
-        raise
     question = revision.question
     assert question is not None  # a revision always answers a question
     ids = tuple(question.attachment_ids or ())
