@@ -296,6 +296,22 @@ async def test_closing_an_iteration_early_closes_the_provider_stream(fake_llm, s
     assert fake_llm.connections_closed == 1
 
 
+async def test_one_connection_carries_model_call_after_call(fake_llm, strategy_for):  # noqa: F811
+    fake_llm.script(
+        tool_call_reply("rag_search", {"query": "refunds"}), text_reply("ok"), text_reply("again")
+    )
+    strategy = strategy_for("openai_compatible")
+    for _ in range(3):
+        await run(strategy)
+    assert len(fake_llm.requests) == 3 and fake_llm.connections_closed == 0  # no handshake per call
+    await strategy.aclose()
+    for _ in range(40):
+        if fake_llm.connections_closed:
+            break
+        await asyncio.sleep(0.05)
+    assert fake_llm.connections_closed == 1
+
+
 async def test_the_request_asks_for_an_event_stream(fake_llm, strategy_for):  # noqa: F811
     fake_llm.script(text_reply("ok"))
     await run(strategy_for("openai_compatible"))

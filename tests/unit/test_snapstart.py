@@ -10,7 +10,7 @@ import pytest
 
 from rag_orchestrator import aws
 from rag_orchestrator.api import snapstart
-from rag_orchestrator.providers import openai_compat
+from rag_orchestrator.providers import transport
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ async def test_a_restore_makes_sessions_clients_connections_and_seeds_afresh(mon
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     aws.reset()
     session, client = aws._session(), aws.client("dynamodb")
-    http = openai_compat.shared_http_client()
+    http, pool = transport.shared_http_client(), transport.shared_pool()
     random.seed(7)
     snapshotted = random.random()
     random.seed(7)
@@ -55,8 +55,8 @@ async def test_a_restore_makes_sessions_clients_connections_and_seeds_afresh(mon
     snapstart.refresh()
 
     assert aws._session() is not session and aws.client("dynamodb") is not client
-    assert openai_compat.shared_http_client() is not http
+    assert transport.shared_http_client() is not http and transport.shared_pool() is not pool
     assert random.random() != snapshotted  # every restored environment draws its own sequence
     await http.aclose()
-    await openai_compat.close_shared_http_client()
+    await transport.close_shared_connections()
     aws.reset()

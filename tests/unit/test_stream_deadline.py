@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from rag_orchestrator.providers.deadline import StreamDeadline
+from rag_orchestrator.providers.deadline import IdleTimeout, StreamDeadline
 
 
 def soon(seconds: float) -> float:
@@ -77,3 +77,31 @@ async def test_a_cancelled_deadline_never_fires():
     assert not deadline.expired
     with deadline:
         assert await asyncio.sleep(0, "ok") == "ok"
+
+
+# --- the idle limit: one wait, not the sum of them --------------------------------------------
+
+
+async def test_one_wait_longer_than_the_idle_limit_raises_idle_timeout():
+    deadline = StreamDeadline(soon(5), idle=0.05)
+    with pytest.raises(IdleTimeout), deadline:
+        await asyncio.sleep(5)
+    assert not deadline.expired  # the stream's own deadline has not passed
+    assert asyncio.current_task().cancelling() == 0
+    deadline.cancel()
+
+
+async def test_short_waits_adding_up_past_the_idle_limit_do_not_time_out():
+    deadline = StreamDeadline(soon(5), idle=0.05)
+    for _ in range(8):  # 8 × 0.02 s waits, with the consumer's own work between them
+        with deadline:
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.02)
+    deadline.cancel()
+
+
+async def test_the_stream_deadline_still_wins_over_a_longer_idle_limit():
+    deadline = StreamDeadline(soon(0.05), idle=1.0)
+    with pytest.raises(TimeoutError) as raised, deadline:
+        await asyncio.sleep(5)
+    assert not isinstance(raised.value, IdleTimeout) and deadline.expired

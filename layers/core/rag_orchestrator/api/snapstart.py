@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from rag_orchestrator import aws
 
-MODEL_CLIENT = "rag_orchestrator.providers.openai_compat"
+MODEL_CLIENT = "rag_orchestrator.providers.transport"
 
 # What any function's first request imports lazily: the AWS clients and the store.
 FIRST_REQUEST = ("boto3", "botocore.client", "rag_orchestrator.conversations.dynamo")
@@ -33,7 +33,7 @@ def refresh() -> None:
     aws.reset()
     model_client = sys.modules.get(MODEL_CLIENT)  # not imported by the functions that never call a model
     if model_client is not None:
-        model_client.forget_shared_http_client()
+        model_client.forget_shared_connections()
     random.seed()
 
 

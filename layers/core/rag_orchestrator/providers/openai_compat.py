@@ -8,24 +8,26 @@ delta has reached the caller, an error propagates.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import email.utils
 import json
 import random
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import httpx
-from pydantic_core import from_json
+from pydantic_core import from_json, to_json
 
-from rag_orchestrator import tls
 from rag_orchestrator.errors import ProviderError, ProviderHTTPError, ProviderStreamError, ProviderTimeout
 from rag_orchestrator.observability import logger, redacted
-from rag_orchestrator.providers.deadline import StreamDeadline
+from rag_orchestrator.providers import transport
+from rag_orchestrator.providers.deadline import IdleTimeout, StreamDeadline
 from rag_orchestrator.providers.event_stream import EventStreamDecoder
+from rag_orchestrator.providers.http1 import HTTPFailure
 from rag_orchestrator.providers.openai_wire import ChunkDelta, parse_chunk
+
+USER_AGENT = "rag-orchestrator"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,34 +75,6 @@ def error_detail(body: Any, secret: str | None = None) -> str:
     return redacted(detail, secret)
 
 
-_shared: tuple[asyncio.AbstractEventLoop, httpx.AsyncClient] | None = None
-
-
-def shared_http_client() -> httpx.AsyncClient:
-    """One client per process (per event loop: pooled connections belong to the loop that made them)."""
-    global _shared
-    loop = asyncio.get_running_loop()
-    if _shared is None or _shared[0] is not loop or _shared[1].is_closed:
-        client = httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=100, max_keepalive_connections=20), verify=tls.context()
-        )
-        _shared = (loop, client)
-    return _shared[1]
-
-
-def forget_shared_http_client() -> None:
-    """Drop the client without closing it: its connections came from a snapshot (api/snapstart.py)."""
-    global _shared
-    _shared = None
-
-
-async def close_shared_http_client() -> None:
-    global _shared
-    if _shared is not None and _shared[0] is asyncio.get_running_loop():
-        await _shared[1].aclose()
-    _shared = None
-
-
 class _Retryable(Exception):
     def __init__(self, error: ProviderError, retry_after: float | None = None) -> None:
         self.error = error
@@ -125,7 +99,8 @@ class ChatClient:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self._api_key = api_key
         self._timeout = timeout_seconds
-        self._http_timeout = httpx.Timeout(idle_timeout_seconds, connect=min(10.0, idle_timeout_seconds))
+        self._idle_timeout = idle_timeout_seconds
+        self._connect_timeout = min(10.0, idle_timeout_seconds)
         self._retry = retry
         self._http = http_client
 
@@ -135,29 +110,29 @@ class ChatClient:
     async def aclose(self) -> None:
         """Closes the process-wide client; an injected client belongs to whoever made it."""
         if self._http is None:
-            await close_shared_http_client()
+            await transport.close_shared_connections()
 
     async def stream(self, payload: Mapping[str, Any]) -> AsyncGenerator[ChunkDelta, None]:
         # One generator with the read loop inline: every layer between the socket and the loop is paid
         # once per streamed token (bench/README.md, streaming).
         loop = asyncio.get_running_loop()
-        deadline = StreamDeadline(loop.time() + self._timeout)
+        deadline = StreamDeadline(loop.time() + self._timeout, idle=self._idle_timeout)
+        body = to_json(payload)
         attempt = 0
         try:
             while True:
                 yielded = False
                 try:
-                    async with contextlib.AsyncExitStack() as stack:
-                        with deadline:
-                            response = await self._open(stack, payload)
-                        chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
-                        stack.push_async_callback(chunks.aclose)
+                    with deadline:
+                        response = await self._open(body)
+                    try:
                         decoder = EventStreamDecoder()
                         while True:
                             with deadline:
-                                chunk = await anext(chunks, None)
+                                chunk = await response.next_chunk()
                             for event, data in decoder.feed(chunk) if chunk is not None else decoder.flush():
                                 if data.strip() == "[DONE]":
+                                    await transport.finish(response)
                                     return
                                 delta = self._delta(event, data)
                                 if delta is not None:
@@ -165,7 +140,9 @@ class ChatClient:
                                     yield delta
                             if chunk is None:
                                 return
-                except (TimeoutError, httpx.TransportError) as exc:
+                    finally:
+                        await response.aclose()
+                except (TimeoutError, HTTPFailure) as exc:
                     failure = self._transport_failure(exc)
                 except _Retryable as retryable:
                     failure = retryable
@@ -188,19 +165,33 @@ class ChatClient:
         finally:
             deadline.cancel()
 
-    async def _open(self, stack: contextlib.AsyncExitStack, payload: Mapping[str, Any]) -> httpx.Response:
+    async def _open(self, body: bytes) -> transport.ModelResponse:
         """Sends the request; the response, once it is known to be an event stream."""
-        http = self._http or shared_http_client()
-        headers = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+            "Accept-Encoding": "identity",
+            "Cache-Control": "no-store",
+            "User-Agent": USER_AGENT,
+        }
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        response = await stack.enter_async_context(
-            http.stream("POST", self.url, json=payload, headers=headers, timeout=self._http_timeout)
+        response = await transport.post(
+            self.url,
+            headers,
+            body,
+            connect_timeout=self._connect_timeout,
+            read_timeout=self._idle_timeout,
+            http_client=self._http,
         )
-        if response.status_code >= 400:
-            raise self._http_error(response, await response.aread())
-        if "text/event-stream" not in response.headers.get("content-type", "").partition(";")[0]:
-            raise ProviderStreamError(f"{self.provider}: the answer is not an event stream")
+        try:
+            if response.status >= 400:
+                raise self._http_error(response, await transport.read_body(response))
+            if "text/event-stream" not in response.headers.get("content-type", "").partition(";")[0]:
+                raise ProviderStreamError(f"{self.provider}: the answer is not an event stream")
+        except BaseException:
+            await response.aclose()
+            raise
         return response
 
     def _delta(self, event: str, text: str) -> ChunkDelta | None:
@@ -224,18 +215,16 @@ class ChatClient:
 
     def _transport_failure(self, exc: Exception) -> _Retryable:
         """Our error for a transport failure or the deadline; raised at once unless worth another try."""
+        if isinstance(exc, IdleTimeout):
+            raise ProviderTimeout(f"{self.provider}: no data for {self._idle_timeout:g} seconds") from None
         if isinstance(exc, TimeoutError):
             raise ProviderTimeout(
                 f"{self.provider}: no complete answer within {self._timeout:g} seconds"
             ) from None
-        if isinstance(exc, httpx.ReadTimeout):
-            raise ProviderTimeout(
-                f"{self.provider}: no data for {self._http_timeout.read:g} seconds"
-            ) from None
-        # Connection refused or reset, dropped mid-stream, pool exhausted: worth another try.
-        return _Retryable(ProviderStreamError(f"{self.provider}: connection failed ({type(exc).__name__})"))
+        # Connection refused or reset, dropped mid-stream, broken HTTP: worth another try.
+        return _Retryable(ProviderStreamError(f"{self.provider}: connection failed ({exc})"))
 
-    def _http_error(self, response: httpx.Response, body: bytes) -> Exception:
+    def _http_error(self, response: transport.ModelResponse, body: bytes) -> Exception:
         """Our error for a non-2xx answer; the provider's own text (which may echo the request) is
         logged, redacted and truncated, and never put in the error."""
         try:
@@ -244,9 +233,9 @@ class ChatClient:
             detail = redacted(body[:1024].decode("utf-8", "replace"), self._api_key)
         logger.warning(
             "model provider refused a request",
-            extra={"provider": self.provider, "status": response.status_code, "detail": detail},
+            extra={"provider": self.provider, "status": response.status, "detail": detail},
         )
         retry_after = parse_retry_after(response.headers.get("retry-after"))
-        message = f"{self.provider} answered HTTP {response.status_code}"
-        error = ProviderHTTPError(response.status_code, message, retry_after=retry_after)
+        message = f"{self.provider} answered HTTP {response.status}"
+        error = ProviderHTTPError(response.status, message, retry_after=retry_after)
         return _Retryable(error, retry_after) if error.retryable else error
