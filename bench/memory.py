@@ -1,14 +1,10 @@
 """What conversation memory costs a streamed turn: chat-stream processes with MEMORY_ENABLED on and off.
 
-Two warm chat-stream processes (run as bench/ttft.py runs one) take turns in alternation, so load on
-the machine hits both alike; each turn is a new conversation of the same caller, so the memory holds
-one more fragment each time. Per turn, with the clocks of bench/ttft.py:
-
-- added first-token delay: the fake LLM's first content delta -> the client's first ResponseChunk;
-- request sent -> first ResponseChunk: includes the initial search, which with memory queries the
-  knowledge base and the caller's fragments at once;
-- Completed received -> end of the response: the after-turn work (embed and upsert the turn's
-  fragment), which the client does not wait for and Lambda bills.
+Two warm chat-stream processes take turns in alternation (bench/alternation.py); each turn is a new
+conversation of the same caller, so the memory holds one more fragment each time. "Request sent ->
+first ResponseChunk" includes the initial search, which with memory queries the knowledge base and the
+caller's fragments at once; "Completed -> end of response" is the after-turn work (embed and upsert
+the turn's fragment).
 
 Then the first turn of fresh processes, whose first indexing also imports chromadb and connects;
 and, in this process, the two parts of the after-turn work: embedding the fragment (the hashing
@@ -22,25 +18,24 @@ from typing import Any
 
 from bench import layout as lambda_layout
 from bench import stack as local
+from bench.alternation import alternate, ms, report
 from bench.report import Section
 
 QUESTION = "How do I run the test suite?"
 MODES = {"on": {"MEMORY_ENABLED": "true"}, "off": {"MEMORY_ENABLED": "false"}}
 
 
-def _turn(stack: local.LocalStack, process: local.ChatStreamProcess, token: str) -> local.StreamedTurn:
+def _turn(
+    stack: local.LocalStack, process: local.ChatStreamProcess, token: str
+) -> tuple[local.StreamedTurn, float]:
+    """The turn, and when the fake LLM sent its answer's first content delta."""
     sent_before = len(stack.llm.content_sent_at)
     turn = local.stream_turn(process.port, stack.conversation(), token, QUESTION)
     if turn.status != 200 or turn.events[-1:] != ["Completed"] or turn.first_chunk_at is None:
         raise RuntimeError(f"turn failed: {turn.status} {turn.events}\n{process.output()}")
     if len(stack.llm.content_sent_at) != sent_before + 1:
         raise RuntimeError("the fake LLM did not record its first content chunk")
-    return turn
-
-
-def _ms(later: float | None, earlier: float | None) -> float:
-    assert later is not None and earlier is not None
-    return (later - earlier) * 1000
+    return turn, stack.llm.content_sent_at[sent_before]
 
 
 def run(quick: bool = False) -> Section:
@@ -53,30 +48,8 @@ def run(quick: bool = False) -> Section:
     stack.llm.default = text_reply("Run make test [source:guide#0].", chunks=5)
     token = stack.token()
     envs = {mode: stack.stream_env(layout) | extra for mode, extra in MODES.items()}
-    samples: dict[str, dict[str, list[float]]] = {m: {"added": [], "first": [], "after": []} for m in MODES}
-    processes = {mode: local.ChatStreamProcess(layout, env) for mode, env in envs.items()}
-    try:
-        for process in processes.values():
-            process.wait_listening()
-        for n in range(warmup + runs):
-            for mode, process in processes.items():
-                turn = _turn(stack, process, token)
-                if n >= warmup:
-                    taken = samples[mode]
-                    taken["added"].append(_ms(turn.first_chunk_at, stack.llm.content_sent_at[-1]))
-                    taken["first"].append(_ms(turn.first_chunk_at, turn.sent_at))
-                    taken["after"].append(_ms(turn.ended_at, turn.completed_at))
-    finally:
-        for process in processes.values():
-            process.stop()
-    for mode, taken in samples.items():
-        section.add(
-            f"memory {mode}: added first-token delay, warm (fake LLM -> client)", "ms", taken["added"]
-        )
-        section.add(f"memory {mode}: request sent -> first ResponseChunk, warm", "ms", taken["first"])
-        section.add(
-            f"memory {mode}: Completed -> end of response (after-turn work), warm", "ms", taken["after"]
-        )
+    samples, _ = alternate(layout, envs, lambda mode, process: _turn(stack, process, token), runs, warmup)
+    report(section, "memory", samples, "warm")
     for mode, env in envs.items():
         section.add(
             f"memory {mode}: Completed -> end of response, first turn of a fresh process",
@@ -121,10 +94,10 @@ def _first_turn_after(stack: local.LocalStack, layout: Any, env: dict[str, str],
     process = local.ChatStreamProcess(layout, env)
     try:
         process.wait_listening()
-        turn = _turn(stack, process, token)
+        turn, _ = _turn(stack, process, token)
     finally:
         process.stop()
-    return _ms(turn.ended_at, turn.completed_at)
+    return ms(turn.ended_at, turn.completed_at)
 
 
 def _fragments(stack: local.LocalStack) -> int:

@@ -9,15 +9,14 @@ moto, Chroma, and MODEL_STRATEGY=openai_compatible against the fake LLM.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +48,9 @@ class LocalStack:
 
         moto = start_moto(f"http://127.0.0.1:{free_port()}", self.work / "moto.log")
         self.services.append(moto)
+        # Nothing in the bench's Chroma is worth keeping, and what an earlier run left (vectors of an
+        # earlier embedder, say) would refuse this run's ingestion: each run starts on an empty store.
+        shutil.rmtree(self.work / "chroma", ignore_errors=True)
         chroma = start_chroma(
             f"http://127.0.0.1:{free_port()}", self.work / "chroma", self.work / "chroma.log"
         )
@@ -67,8 +69,7 @@ class LocalStack:
             "DOCUMENTS_BUCKET": "rag-orchestrator-bench-documents",
             "CHROMA_URL": chroma.url,
             "CHROMA_COLLECTION": "bench-knowledge-base",
-            # Chroma's data outlives a run: each run's turns remember into a collection of their own.
-            "CHROMA_MEMORY_COLLECTION": f"bench-memory-{uuid.uuid4().hex[:8]}",
+            "CHROMA_MEMORY_COLLECTION": "bench-memory",
             "RAG_SIMILARITY_THRESHOLD": "0.05",  # the hashing embedder scores low (docs/retrieval.md)
             "JWT_JWKS_URL": self.jwks.url,
             "POWERTOOLS_METRICS_DISABLED": "false",
@@ -90,11 +91,6 @@ class LocalStack:
         return self
 
     def stop(self) -> None:
-        if len(self.services) == 2:  # Chroma is up: drop this run's conversation memory
-            from rag_orchestrator.retrieval.vector_store import connect
-
-            with contextlib.suppress(Exception):
-                connect(self.settings()).delete_collection(self.env["CHROMA_MEMORY_COLLECTION"])
         if hasattr(self, "llm"):
             self.llm.stop()
         if hasattr(self, "jwks"):

@@ -1,21 +1,17 @@
 """What the automatic title costs a conversation's first turn: chat-stream processes with AUTO_TITLE on
 and off (MEMORY_ENABLED=false in both, so the title call is the only after-turn work).
 
-Two warm chat-stream processes (as bench/ttft.py runs one) take turns in alternation, each turn the
-first of a new conversation, so with AUTO_TITLE=true every turn is followed by a title call to the
-fake LLM. Per turn, with the clocks of bench/ttft.py:
-
-- added first-token delay: the fake LLM's first content delta of the turn's answer -> the client's
-  first ResponseChunk (the title call comes after the terminal event: it must add nothing here);
-- request sent -> first ResponseChunk;
-- Completed received -> end of the response: the title call and its conditional write, which the
-  client need not wait for (the terminal event is out) and Lambda bills.
+Two warm chat-stream processes take turns in alternation (bench/alternation.py), each turn the first of
+a new conversation, so with AUTO_TITLE=true every turn is followed by a title call to the fake LLM. The
+title call comes after the terminal event: it must add nothing to the first-token delay; it is in
+"Completed -> end of response", with its conditional write.
 """
 
 from __future__ import annotations
 
 from bench import layout as lambda_layout
 from bench import stack as local
+from bench.alternation import alternate, report
 from bench.report import Section
 
 QUESTION = "How do I run the test suite?"
@@ -54,36 +50,10 @@ def run(quick: bool = False) -> Section:
     stack = local.shared()
     stack.llm.default = text_reply("Run make test [source:guide#0].", chunks=5)
     token = stack.token()
-    processes = {
-        mode: local.ChatStreamProcess(layout, stack.stream_env(layout) | extra)
-        for mode, extra in MODES.items()
-    }
-    samples: dict[str, dict[str, list[float]]] = {m: {"added": [], "first": [], "after": []} for m in MODES}
-    refused = dict.fromkeys(MODES, 0)
-    try:
-        for process in processes.values():
-            process.wait_listening()
-        for n in range(warmup + runs):
-            for mode, process in processes.items():
-                taken_turn = _turn(stack, process, token, mode)
-                if taken_turn is None:
-                    refused[mode] += 1
-                    continue
-                turn, answer_sent = taken_turn
-                if n >= warmup:
-                    assert turn.first_chunk_at and turn.completed_at and turn.ended_at
-                    taken = samples[mode]
-                    taken["added"].append((turn.first_chunk_at - answer_sent) * 1000)
-                    taken["first"].append((turn.first_chunk_at - turn.sent_at) * 1000)
-                    taken["after"].append((turn.ended_at - turn.completed_at) * 1000)
-    finally:
-        for process in processes.values():
-            process.stop()
-    for mode, taken in samples.items():
-        section.add(
-            f"titles {mode}: added first-token delay, first turn (fake LLM -> client)", "ms", taken["added"]
-        )
-        section.add(f"titles {mode}: request sent -> first ResponseChunk, first turn", "ms", taken["first"])
-        section.add(f"titles {mode}: Completed -> end of response (after-turn work)", "ms", taken["after"])
+    envs = {mode: stack.stream_env(layout) | extra for mode, extra in MODES.items()}
+    samples, refused = alternate(
+        layout, envs, lambda mode, process: _turn(stack, process, token, mode), runs, warmup
+    )
+    report(section, "titles", samples, "first turn")
     section.details["turns refused before their stream"] = refused
     return section
