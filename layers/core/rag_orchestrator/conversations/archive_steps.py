@@ -37,8 +37,8 @@ from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.audit_archive import TrailKeeper
 from rag_orchestrator.conversations.audit_trail import AUDIT_HEAD, AUDIT_PREFIX
 from rag_orchestrator.conversations.contents import OFFLOADABLE, ContentOffloader, content_prefix
-from rag_orchestrator.conversations.dynamo_writes import meta_key
 from rag_orchestrator.conversations.keys import iso
+from rag_orchestrator.conversations.meta_update import meta_key
 from rag_orchestrator.conversations.s3_objects import ObjectStore
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.conversations.transcripts import S3AuditTrails, S3Transcripts, to_jsonl, transcript_key

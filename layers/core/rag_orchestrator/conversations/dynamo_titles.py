@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from rag_orchestrator.conversations import items as it
-from rag_orchestrator.conversations.dynamo_writes import OWNED, meta_key
 from rag_orchestrator.conversations.keys import iso
+from rag_orchestrator.conversations.meta_update import OWNED, meta_key
 from rag_orchestrator.conversations.store import in_worker_thread
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.conversations.titles import title_search

@@ -17,7 +17,7 @@ from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.approvals import PENDING_FIELD, held_put, outcome_update, refused_start
 from rag_orchestrator.conversations.audit_trail import audit_item, head_of
 from rag_orchestrator.conversations.contents import ContentOffloader
-from rag_orchestrator.conversations.keys import activity_key, iso
+from rag_orchestrator.conversations.meta_update import OWNED, meta_key, meta_update
 from rag_orchestrator.conversations.store import LOCK_HELD, TurnContext, in_worker_thread, turn_messages
 from rag_orchestrator.conversations.table import (
     TRANSACT_MAX_BYTES,
@@ -42,13 +42,8 @@ from rag_orchestrator.errors import (
     StorageUnavailable,
 )
 
-ACTIVE, DELETED = ConversationStatus.ACTIVE.value, ConversationStatus.DELETED.value
-OWNED = "callerId = :caller AND #status <> :deleted"
+DELETED = ConversationStatus.DELETED.value
 CHAIN_ATTEMPTS = 3  # the head moves under a turn only when its lock's lease ran out
-
-
-def meta_key(conversation_id: str) -> dict[str, Any]:
-    return it.to_attributes({"PK": it.pk(conversation_id), "SK": it.META})
 
 
 class TurnWrites:
@@ -131,7 +126,7 @@ class TurnWrites:
             held_condition = f"{PENDING_FIELD}.approvalId = :aid"
             values[":aid"] = expired.held.approval_id
             refusals = [ConversationMessage.of(conversation_id, expired.tool_message())]
-        update = self._meta_update(
+        update = meta_update(
             conversation_id,
             counts=(1 + len(refusals), user_message.token_count or 0, 0),
             condition=f"{OWNED} AND (attribute_not_exists(turnLockUntil) OR turnLockUntil < :epoch)"
@@ -187,7 +182,7 @@ class TurnWrites:
         head = (context.audit_head if context else None) or GENESIS
         for _ in range(CHAIN_ATTEMPTS):
             record = seal(audit, head) if audit is not None else None
-            update = self._meta_update(
+            update = meta_update(
                 conversation_id,
                 counts=(len(messages) - len(supersede), tokens, tool_calls),
                 condition="attribute_exists(PK)",
@@ -224,81 +219,6 @@ class TurnWrites:
             )
         except ConditionFailed:
             return  # no conversation, no lock to release
-
-    def _meta_update(
-        self,
-        conversation_id: str,
-        *,
-        counts: tuple[int, int, int],
-        condition: str,
-        values: dict[str, Any],
-        lock: str = "",
-        reactivate: str | None = None,
-        expires_at: int | None = None,
-        chain: tuple[str, str] | None = None,
-        sets: dict[str, Any] | None = None,
-        removes: tuple[str, ...] = (),
-    ) -> dict[str, Any]:
-        """The META side of a write adding messages: counters by ADD, index sort keys moved.
-
-        GSI3SK is set even where its partition key is absent (not ACTIVE): an item without an
-        index's partition key is simply not in that index. `reactivate` (the ByArchive prefix): an
-        ARCHIVED conversation that goes on is ACTIVE again, so archival finds it again (its s3Key
-        stays: the transcript keeps the older messages). `chain` (head read, new head): the audit
-        head moves only from the one the turn read.
-        """
-        now = utcnow()
-        messages, tokens, tool_calls = counts
-        assignments = ["updatedAt = :now", "GSI1SK = :activity"]
-        if messages:
-            assignments += ["lastMessageAt = :now", "GSI3SK = :now"]
-        if reactivate:
-            assignments += ["#status = :active", "GSI3PK = :shard"]
-            values = values | {":active": ACTIVE, ":shard": it.archive_shard(conversation_id, reactivate)}
-        if expires_at:
-            assignments.append("expiresAt = :expires")
-            values = values | {":expires": expires_at}
-        if chain:
-            read, moved = chain
-            assignments.append("lastAuditHash = :head")
-            values = values | {":head": moved}
-            if read == GENESIS:
-                condition += " AND attribute_not_exists(lastAuditHash)"
-            else:
-                condition += " AND lastAuditHash = :read"
-                values = values | {":read": read}
-        for name, value in (sets or {}).items():
-            assignments.append(f"{name} = :{name}")
-            values = values | {f":{name}": value}
-        action, _, clause = lock.partition(" ")
-        if action == "SET":
-            assignments.append(clause)
-        expression = (
-            "SET " + ", ".join(assignments) + " ADD messageCount :m, totalTokens :t, toolCallsCount :c"
-        )
-        removed = [clause] if action == "REMOVE" else []
-        removed += removes
-        if removed:
-            expression += " REMOVE " + ", ".join(removed)
-        update: dict[str, Any] = {
-            "Key": meta_key(conversation_id),
-            "UpdateExpression": expression,
-            "ConditionExpression": condition,
-            "ExpressionAttributeValues": it.to_attributes(
-                values
-                | {
-                    ":now": iso(now),
-                    ":activity": activity_key(now, conversation_id),
-                    ":m": messages,
-                    ":t": tokens,
-                    ":c": tool_calls,
-                }
-            ),
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-        if "#status" in condition or reactivate:
-            update["ExpressionAttributeNames"] = {"#status": "status"}
-        return {"Update": update}
 
     def _write(self, head: list[dict[str, Any]], puts: list[dict[str, Any]]) -> None:
         """`head` (the META update first) and the message puts in one transaction. Past a

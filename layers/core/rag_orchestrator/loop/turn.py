@@ -14,8 +14,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, assert_never
 
-import anyio
-
 from rag_orchestrator.conversations.store import TurnContext
 from rag_orchestrator.conversations.versions import PLAIN, Revision
 from rag_orchestrator.domain import events as ev
@@ -27,7 +25,6 @@ from rag_orchestrator.domain.messages import Message, Role, ToolCall
 from rag_orchestrator.domain.passages import SourceWithSnippet
 from rag_orchestrator.domain.text import scrub
 from rag_orchestrator.errors import RagError
-from rag_orchestrator.loop.after_turn import run_after_turn
 from rag_orchestrator.loop.approvals import ApprovalSteps, split_calls
 from rag_orchestrator.loop.attachments import AttachmentReading, model_view
 from rag_orchestrator.loop.control import TurnControl, TurnStopped
@@ -36,6 +33,7 @@ from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.prelude import Prelude
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.steps import FinalAnswer, ModelResponse, RunTools, Stop, next_step
+from rag_orchestrator.loop.turn_finish import TurnFinish
 from rag_orchestrator.loop.turn_start import TurnStart
 from rag_orchestrator.observability import logger, metrics, request_reference
 from rag_orchestrator.providers import events as se
@@ -48,7 +46,7 @@ if TYPE_CHECKING:  # the orchestrator holds the parts a turn uses
 UNEXPECTED = "The turn failed unexpectedly. Please try again."
 
 
-class ActiveTurn(ApprovalSteps, TurnStart):
+class ActiveTurn(ApprovalSteps, TurnStart, TurnFinish):
     def __init__(
         self,
         orchestrator: Orchestrator,
@@ -279,41 +277,3 @@ class ActiveTurn(ApprovalSteps, TurnStart):
             message_id=record.message_id,
             finish_reason=reason,
         )
-
-    async def after(self) -> None:
-        """The after-turn hooks (loop/after_turn.py), once the turn has ended; nothing before."""
-        if self._finished:
-            await run_after_turn(self.o.after_turn, self.request, self.record)
-
-    async def _finish(self, *, interrupted: bool) -> None:
-        """Persist what the turn produced and release the lock, once, even while being cancelled."""
-        if self._finished:
-            return
-        self._finished = True
-        answer, revision = self.record.message_id, self.revision
-        stored = revision.stored(self.record.to_store(interrupted), answer)
-        self.record.superseded = revision.superseded(answer)
-        with anyio.CancelScope(shield=True):
-            try:
-                model = self.o.strategy.metadata.model
-                audit = self.record.audit(
-                    self.request, self.question, stored, model=model, interrupted=interrupted
-                )
-                await self.o.store.finish_turn(
-                    self.request.conversation_id,
-                    stored,
-                    tool_calls=sum(len(m.tool_calls or ()) for m in stored),
-                    tokens=self.record.tokens + revision.question_tokens(answer),
-                    interrupted=interrupted,
-                    audit=revision.audited(audit, answer),
-                    context=self.context,
-                    supersede=self.record.superseded,
-                    held=self.record.held,
-                    decided=self.record.decided if self.question is None else None,
-                    spend=self.spend,
-                )
-            except Exception:
-                logger.exception("could not record the turn; releasing the lock")
-                await self.o.store.abort_turn(self.request.conversation_id)
-                if self.spend is not None and self.spend.reserve:
-                    await self.o.store.release(self.spend)

@@ -1,0 +1,69 @@
+"""Where a tool catalogue comes from: a file, an S3 object or an SSM parameter, parsed as YAML or JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rag_orchestrator.errors import ConfigError
+
+
+def read_catalog_document(location: str) -> Any:
+    """The document TOOL_CATALOG_PATH names (a path, `s3://bucket/key` or `ssm:/name`), parsed."""
+    if location.startswith(("s3://", "ssm:")):
+        return read_remote_document(location)
+    return read_document(Path(location))
+
+
+def parse_document(text: str, source: str, suffix: str) -> Any:
+    """A catalogue's text parsed as YAML or JSON by its `suffix` (an SSM parameter's has none: YAML)."""
+    suffix = suffix.lower()
+    if suffix not in ("", ".yaml", ".yml", ".json"):
+        raise ConfigError(f"TOOL_CATALOG_PATH: {source} must end in .yaml, .yml or .json")
+    try:
+        if suffix == ".json":
+            return json.loads(text)
+        import yaml
+
+        return yaml.safe_load(text)
+    except (ValueError, ImportError) as exc:
+        raise ConfigError(f"TOOL_CATALOG_PATH: {source} is not valid: {exc}") from None
+    except Exception as exc:  # yaml.YAMLError, without importing yaml for JSON catalogues
+        raise ConfigError(f"TOOL_CATALOG_PATH: {source} is not valid YAML: {exc}") from None
+
+
+def read_document(path: Path) -> Any:
+    """A catalogue file's content, parsed as YAML or JSON by its extension."""
+    if path.suffix.lower() not in (".yaml", ".yml", ".json"):
+        raise ConfigError(f"TOOL_CATALOG_PATH: {path} must end in .yaml, .yml or .json")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"TOOL_CATALOG_PATH: cannot read {path}: {exc.strerror or exc}") from None
+    return parse_document(text, str(path), path.suffix)
+
+
+def read_remote_document(location: str) -> Any:
+    """The catalogue in an S3 object (`s3://bucket/key`) or an SSM parameter (`ssm:/name`), parsed."""
+    from rag_orchestrator import aws
+
+    try:
+        if location.startswith("ssm:"):
+            name = location.removeprefix("ssm:")
+            parameter = aws.client("ssm").get_parameter(Name=name, WithDecryption=True)
+            return parse_document(parameter["Parameter"]["Value"], location, "")
+        bucket, _, key = location.removeprefix("s3://").partition("/")
+        if not bucket or not key:
+            raise ConfigError(f"TOOL_CATALOG_PATH: {location} must be s3://bucket/key")
+        suffix = Path(key).suffix
+        if suffix.lower() not in (".yaml", ".yml", ".json"):
+            raise ConfigError(f"TOOL_CATALOG_PATH: {location} must end in .yaml, .yml or .json")
+        body = aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+        return parse_document(body.decode("utf-8"), location, suffix)
+    except ConfigError:
+        raise
+    except UnicodeDecodeError:
+        raise ConfigError(f"TOOL_CATALOG_PATH: {location} is not UTF-8 text") from None
+    except Exception as exc:  # botocore's ClientError and BotoCoreError, without importing botocore
+        raise ConfigError(f"TOOL_CATALOG_PATH: cannot read {location} ({aws.error_code(exc)})") from None
