@@ -1,4 +1,4 @@
-"""The chat client reads the answer's body decoded as the server encoded it."""
+"""The chat client reads the answer's body decoded as the server encoded it, and takes only http(s) URLs."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import gzip
 import httpx
 import pytest
 
+from rag_orchestrator.errors import ConfigError
 from rag_orchestrator.providers.openai_compat import ChatClient, RetryPolicy
 
 BODY = (
@@ -36,3 +37,16 @@ async def test_an_encoded_or_plain_body_gives_the_same_deltas(encoding):
         )
         deltas = [delta async for delta in client.stream({"model": "m", "messages": []})]
     assert [delta.content for delta in deltas] == ["Hel", "lo"]
+
+
+@pytest.mark.parametrize("base_url", ["ftp://model.example/v1", "model.example/v1", ""])
+def test_a_base_url_that_is_not_http_is_a_configuration_error(base_url):
+    with pytest.raises(ConfigError, match="must start with http:// or https://"):
+        ChatClient(
+            provider="test",
+            base_url=base_url,
+            api_key=None,
+            timeout_seconds=5,
+            idle_timeout_seconds=5,
+            retry=RetryPolicy(),
+        )

@@ -134,7 +134,7 @@ class Response:
         if encoding in ("gzip", "x-gzip", "deflate"):
             self._inflate = zlib.decompressobj(47 if encoding != "deflate" else zlib.MAX_WBITS)
         elif encoding != "identity":
-            raise HTTPFailure(f"the body is encoded as {encoding!r}")
+            raise HTTPFailure("the body came in an encoding that was not asked for")
         self.done = self._left == 0
 
     async def next_chunk(self) -> bytes | None:

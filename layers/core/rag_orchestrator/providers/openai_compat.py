@@ -19,7 +19,13 @@ from typing import Any
 import httpx
 from pydantic_core import from_json, to_json
 
-from rag_orchestrator.errors import ProviderError, ProviderHTTPError, ProviderStreamError, ProviderTimeout
+from rag_orchestrator.errors import (
+    ConfigError,
+    ProviderError,
+    ProviderHTTPError,
+    ProviderStreamError,
+    ProviderTimeout,
+)
 from rag_orchestrator.observability import logger, redacted
 from rag_orchestrator.providers import transport
 from rag_orchestrator.providers.deadline import IdleTimeout, StreamDeadline
@@ -96,6 +102,8 @@ class ChatClient:
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
         self.provider = provider
+        if not base_url.lower().startswith(("http://", "https://")):
+            raise ConfigError(f"{provider}: the model's base URL must start with http:// or https://")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self._api_key = api_key
         self._timeout = timeout_seconds
