@@ -1,15 +1,18 @@
 """ArchiveFunction (EventBridge, hourly): idle conversations to S3 transcripts, deleted ones purged.
 It stops before the Lambda timeout; the next run goes on from where it stopped."""
 
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from rag_orchestrator.startup import frozen_start
 
-from rag_orchestrator.api import snapstart
-from rag_orchestrator.config import get_settings
-from rag_orchestrator.conversations.archival import run_archival
-from rag_orchestrator.observability import logger, metrics
+with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/startup.py)
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
-settings = get_settings()  # a bad setting fails the cold start, naming the variable
-snapstart.register()  # with the template's SnapStart on (docs/performance.md)
+    from rag_orchestrator.api import snapstart
+    from rag_orchestrator.config import get_settings
+    from rag_orchestrator.conversations.archival import run_archival
+    from rag_orchestrator.observability import logger, metrics
+
+    settings = get_settings()  # a bad setting fails the cold start, naming the variable
+    snapstart.register()  # with the template's SnapStart on (docs/performance.md)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -2,14 +2,17 @@
 An object that cannot be processed now fails the invocation (after the others), so Lambda retries it
 and then sends the event to the DLQ; a file that cannot be read is recorded as FAILED, not retried."""
 
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from rag_orchestrator.startup import frozen_start
 
-from rag_orchestrator.attachments.events import process_s3_event
-from rag_orchestrator.attachments.factory import create_attachments
-from rag_orchestrator.config import get_settings
-from rag_orchestrator.observability import logger, metrics
+with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/startup.py)
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
-attachments = create_attachments(get_settings())  # a bad setting fails the cold start, naming the variable
+    from rag_orchestrator.attachments.events import process_s3_event
+    from rag_orchestrator.attachments.factory import create_attachments
+    from rag_orchestrator.config import get_settings
+    from rag_orchestrator.observability import logger, metrics
+
+    attachments = create_attachments(get_settings())  # a bad setting fails the cold start, naming it
 
 
 @logger.inject_lambda_context(clear_state=True)

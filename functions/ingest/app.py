@@ -1,15 +1,18 @@
 """IngestFunction: S3 ObjectCreated under documents/ -> chunks in Chroma. A failed object fails the
 invocation (after the others are done), so Lambda retries it and then sends the event to the DLQ."""
 
-from aws_lambda_powertools.utilities.typing import LambdaContext
+from rag_orchestrator.startup import frozen_start
 
-from rag_orchestrator.api import snapstart
-from rag_orchestrator.config import get_settings
-from rag_orchestrator.observability import logger, metrics
-from rag_orchestrator.retrieval.s3_ingest import ingest_s3_event
+with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/startup.py)
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
-settings = get_settings()  # a bad setting fails the cold start, naming the variable
-snapstart.register()  # with the template's SnapStart on (docs/performance.md)
+    from rag_orchestrator.api import snapstart
+    from rag_orchestrator.config import get_settings
+    from rag_orchestrator.observability import logger, metrics
+    from rag_orchestrator.retrieval.s3_ingest import ingest_s3_event
+
+    settings = get_settings()  # a bad setting fails the cold start, naming the variable
+    snapstart.register()  # with the template's SnapStart on (docs/performance.md)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -11,8 +11,9 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 
 from rag_orchestrator.api.auth import require_roles
-from rag_orchestrator.api.conversations import CURSOR, LIMIT, checked_id
+from rag_orchestrator.api.conversations import CURSOR, LIMIT
 from rag_orchestrator.api.deps import get_store
+from rag_orchestrator.api.path_ids import checked_id
 from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import ADMIN, MOD, Caller

@@ -9,14 +9,14 @@ answers 404. It also removes the conversation's fragments from conversation memo
 from __future__ import annotations
 
 import asyncio
-import re
 from enum import StrEnum
 from typing import Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
 
 from rag_orchestrator.api.auth import get_owner
 from rag_orchestrator.api.deps import get_memory, get_store
+from rag_orchestrator.api.path_ids import conversation_id
 from rag_orchestrator.conversations.cursors import MAX_CURSOR_CHARS
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from rag_orchestrator.conversations.store import ConversationStore
@@ -31,13 +31,10 @@ from rag_orchestrator.domain.conversations import (
     UpdateConversationRequest,
     new_conversation,
 )
-from rag_orchestrator.errors import ConversationNotFound
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.fragments import FragmentIndex
 
 router = APIRouter(prefix="/api/v1/chat/conversations", tags=["conversations"])
-
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 class ListedStatus(StrEnum):
@@ -45,17 +42,6 @@ class ListedStatus(StrEnum):
 
     ACTIVE = "ACTIVE"
     ARCHIVED = "ARCHIVED"
-
-
-def checked_id(value: str) -> str:
-    """A well-formed conversation id, else the same 404 as for an unknown one."""
-    if not _UUID.fullmatch(value.lower()):
-        raise ConversationNotFound(value)
-    return value.lower()
-
-
-def conversation_id(conversation_id: str = Path(..., max_length=100)) -> str:
-    return checked_id(conversation_id)
 
 
 LIMIT = Query(DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE, description="Page size")

@@ -6,34 +6,26 @@ Each rating counts in the FeedbackUp or FeedbackDown metric (EMF, flushed after 
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
 
-from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
 
 from rag_orchestrator.api.auth import get_owner, require_roles
-from rag_orchestrator.api.conversations import CURSOR, LIMIT, conversation_id
+from rag_orchestrator.api.conversations import CURSOR, LIMIT
 from rag_orchestrator.api.deps import get_store
+from rag_orchestrator.api.path_ids import conversation_id, message_id
 from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.callers import ADMIN, Caller
 from rag_orchestrator.domain.conversations import Page
 from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, FeedbackRequest, Rating
-from rag_orchestrator.errors import BadRequest, MessageNotFound
+from rag_orchestrator.errors import BadRequest
 from rag_orchestrator.observability import metrics
 
 router = APIRouter(tags=["feedback"])
 FEEDBACK_PATH = "/api/v1/chat/conversations/{conversation_id}/messages/{message_id}/feedback"
 DEFAULT_SINCE = timedelta(days=7)
 OLDEST_SINCE = timedelta(days=92)  # the listing walks one day partition after another
-_MESSAGE_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
-
-
-def message_id(message_id: str = Path(..., max_length=100)) -> str:
-    """A well-formed message id (a ULID), else the same 404 as for an unknown one."""
-    if not _MESSAGE_ID.fullmatch(message_id.upper()):
-        raise MessageNotFound(message_id)
-    return message_id.upper()
 
 
 @router.put(FEEDBACK_PATH, response_model=Feedback, summary="Rate an answer (again: replaces the rating)")

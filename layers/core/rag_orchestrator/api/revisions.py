@@ -18,10 +18,9 @@ from pydantic import Field
 
 from rag_orchestrator.api.auth import get_owner
 from rag_orchestrator.api.chat import stream_turn
-from rag_orchestrator.api.conversations import conversation_id
 from rag_orchestrator.api.deadlines import turn_deadline
 from rag_orchestrator.api.deps import get_orchestrator, get_settings
-from rag_orchestrator.api.feedback import message_id
+from rag_orchestrator.api.path_ids import conversation_id, message_id
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain.callers import Caller
