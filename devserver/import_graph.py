@@ -18,7 +18,18 @@ ROOT = Path(__file__).resolve().parent.parent / "layers" / "core" / PACKAGE
 
 # Bottom to top; a package may import only from its own layer or the layers below it.
 LAYERS: list[set[str]] = [
-    {"domain", "errors", "observability", "tls", "aws", "sanitize", "startup", "text", "__init__"},
+    {
+        "domain",
+        "errors",
+        "observability",
+        "tls",
+        "aws",
+        "sanitize",
+        "startup",
+        "ssm_params",
+        "text",
+        "__init__",
+    },
     {"config"},
     {"providers", "conversations", "turns", "retrieval"},
     {"attachments"},

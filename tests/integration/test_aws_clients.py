@@ -3,6 +3,9 @@ secrets read from SSM (on the moto server) the way a deployed function reads the
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import boto3
 
 from rag_orchestrator import aws
@@ -55,3 +58,24 @@ def test_secret_from_the_environment_wins_and_needs_no_aws(in_lambda, monkeypatc
     monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", "/rag/never-read")
     assert load_settings().secret("deepseek_api_key") == "sk-env"
     assert aws.client.cache_info().currsize == 0
+
+
+def test_threads_asking_at_once_for_a_secret_fetch_it_once(aws_stack, in_lambda, monkeypatch):
+    ssm = boto3.client("ssm", endpoint_url=aws_stack["endpoint"])
+    ssm.put_parameter(Name="/rag/chroma", Value="chroma-token", Type="SecureString", Overwrite=True)
+    monkeypatch.delenv("CHROMA_TOKEN", raising=False)
+    monkeypatch.setenv("CHROMA_TOKEN_PARAM", "/rag/chroma")
+    settings = load_settings()
+    fetched = []
+    aws.client("ssm").meta.events.register(
+        "provide-client-params.ssm.GetParameter", lambda params, **_: fetched.append(params["Name"])
+    )
+    start = threading.Barrier(8)
+
+    def ask() -> str | None:
+        start.wait()  # as a cold start's first turn does: the model client and Chroma's thread at once
+        return settings.secret("chroma_token")
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(lambda _: ask(), range(8))) == ["chroma-token"] * 8
+    assert fetched == ["/rag/chroma"]

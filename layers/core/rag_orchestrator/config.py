@@ -244,7 +244,9 @@ class Settings(BaseSettings):
             return value.get_secret_value()
         parameter = os.environ.get(f"{name.upper()}_PARAM")
         if parameter and in_lambda():
-            return _ssm_secret(parameter)
+            from rag_orchestrator.ssm_params import ssm_secret
+
+            return ssm_secret(parameter)
         return None
 
     def provider_configured(self) -> tuple[bool, str]:
@@ -259,21 +261,6 @@ class Settings(BaseSettings):
         if getattr(self, key) is not None or os.environ.get(f"{key.upper()}_PARAM"):
             return True, self.model_strategy
         return False, f"{key.upper()} is not set for MODEL_STRATEGY={self.model_strategy}"
-
-
-def _ssm_secret(parameter: str) -> str:
-    """The decrypted parameter, fetched again after 5 minutes (a rotated key is picked up)."""
-    from rag_orchestrator import aws
-
-    return _ssm(aws.client("ssm")).get(parameter, decrypt=True, max_age=300)
-
-
-@lru_cache(maxsize=2)
-def _ssm(client: Any) -> Any:
-    """Powertools' caching provider on our shared session and client config (not a session of its own)."""
-    from aws_lambda_powertools.utilities.parameters import SSMProvider
-
-    return SSMProvider(boto3_client=client)
 
 
 def load_settings(**overrides: Any) -> Settings:

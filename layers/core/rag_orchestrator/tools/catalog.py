@@ -19,9 +19,10 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from rag_orchestrator.config import Settings, _ssm_secret, in_lambda
+from rag_orchestrator.config import Settings, in_lambda
 from rag_orchestrator.domain.callers import ANONYMOUS, normalise_roles
 from rag_orchestrator.errors import ConfigError
+from rag_orchestrator.ssm_params import ssm_secret
 from rag_orchestrator.tools.catalog_source import read_catalog_document
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 
@@ -128,7 +129,7 @@ def environment_secret(name: str) -> str | None:
     if not (parameter and in_lambda()):
         return None
     try:
-        return _ssm_secret(parameter)
+        return ssm_secret(parameter)
     except Exception:  # Powertools' GetParameterError: missing, or not readable by this function
         raise ValueError(f"${{{name}}}: the SSM parameter {parameter} cannot be read") from None
 
