@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import boto3
 
@@ -39,15 +40,21 @@ def test_reset_forgets_clients_made_for_another_endpoint(aws_stack, monkeypatch)
     assert after.meta.endpoint_url == "http://127.0.0.1:9"
 
 
-def test_secret_comes_from_ssm_and_is_cached(aws_stack, in_lambda, monkeypatch):
+def secret_in_ssm(aws_stack, monkeypatch, setting: str, value: str) -> Any:
+    """`setting` unset in the environment and held by an SSM parameter (`<SETTING>_PARAM`); the SSM client."""
     ssm = boto3.client("ssm", endpoint_url=aws_stack["endpoint"])
-    ssm.put_parameter(Name="/rag/deepseek", Value="sk-from-ssm", Type="SecureString", Overwrite=True)
-    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
-    monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", "/rag/deepseek")
+    ssm.put_parameter(Name=f"/rag/{setting}", Value=value, Type="SecureString", Overwrite=True)
+    monkeypatch.delenv(setting.upper(), raising=False)
+    monkeypatch.setenv(f"{setting.upper()}_PARAM", f"/rag/{setting}")
+    return ssm
+
+
+def test_secret_comes_from_ssm_and_is_cached(aws_stack, in_lambda, monkeypatch):
+    ssm = secret_in_ssm(aws_stack, monkeypatch, "deepseek_api_key", "sk-from-ssm")
     settings = load_settings()
 
     assert settings.secret("deepseek_api_key") == "sk-from-ssm"
-    ssm.put_parameter(Name="/rag/deepseek", Value="sk-rotated", Type="SecureString", Overwrite=True)
+    ssm.put_parameter(Name="/rag/deepseek_api_key", Value="sk-rotated", Type="SecureString", Overwrite=True)
     assert settings.secret("deepseek_api_key") == "sk-from-ssm"  # cached for max_age (5 minutes)
     aws.reset()  # a new client (as after a cold start) reads the parameter again
     assert settings.secret("deepseek_api_key") == "sk-rotated"
@@ -61,10 +68,7 @@ def test_secret_from_the_environment_wins_and_needs_no_aws(in_lambda, monkeypatc
 
 
 def test_threads_asking_at_once_for_a_secret_fetch_it_once(aws_stack, in_lambda, monkeypatch):
-    ssm = boto3.client("ssm", endpoint_url=aws_stack["endpoint"])
-    ssm.put_parameter(Name="/rag/chroma", Value="chroma-token", Type="SecureString", Overwrite=True)
-    monkeypatch.delenv("CHROMA_TOKEN", raising=False)
-    monkeypatch.setenv("CHROMA_TOKEN_PARAM", "/rag/chroma")
+    secret_in_ssm(aws_stack, monkeypatch, "chroma_token", "chroma-token")
     settings = load_settings()
     fetched = []
     aws.client("ssm").meta.events.register(
@@ -78,4 +82,4 @@ def test_threads_asking_at_once_for_a_secret_fetch_it_once(aws_stack, in_lambda,
 
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(lambda _: ask(), range(8))) == ["chroma-token"] * 8
-    assert fetched == ["/rag/chroma"]
+    assert fetched == ["/rag/chroma_token"]
