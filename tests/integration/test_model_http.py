@@ -192,9 +192,9 @@ async def test_with_a_proxy_in_the_environment_httpx_carries_the_request(serve, 
     monkeypatch.setenv("HTTP_PROXY", proxy_url.rsplit("/v1", 1)[0])
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    response = await transport.post(
-        "http://model.invalid/v1/chat/completions", {}, b"{}", connect_timeout=2, read_timeout=2
-    )
+    url = "http://model.invalid/v1/chat/completions"
+    via_httpx = transport.uses_httpx(url, None)
+    response = await transport.post(url, {}, b"{}", connect_timeout=2, read_timeout=2, via_httpx=via_httpx)
     data = b""
     while (chunk := await response.next_chunk()) is not None:
         data += chunk

@@ -3,22 +3,18 @@
 // and prints what the page showed.
 //
 //   node approval_page.mjs <base-url> <caller-id> <message> <context JSON> <approve|deny> <reason>
-import { withPage } from "./browser.mjs";
+import { newConversationAs, texts as textsOf, withPage } from "./browser.mjs";
 
 const [base, callerId, message, context, decision, reason] = process.argv.slice(2);
 await withPage(async (page, consoleErrors) => {
-  await page.goto(`${base}/`);
-  await page.fill("#caller-id", callerId);
-  await page.press("#caller-id", "Tab");
-  await page.click("#new-conversation");
-  await page.waitForSelector("#send:not([disabled])");
+  await newConversationAs(page, base, callerId);
   await page.click("#composer details summary");
   await page.fill("#context", context);
   await page.fill("#message", message);
   await page.click("#send");
   await page.waitForSelector(".approval-card button", { timeout: 60_000 });
   await page.waitForSelector(".turn-footer:not(:empty)"); // the asking turn's Completed follows the card
-  const texts = (selector) => page.$$eval(selector, (nodes) => nodes.map((n) => n.textContent.trim()));
+  const texts = (selector) => textsOf(page, selector);
   const asked = { card: await texts(".approval-card .preview-title"), footer: await texts(".turn-footer") };
   await page.fill(".approval-card input", reason);
   await page.click(`.approval-card button:text("${decision === "approve" ? "Approve" : "Deny"}")`);

@@ -3,18 +3,14 @@
 // screenshot, opens the conversation again from the list and prints what the page showed.
 //
 //   node chat_page.mjs <base-url> <screenshot.png> <caller-id> <message> <context JSON>
-import { texts as textsOf, withPage } from "./browser.mjs";
+import { newConversationAs, texts as textsOf, withPage } from "./browser.mjs";
 
 const [base, screenshot, callerId, message, context] = process.argv.slice(2);
 
 await withPage(async (page, consoleErrors) => {
-  await page.goto(`${base}/`);
-  await page.fill("#caller-id", callerId);
-  await page.press("#caller-id", "Tab"); // change: the page reloads the caller's conversations and tools
+  await newConversationAs(page, base, callerId);
   await page.click("#tools-panel summary");
   await page.waitForSelector("#tools li");
-  await page.click("#new-conversation");
-  await page.waitForSelector("#send:not([disabled])");
   await page.click("#composer details summary");
   await page.fill("#context", context);
   await page.fill("#message", message);

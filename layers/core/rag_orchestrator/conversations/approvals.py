@@ -17,6 +17,7 @@ from typing import Any
 
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.keys import iso
+from rag_orchestrator.conversations.meta_update import LOCK_FREE
 from rag_orchestrator.conversations.store import LOCK_HELD, in_worker_thread
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.domain.approvals import OUTCOMES, PENDING, Decision, HeldCall, Resolution
@@ -26,7 +27,6 @@ from rag_orchestrator.errors import ApprovalClosed, ApprovalNotFound, ApprovalPe
 APPROVAL_PREFIX = "APPROVAL#"
 PENDING_FIELD = "pendingApproval"
 OWNED = "callerId = :caller AND #status <> :deleted"
-LOCK_FREE = "(attribute_not_exists(turnLockUntil) OR turnLockUntil < :epoch)"
 DECIDED = "The approval was already decided"
 EXPIRED = "The approval expired; it counts as denied"
 

@@ -38,7 +38,7 @@ from rag_orchestrator.conversations.audit_archive import TrailKeeper
 from rag_orchestrator.conversations.audit_trail import AUDIT_HEAD, AUDIT_PREFIX
 from rag_orchestrator.conversations.contents import OFFLOADABLE, ContentOffloader, content_prefix
 from rag_orchestrator.conversations.keys import iso
-from rag_orchestrator.conversations.meta_update import meta_key
+from rag_orchestrator.conversations.meta_update import LOCK_FREE, meta_key
 from rag_orchestrator.conversations.s3_objects import ObjectStore
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.conversations.transcripts import S3AuditTrails, S3Transcripts, to_jsonl, transcript_key
@@ -205,8 +205,7 @@ class ConversationArchiver:
                 Key=meta_key(conversation_id),
                 UpdateExpression="SET #status = :archived, s3Key = :key, archivedAt = :now, GSI3PK = :cleanup"
                 + (", auditS3Key = :trail" if trail_key else ""),
-                ConditionExpression="#status IN (:active, :archived) AND updatedAt = :seen "
-                "AND (attribute_not_exists(turnLockUntil) OR turnLockUntil < :epoch)",
+                ConditionExpression=f"#status IN (:active, :archived) AND updatedAt = :seen AND {LOCK_FREE}",
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues=it.to_attributes(
                     {

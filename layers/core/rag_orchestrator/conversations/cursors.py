@@ -11,9 +11,11 @@ import binascii
 import hashlib
 import hmac
 import json
+from datetime import datetime
 from typing import Any
 
 from rag_orchestrator.config import Settings
+from rag_orchestrator.conversations.keys import iso
 from rag_orchestrator.errors import BadRequest
 
 MAX_CURSOR_CHARS = 2048
@@ -63,3 +65,8 @@ class CursorCodec:
         if not isinstance(position, dict):
             raise BadRequest("Invalid cursor")
         return position
+
+
+def feedback_scope(since: datetime, rating: str | None) -> str:
+    """What a feedback listing's cursor is bound to: the same `since` and rating filter."""
+    return f"feedback|{iso(since)}|{rating or '*'}"

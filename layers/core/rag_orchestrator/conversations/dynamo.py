@@ -23,10 +23,11 @@ from rag_orchestrator.conversations.dynamo_audit import AuditReads
 from rag_orchestrator.conversations.dynamo_listing import list_page, start_key
 from rag_orchestrator.conversations.dynamo_titles import TitleWrites
 from rag_orchestrator.conversations.dynamo_versions import RevisionWrites
-from rag_orchestrator.conversations.dynamo_writes import TurnWrites, meta_key
+from rag_orchestrator.conversations.dynamo_writes import TurnWrites
 from rag_orchestrator.conversations.feedback import FeedbackWrites
 from rag_orchestrator.conversations.keys import iso, messages_scope
 from rag_orchestrator.conversations.message_lookup import CURRENT
+from rag_orchestrator.conversations.meta_update import meta_key
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit, offset_page
 from rag_orchestrator.conversations.store import TurnContext, in_worker_thread, token_total
 from rag_orchestrator.conversations.table import ConditionFailed, Table

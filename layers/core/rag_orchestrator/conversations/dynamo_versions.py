@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from rag_orchestrator.conversations import items as it
-from rag_orchestrator.conversations.approvals import LOCK_FREE, PENDING_FIELD, held_in
+from rag_orchestrator.conversations.approvals import PENDING_FIELD, held_in
 from rag_orchestrator.conversations.message_lookup import find_message, newest_current
-from rag_orchestrator.conversations.meta_update import OWNED, meta_key
+from rag_orchestrator.conversations.meta_update import LOCK_FREE, OWNED, meta_key
 from rag_orchestrator.conversations.store import LOCK_HELD, in_worker_thread
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.conversations.versions import Revision, StoredMessage, last_exchange, revision

@@ -17,7 +17,7 @@ from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.approvals import PENDING_FIELD, held_put, outcome_update, refused_start
 from rag_orchestrator.conversations.audit_trail import audit_item, head_of
 from rag_orchestrator.conversations.contents import ContentOffloader
-from rag_orchestrator.conversations.meta_update import OWNED, meta_key, meta_update
+from rag_orchestrator.conversations.meta_update import LOCK_FREE, OWNED, meta_key, meta_update
 from rag_orchestrator.conversations.store import LOCK_HELD, TurnContext, in_worker_thread, turn_messages
 from rag_orchestrator.conversations.table import (
     TRANSACT_MAX_BYTES,
@@ -129,8 +129,7 @@ class TurnWrites:
         update = meta_update(
             conversation_id,
             counts=(1 + len(refusals), user_message.token_count or 0, 0),
-            condition=f"{OWNED} AND (attribute_not_exists(turnLockUntil) OR turnLockUntil < :epoch)"
-            f" AND {held_condition}",
+            condition=f"{OWNED} AND {LOCK_FREE} AND {held_condition}",
             values=values,
             lock="SET turnLockUntil = :until",
             reactivate=it.EXPIRE_PREFIX if expires else it.ARCHIVE_PREFIX,

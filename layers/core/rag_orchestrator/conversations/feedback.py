@@ -15,11 +15,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from rag_orchestrator.conversations import items as it
-from rag_orchestrator.conversations.cursors import CursorCodec
+from rag_orchestrator.conversations.cursors import CursorCodec, feedback_scope
 from rag_orchestrator.conversations.dynamo_listing import INDEX, KEY_NAMES
-from rag_orchestrator.conversations.dynamo_writes import OWNED, meta_key
 from rag_orchestrator.conversations.keys import iso
 from rag_orchestrator.conversations.message_lookup import find_message
+from rag_orchestrator.conversations.meta_update import OWNED, meta_key
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit
 from rag_orchestrator.conversations.store import in_worker_thread
 from rag_orchestrator.conversations.table import ConditionFailed, Table
@@ -44,10 +44,6 @@ def feedback_item(entry: FeedbackEntry) -> dict[str, Any]:
         "GSI1PK": day_partition(entry.updated_at),
         "GSI1SK": f"{iso(entry.updated_at)}#{entry.conversation_id}#{entry.message_id}",
     }
-
-
-def feedback_scope(since: datetime, rating: str | None) -> str:
-    return f"feedback|{iso(since)}|{rating or '*'}"
 
 
 class FeedbackWrites:

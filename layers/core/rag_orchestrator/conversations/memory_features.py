@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from rag_orchestrator.conversations.cursors import CursorCodec
+from rag_orchestrator.conversations.cursors import CursorCodec, feedback_scope
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, offset_page
 from rag_orchestrator.conversations.store import LOCK_HELD
 from rag_orchestrator.conversations.versions import Revision, StoredMessage, last_exchange, revision
@@ -19,10 +19,6 @@ from rag_orchestrator.errors import ApprovalPending, Conflict, MessageNotFound, 
 
 if TYPE_CHECKING:
     from rag_orchestrator.conversations.memory import _Record
-
-
-def feedback_scope(since: datetime, rating: str | None) -> str:
-    return f"feedback|{since.isoformat()}|{rating or '*'}"
 
 
 class MemoryFeatures:

@@ -13,6 +13,7 @@ from rag_orchestrator.domain.conversations import ConversationStatus
 
 ACTIVE = ConversationStatus.ACTIVE.value
 OWNED = "callerId = :caller AND #status <> :deleted"
+LOCK_FREE = "(attribute_not_exists(turnLockUntil) OR turnLockUntil < :epoch)"  # no turn holds it
 
 
 def meta_key(conversation_id: str) -> dict[str, Any]:

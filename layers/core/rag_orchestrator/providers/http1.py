@@ -32,13 +32,12 @@ class HTTPFailure(Exception):
 
 
 class _Connection:
-    __slots__ = ("origin", "reader", "reused", "writer")
+    __slots__ = ("origin", "reader", "writer")
 
     def __init__(self, origin: Origin, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.origin = origin
         self.reader = reader
         self.writer = writer
-        self.reused = False
 
     def usable(self) -> bool:
         """Still open as far as this process knows (a server that closed it meanwhile shows as EOF)."""
@@ -194,8 +193,7 @@ class Pool:
             try:
                 return await self._exchange(connection, request)
             except HTTPFailure:
-                if not connection.reused:
-                    raise
+                pass  # the server closed it while it was idle: once more, on a new connection
         connection = await self._connect(origin, connect_timeout)
         return await self._exchange(connection, request)
 
@@ -242,7 +240,6 @@ class Pool:
             else:
                 return None
             if connection.usable():
-                connection.reused = True
                 return connection
             connection.close()
         return None

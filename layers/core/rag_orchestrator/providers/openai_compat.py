@@ -111,6 +111,7 @@ class ChatClient:
         self._connect_timeout = min(10.0, idle_timeout_seconds)
         self._retry = retry
         self._http = http_client
+        self._via_httpx = transport.uses_httpx(self.url, http_client)  # the environment read once
 
     def __repr__(self) -> str:
         return f"ChatClient(provider={self.provider!r}, url={self.url!r})"
@@ -190,6 +191,7 @@ class ChatClient:
             body,
             connect_timeout=self._connect_timeout,
             read_timeout=self._idle_timeout,
+            via_httpx=self._via_httpx,
             http_client=self._http,
         )
         try:

@@ -96,6 +96,11 @@ async def finish(response: ModelResponse, seconds: float = FINISH_SECONDS) -> No
         pass  # not reused, then
 
 
+def uses_httpx(url: str, http_client: httpx.AsyncClient | None) -> bool:
+    """Whether requests to `url` go through httpx: a client of its own given, or a proxy in the environment."""
+    return http_client is not None or proxied(url)
+
+
 def proxied(url: str) -> bool:
     """Whether the environment sends requests to `url` through a proxy."""
     scheme, _, rest = url.partition("://")
@@ -113,11 +118,13 @@ async def post(
     *,
     connect_timeout: float,
     read_timeout: float,
+    via_httpx: bool = False,
     http_client: httpx.AsyncClient | None = None,
 ) -> ModelResponse:
     """POSTs `body`; the response once its head has come (the caller enforces the read timeout while
-    it waits for the body, with providers/deadline.py)."""
-    if http_client is None and not proxied(url):
+    it waits for the body, with providers/deadline.py). `via_httpx` (or a client given): through httpx,
+    as `uses_httpx` decides once per URL."""
+    if not via_httpx and http_client is None:
         response = await shared_pool().post(url, headers, body, connect_timeout=connect_timeout)
         return response
     client = http_client or shared_http_client()
