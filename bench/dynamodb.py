@@ -3,7 +3,8 @@
 A botocore `before-send` hook on the clients the store uses counts every HTTP request it sends,
 retries included. The turn runs the real Orchestrator over the DynamoDB store with the scripted
 strategy (no model on the wire), once answering directly and once after a tool call, with its
-after-turn work (conversation memory indexing the turn in the bench stack's Chroma).
+after-turn work (conversation memory indexing the turn in the bench stack's Chroma, and the automatic
+title: the first turn of a conversation writes it, from the question since the script has no title reply).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
     from rag_orchestrator.loop.ports import TurnRequest
+    from rag_orchestrator.loop.titles import AutoTitle
     from rag_orchestrator.loop.turn_memory import TurnMemory
     from rag_orchestrator.retrieval.fragments import get_fragment_index
     from tests.fakes.scripted import ScriptedStrategy, answer, call, scripted_orchestrator, tool_calls
@@ -78,12 +80,14 @@ def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
     usage: dict[str, dict[str, float]] = {}
 
     async def one_turn(script: list[Any], conversation_id: str) -> dict[str, int]:
+        strategy = ScriptedStrategy(script)
         orchestrator = scripted_orchestrator(
-            ScriptedStrategy(script),
+            strategy,
             store=store,
             tools=[LookupTool()],
             settings=settings,
-            after_turn=[TurnMemory(get_fragment_index(settings))],
+            # What a deployed turn runs after it (AUTO_TITLE is on by default): memory and the title.
+            after_turn=[TurnMemory(get_fragment_index(settings)), AutoTitle(store, strategy)],
         )
         wire.take()
         meter.take()

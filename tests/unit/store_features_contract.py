@@ -47,6 +47,14 @@ async def test_an_automatic_title_never_replaces_one_already_there(store):
     assert (await store.get(untitled.conversation_id, ALICE)).title == "The owner's"
 
 
+async def test_a_deleted_conversation_gets_no_automatic_title_and_a_turn_reads_whether_one_has_one(store):
+    untitled, titled = await store.create(conversation()), await store.create(conversation(title="Mine"))
+    assert (await store.context(untitled.conversation_id, 10)).titled is False
+    assert (await store.context(titled.conversation_id, 10)).titled is True
+    await store.soft_delete(untitled.conversation_id, ALICE)
+    assert not await store.set_auto_title(untitled.conversation_id, "Too late")
+
+
 async def test_title_words_filter_the_callers_listing_case_and_accents_aside_and_page(store):
     titles = ["Café opening hours", "Refund for order 12", "Opening a refund", "Shipping"]
     for title in titles:

@@ -45,3 +45,19 @@ async def test_turns_that_did_not_answer_and_titled_conversations_ask_nothing():
     assert await titled(store, strategy, answered=False) is None
     assert await titled(store, strategy, title="Mine") == "Mine"
     assert strategy.requests == []
+
+
+async def test_a_turn_that_read_its_conversation_titled_or_not_asks_the_store_nothing_more():
+    class Unread(MemoryConversationStore):
+        async def get(self, *args, **kwargs):
+            raise AssertionError("the turn's window read already said whether there is a title")
+
+    store, strategy = Unread(), ScriptedStrategy([answer("Refund timing.")])
+    titled_cid = (await store.create(Conversation(caller_id="alice", title="Mine"))).conversation_id
+    untitled_cid = (await store.create(Conversation(caller_id="alice"))).conversation_id
+    for cid, titled in ((titled_cid, True), (untitled_cid, False)):
+        record = TurnRecord(cid, content="Fourteen days.", message_id="M1")
+        record.titled = titled
+        await AutoTitle(store, strategy)(TurnRequest(cid, ALICE, "how long do refunds take?"), record)
+    assert len(strategy.requests) == 1  # only the untitled conversation asked the model
+    assert (await MemoryConversationStore.get(store, untitled_cid, "alice")).title == "Refund timing"

@@ -198,7 +198,8 @@ class DynamoConversationStore(
     def context(self, conversation_id: str, size: int) -> TurnContext:
         meta, recent = self._read_context(conversation_id, size)
         owner = meta.get("callerId") if meta else None
-        return TurnContext(self._with_transcript(meta, recent, size), head_of(meta), owner)
+        titled = "title" in meta if meta else None
+        return TurnContext(self._with_transcript(meta, recent, size), head_of(meta), owner, titled)
 
     # ------------------------------------------------------------------ helpers
 

@@ -62,8 +62,15 @@ class TitleWrites:
                 "update_item",
                 Key=meta_key(conversation_id),
                 UpdateExpression="SET title = :title, titleSearch = :search",
-                ConditionExpression="attribute_exists(PK) AND attribute_not_exists(title)",
-                ExpressionAttributeValues=it.to_attributes({":title": title, ":search": title_search(title)}),
+                ConditionExpression="attribute_exists(PK) AND attribute_not_exists(title) AND #status <> :deleted",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=it.to_attributes(
+                    {
+                        ":title": title,
+                        ":search": title_search(title),
+                        ":deleted": ConversationStatus.DELETED.value,
+                    }
+                ),
             )
         except ConditionFailed:
             return False

@@ -174,8 +174,8 @@ class MemoryConversationStore(MemoryFeatures, MemoryHolds):
                 return TurnContext()
             recent = [m for m in record.messages if m.superseded_by is None][-size:]
             head = record.audit_head
-            owner = record.conversation.caller_id
-        return TurnContext([_own_message(m) for m in recent], head, owner)
+            owner, titled = record.conversation.caller_id, record.conversation.title is not None
+        return TurnContext([_own_message(m) for m in recent], head, owner, titled)
 
     async def audit(
         self, conversation_id: str, *, limit: int = DEFAULT_PAGE_SIZE, cursor: str | None = None

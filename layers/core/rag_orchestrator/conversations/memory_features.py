@@ -12,7 +12,7 @@ from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, offset_page
 from rag_orchestrator.conversations.store import LOCK_HELD
 from rag_orchestrator.conversations.versions import Revision, StoredMessage, last_exchange, revision
 from rag_orchestrator.domain.base import utcnow
-from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, Page
+from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
 from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, Rating
 from rag_orchestrator.domain.messages import Role
 from rag_orchestrator.errors import ApprovalPending, Conflict, MessageNotFound, NotLastExchange
@@ -51,7 +51,11 @@ class MemoryFeatures:
     async def set_auto_title(self, conversation_id: str, title: str) -> bool:
         with self._lock:
             record = self._records.get(conversation_id)
-            if record is None or record.conversation.title is not None:
+            if (
+                record is None
+                or record.conversation.title is not None
+                or record.conversation.status is ConversationStatus.DELETED
+            ):
                 return False
             record.conversation = record.conversation.model_copy(update={"title": title})
             return True

@@ -36,6 +36,7 @@ class TurnContext:
     messages: list[ConversationMessage] = field(default_factory=list)
     audit_head: str | None = None  # the last audit record's hash (GENESIS: none yet); None: not read
     owner: str | None = None
+    titled: bool | None = None  # whether the conversation has a title; None: not read
 
 
 class TurnStore(Protocol):

@@ -36,6 +36,7 @@ class TurnRecord:
     failure: RagError | None = None  # the safe error a REST caller gets
     superseded: list[Superseded] = field(default_factory=list)  # earlier versions it made (a revision)
     held: HeldCall | None = None  # the tool call the turn left waiting for approval
+    titled: bool | None = None  # whether the conversation had a title when the turn read it; None: not read
     decided: Resolution | None = None  # the decision the turn acted on (a continuation's, or an expiry)
 
     def add(

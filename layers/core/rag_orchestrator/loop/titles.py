@@ -40,11 +40,15 @@ class AutoTitle:
     async def __call__(self, request: TurnRequest, record: TurnRecord) -> None:
         if record.failure is not None or record.message_id is None or record.finish_reason not in ANSWERED:
             return
-        try:
-            conversation = await self.store.get(request.conversation_id, request.caller.caller_id)
-        except ConversationNotFound:
-            return  # deleted meanwhile
-        if conversation.title is not None:
+        titled = record.titled  # known from the turn's window read: no read of its own
+        if titled is None:
+            try:
+                titled = (
+                    await self.store.get(request.conversation_id, request.caller.caller_id)
+                ).title is not None
+            except ConversationNotFound:
+                return  # deleted meanwhile
+        if titled:
             return
         title, source = await self.title(request.conversation_id, request.message, record.content), "model"
         if title is None:
