@@ -91,6 +91,7 @@ class FakeLLM:
         self.default: Reply | None = None  # served when the script is empty; else HTTP 400
         self.deepseek_thinking = False  # refuse tool-call turns without reasoning_content, as DeepSeek does
         self.api_key: str | None = None  # when set, anything else gets HTTP 401
+        self.connections = 0  # connections accepted
         self.connections_closed = 0  # connections ended, by either side
         self.content_sent_at: list[float] = []  # time.monotonic() as each reply's first content was written
         self.request_at: list[float] = []  # time.monotonic() as each request's first line arrived
@@ -201,6 +202,7 @@ class FakeLLM:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        self.connections += 1
         try:
             while await self._exchange(reader, writer):
                 pass
