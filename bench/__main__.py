@@ -25,7 +25,6 @@ BENCHMARKS = {
     "memory": "bench.memory",
     "titles": "bench.titles",
     "streaming": "bench.streaming",
-    "transport": "bench.transport",
     "critical_path": "bench.critical_path",
     "dynamodb": "bench.dynamodb",
     "approvals": "bench.approvals",

@@ -10,7 +10,6 @@ import pytest
 
 from rag_orchestrator import aws
 from rag_orchestrator.api import snapstart
-from rag_orchestrator.providers import transport
 
 
 @pytest.fixture
@@ -43,11 +42,10 @@ def test_warming_imports_the_modules(monkeypatch):
     assert all(name in sys.modules for name in snapstart.FIRST_REQUEST)
 
 
-async def test_a_restore_makes_sessions_clients_connections_and_seeds_afresh(monkeypatch):
+def test_a_restore_makes_sessions_clients_and_seeds_afresh(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     aws.reset()
     session, client = aws._session(), aws.client("dynamodb")
-    http, pool = transport.shared_http_client(), transport.shared_pool()
     random.seed(7)
     snapshotted = random.random()
     random.seed(7)
@@ -55,8 +53,5 @@ async def test_a_restore_makes_sessions_clients_connections_and_seeds_afresh(mon
     snapstart.refresh()
 
     assert aws._session() is not session and aws.client("dynamodb") is not client
-    assert transport.shared_http_client() is not http and transport.shared_pool() is not pool
     assert random.random() != snapshotted  # every restored environment draws its own sequence
-    await http.aclose()
-    await transport.close_shared_connections()
     aws.reset()
