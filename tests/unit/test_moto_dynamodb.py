@@ -1,0 +1,119 @@
+"""The local moto server's DynamoDB, made to behave as DynamoDB does where moto does not: expired items
+deleted, a failed transaction rolled back from its own items, nothing kept per request."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from moto.core.common_models import BaseModel
+from moto.dynamodb import models
+from moto.dynamodb.models import DynamoDBBackend
+
+from devserver.moto_dynamodb import save_touched_items, sweep_expired
+from devserver.moto_serial import one_at_a_time
+
+NOW = time.time()
+
+
+@pytest.fixture
+def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """moto in-process; a table with TTL on `expiresAt` and one without; the transaction patch undone after."""
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.setattr(DynamoDBBackend, "transact_write_items", DynamoDBBackend.transact_write_items)
+    monkeypatch.setattr(models, "copy", models.copy)
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        for table in ("ttl", "plain"):
+            client.create_table(
+                TableName=table,
+                KeySchema=[
+                    {"AttributeName": "PK", "KeyType": "HASH"},
+                    {"AttributeName": "SK", "KeyType": "RANGE"},
+                ],
+                AttributeDefinitions=[
+                    {"AttributeName": "PK", "AttributeType": "S"},
+                    {"AttributeName": "SK", "AttributeType": "S"},
+                ],
+                BillingMode="PAY_PER_REQUEST",
+            )
+        client.update_time_to_live(
+            TableName="ttl", TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiresAt"}
+        )
+        yield client
+
+
+def put(client: Any, table: str, sk: str, **extra: dict[str, str]) -> None:
+    client.put_item(TableName=table, Item={"PK": {"S": "P"}, "SK": {"S": sk}, **extra})
+
+
+def keys(client: Any, table: str) -> set[str]:
+    items = client.query(
+        TableName=table, KeyConditionExpression="PK = :p", ExpressionAttributeValues={":p": {"S": "P"}}
+    )["Items"]
+    return {item["SK"]["S"] for item in items}
+
+
+def test_items_whose_ttl_passed_are_deleted_as_dynamodb_deletes_them(dynamodb):
+    put(dynamodb, "ttl", "expired", expiresAt={"N": str(int(NOW - 10))})
+    put(dynamodb, "ttl", "later", expiresAt={"N": str(int(NOW + 600))})
+    put(dynamodb, "ttl", "ancient", expiresAt={"N": str(int(NOW - 6 * 365 * 86400))})  # ignored by DynamoDB
+    put(dynamodb, "ttl", "text", expiresAt={"S": str(int(NOW - 10))})  # not a Number: no TTL
+    put(dynamodb, "ttl", "none")
+    put(dynamodb, "plain", "expired", expiresAt={"N": str(int(NOW - 10))})  # TTL is off for this table
+    assert sweep_expired(NOW) == 1
+    assert keys(dynamodb, "ttl") == {"later", "ancient", "text", "none"}
+    assert keys(dynamodb, "plain") == {"expired"}
+
+
+def conditional_put(sk: str) -> dict[str, Any]:
+    item = {"PK": {"S": "P"}, "SK": {"S": sk}}
+    return {"Put": {"TableName": "plain", "Item": item, "ConditionExpression": "attribute_not_exists(PK)"}}
+
+
+def update(sk: str, value: str) -> dict[str, Any]:
+    return {
+        "Update": {
+            "TableName": "plain",
+            "Key": {"PK": {"S": "P"}, "SK": {"S": sk}},
+            "UpdateExpression": "SET v = :v",
+            "ExpressionAttributeValues": {":v": {"S": value}},
+        }
+    }
+
+
+def test_a_failed_transaction_leaves_every_item_it_named_as_it_was(dynamodb):
+    save_touched_items()
+    put(dynamodb, "plain", "a", v={"S": "before"})
+    put(dynamodb, "plain", "gone")
+    put(dynamodb, "plain", "taken")
+    failing = [
+        update("a", "after"),
+        {"Delete": {"TableName": "plain", "Key": {"PK": {"S": "P"}, "SK": {"S": "gone"}}}},
+        conditional_put("new"),
+        conditional_put("taken"),  # exists: the transaction is cancelled
+    ]
+    with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
+        dynamodb.transact_write_items(TransactItems=failing)
+    assert keys(dynamodb, "plain") == {"a", "gone", "taken"}
+    item = dynamodb.get_item(TableName="plain", Key={"PK": {"S": "P"}, "SK": {"S": "a"}})["Item"]
+    assert item["v"] == {"S": "before"}
+    dynamodb.transact_write_items(TransactItems=[update("a", "after"), conditional_put("new")])
+    assert keys(dynamodb, "plain") == {"a", "gone", "taken", "new"}
+
+
+def test_the_server_keeps_nothing_moto_tracks_for_its_dashboard():
+    class Thing(BaseModel):
+        pass
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        Thing()
+        return [b"ok"]
+
+    assert one_at_a_time(app, threading.Lock())({}, lambda *_: None) == [b"ok"]
+    assert Thing.instances_tracked == []  # type: ignore[attr-defined]
