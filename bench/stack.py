@@ -78,9 +78,9 @@ class LocalStack:
             "AUTO_TITLE": "false",
         }
         os.environ.update(self.env)  # boto3 in this process reads AWS_* from the environment
-        from rag_orchestrator import aws
+        from rag_orchestrator.api.deps import process_aws
 
-        aws.reset()  # clients made for an earlier stack point at its endpoint
+        process_aws().reset()  # clients made for an earlier stack point at its endpoint
         create_resources(
             self.env["CONVERSATIONS_TABLE"], [self.env["TRANSCRIPTS_BUCKET"], self.env["DOCUMENTS_BUCKET"]]
         )
@@ -118,10 +118,13 @@ class LocalStack:
 
     def conversation(self) -> str:
         """A new conversation of CALLER, created through the store (the stream app serves no create route)."""
+        from rag_orchestrator.api.deps import process_aws
         from rag_orchestrator.conversations.factory import create_store
         from rag_orchestrator.domain.conversations import Conversation
 
-        created = asyncio.run(create_store(self.settings()).create(Conversation(caller_id=CALLER)))
+        created = asyncio.run(
+            create_store(self.settings(), process_aws()).create(Conversation(caller_id=CALLER))
+        )
         return created.conversation_id
 
     def stream_env(self, layout: Layout) -> dict[str, str]:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag_orchestrator.domain.budgets import Budgets
 from rag_orchestrator.domain.callers import normalise_roles
 from rag_orchestrator.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rag_orchestrator.ssm_params import SsmSecrets
 
 Strategy = Literal[
     "deepseek_single", "qwen_single_thinking", "qwen_single_instruct", "openai_compatible", "extractive"
@@ -157,6 +160,8 @@ class Settings(BaseSettings):
 
     port: int = Field(8000, ge=1, le=65535)
 
+    _ssm: SsmSecrets | None = PrivateAttr(None)  # given by the composition root (read_secrets_with)
+
     @field_validator("budget_tokens_per_day")
     @classmethod
     def _check_budgets(cls, value: str | None) -> str | None:
@@ -237,6 +242,12 @@ class Settings(BaseSettings):
         """KB_WRITER_ROLES as roles (`moderator` is `mod`)."""
         return normalise_roles(self.kb_writer_roles.split(","))
 
+    def read_secrets_with(self, ssm: SsmSecrets) -> Settings:
+        """These settings, reading `<NAME>_PARAM` secrets through `ssm` (the composition root's)."""
+        bound = self.model_copy()
+        bound._ssm = ssm
+        return bound
+
     def secret(self, name: str) -> str | None:
         """A secret's value: from the environment, else from SSM (`<NAME>_PARAM`) when in AWS."""
         value = getattr(self, name)
@@ -244,9 +255,9 @@ class Settings(BaseSettings):
             return value.get_secret_value()
         parameter = os.environ.get(f"{name.upper()}_PARAM")
         if parameter and in_lambda():
-            from rag_orchestrator.ssm_params import ssm_secret
-
-            return ssm_secret(parameter)
+            if self._ssm is None:
+                raise ConfigError(f"{name.upper()}_PARAM: these settings were given no SSM client")
+            return self._ssm.get(parameter)
         return None
 
     def provider_configured(self) -> tuple[bool, str]:

@@ -13,7 +13,7 @@ import importlib
 import random
 from collections.abc import Iterable
 
-from rag_orchestrator import aws
+from rag_orchestrator.aws import AwsClients
 
 # What any function's first request imports lazily: the AWS clients and the store.
 FIRST_REQUEST = ("boto3", "botocore.client", "rag_orchestrator.conversations.dynamo")
@@ -25,14 +25,15 @@ def warm(modules: Iterable[str]) -> None:
         importlib.import_module(name)
 
 
-def refresh() -> None:
+def refresh(aws: AwsClients) -> None:
     """The after-restore hook: no session, client, connection or random state from the snapshot."""
     aws.reset()
     random.seed()
 
 
-def register(modules: Iterable[str] = ()) -> bool:
-    """Register both hooks with Lambda's runtime; False where it has none (anywhere but Lambda)."""
+def register(aws: AwsClients, modules: Iterable[str] = ()) -> bool:
+    """Register both hooks with Lambda's runtime, the root's AWS clients to be made afresh after a
+    restore; False where it has none (anywhere but Lambda)."""
     try:
         from snapshot_restore_py import (  # type: ignore[import-not-found]  # in Lambda's runtime only
             register_after_restore,
@@ -41,5 +42,5 @@ def register(modules: Iterable[str] = ()) -> bool:
     except ImportError:
         return False
     register_before_snapshot(warm, [*FIRST_REQUEST, *modules])
-    register_after_restore(refresh)
+    register_after_restore(refresh, aws)
     return True

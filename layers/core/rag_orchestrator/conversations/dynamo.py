@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.approvals import ApprovalWrites
@@ -68,14 +69,12 @@ class DynamoConversationStore(
         self._guest_ttl = timedelta(hours=guest_ttl_hours)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> DynamoConversationStore:
-        from rag_orchestrator import aws
-
+    def from_settings(cls, settings: Settings, aws: AwsClients) -> DynamoConversationStore:
         return cls(
             settings.conversations_table or "",
             settings.transcripts_bucket or "",
             dynamodb=aws.client("dynamodb"),
-            s3=aws.LazyClient("s3"),  # for large contents and transcripts: most turns never need it
+            s3=aws.lazy("s3"),  # for large contents and transcripts: most turns never need it
             cursor_secret=cursor_key(settings),
             deleted_retention_days=settings.deleted_retention_days,
             guest_ttl_hours=settings.guest_ttl_hours,

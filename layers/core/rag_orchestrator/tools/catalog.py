@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -22,8 +22,11 @@ from pydantic.alias_generators import to_camel
 from rag_orchestrator.config import Settings, in_lambda
 from rag_orchestrator.domain.callers import ANONYMOUS, normalise_roles
 from rag_orchestrator.errors import ConfigError
-from rag_orchestrator.ssm_params import ssm_secret
 from rag_orchestrator.tools.catalog_source import read_catalog_document
+
+if TYPE_CHECKING:
+    from rag_orchestrator.aws import AwsClients
+    from rag_orchestrator.ssm_params import SsmSecrets
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 
 EXAMPLE_PATH = Path(__file__).with_name("catalog.example.yaml")
@@ -118,20 +121,30 @@ class Catalog(_Strict):
     tools: tuple[ToolSpec, ...] = ()
 
 
-def environment_secret(name: str) -> str | None:
+def environment_secrets(ssm: SsmSecrets | None) -> Lookup:
     """`${NAME}`: the environment variable NAME, else in Lambda the SSM parameter `NAME_PARAM` names,
-    else the SSM parameter NAME under TOOL_SECRETS_PREFIX (the one path the template lets functions read)."""
-    value = os.environ.get(name)
-    if value is not None:
-        return value
-    prefix = os.environ.get("TOOL_SECRETS_PREFIX")
-    parameter = os.environ.get(f"{name}_PARAM") or (f"{prefix}{name}" if prefix else None)
-    if not (parameter and in_lambda()):
-        return None
-    try:
-        return ssm_secret(parameter)
-    except Exception:  # Powertools' GetParameterError: missing, or not readable by this function
-        raise ValueError(f"${{{name}}}: the SSM parameter {parameter} cannot be read") from None
+    else the SSM parameter NAME under TOOL_SECRETS_PREFIX (the one path the template lets functions
+    read), read through `ssm` (the composition root's)."""
+
+    def lookup(name: str) -> str | None:
+        value = os.environ.get(name)
+        if value is not None:
+            return value
+        prefix = os.environ.get("TOOL_SECRETS_PREFIX")
+        parameter = os.environ.get(f"{name}_PARAM") or (f"{prefix}{name}" if prefix else None)
+        if not (parameter and in_lambda()):
+            return None
+        try:
+            if ssm is None:
+                raise LookupError("no SSM client given")
+            return ssm.get(parameter)
+        except Exception:  # Powertools' GetParameterError: missing, or not readable by this function
+            raise ValueError(f"${{{name}}}: the SSM parameter {parameter} cannot be read") from None
+
+    return lookup
+
+
+environment_secret = environment_secrets(None)  # the environment's values; no SSM (tests, local runs)
 
 
 def resolve(text: str, lookup: Lookup = environment_secret) -> str:
@@ -255,9 +268,12 @@ def parse_catalog(document: Any, source: str = "catalogue", lookup: Lookup = env
     return Catalog.model_construct(rag_search=rag, tools=tuple(tools.values()))
 
 
-def load_catalog(settings: Settings, lookup: Lookup = environment_secret) -> Catalog:
-    """The catalogue TOOL_CATALOG_PATH names, validated; empty (rag_search only) when it is unset."""
+def load_catalog(
+    settings: Settings, lookup: Lookup = environment_secret, aws: AwsClients | None = None
+) -> Catalog:
+    """The catalogue TOOL_CATALOG_PATH names, validated; empty (rag_search only) when it is unset.
+    One in S3 or SSM is read with `aws`."""
     location = settings.tool_catalog_path
     if not location:
         return Catalog()
-    return parse_catalog(read_catalog_document(location), location, lookup)
+    return parse_catalog(read_catalog_document(location, aws), location, lookup)

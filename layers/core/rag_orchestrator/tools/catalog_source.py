@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_orchestrator.errors import ConfigError
 
+if TYPE_CHECKING:
+    from rag_orchestrator.aws import AwsClients
 
-def read_catalog_document(location: str) -> Any:
-    """The document TOOL_CATALOG_PATH names (a path, `s3://bucket/key` or `ssm:/name`), parsed."""
+
+def read_catalog_document(location: str, aws: AwsClients | None = None) -> Any:
+    """The document TOOL_CATALOG_PATH names (a path, `s3://bucket/key` or `ssm:/name`), parsed; a
+    remote one read with `aws`."""
     if location.startswith(("s3://", "ssm:")):
-        return read_remote_document(location)
+        if aws is None:
+            raise ConfigError(f"TOOL_CATALOG_PATH: {location} is in AWS, and no AWS client was given")
+        return read_remote_document(location, aws)
     return read_document(Path(location))
 
 
@@ -44,9 +50,9 @@ def read_document(path: Path) -> Any:
     return parse_document(text, str(path), path.suffix)
 
 
-def read_remote_document(location: str) -> Any:
+def read_remote_document(location: str, aws: AwsClients) -> Any:
     """The catalogue in an S3 object (`s3://bucket/key`) or an SSM parameter (`ssm:/name`), parsed."""
-    from rag_orchestrator import aws
+    from rag_orchestrator.aws import error_code
 
     try:
         if location.startswith("ssm:"):
@@ -66,4 +72,4 @@ def read_remote_document(location: str) -> Any:
     except UnicodeDecodeError:
         raise ConfigError(f"TOOL_CATALOG_PATH: {location} is not UTF-8 text") from None
     except Exception as exc:  # botocore's ClientError and BotoCoreError, without importing botocore
-        raise ConfigError(f"TOOL_CATALOG_PATH: cannot read {location} ({aws.error_code(exc)})") from None
+        raise ConfigError(f"TOOL_CATALOG_PATH: cannot read {location} ({error_code(exc)})") from None

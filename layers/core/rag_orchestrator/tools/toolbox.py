@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.embedders import Embedder
@@ -70,12 +71,12 @@ def selection_embedder(settings: Settings) -> Embedder | None:
         return None
 
 
-def _cache(settings: Settings) -> Any:
-    if not (settings.tool_index_cache and settings.transcripts_bucket):
+def _cache(settings: Settings, aws: AwsClients | None) -> Any:
+    if not (settings.tool_index_cache and settings.transcripts_bucket and aws is not None):
         return None
     from rag_orchestrator.tools.index_cache import S3VectorCache
 
-    return S3VectorCache(settings.transcripts_bucket)
+    return S3VectorCache(settings.transcripts_bucket, aws.lazy("s3"))
 
 
 def build_toolbox(
@@ -87,9 +88,11 @@ def build_toolbox(
     lookup: Lookup = environment_secret,
     cache: Any = _DEFAULT,
     attachment_links: AttachmentLinks | None = None,
+    aws: AwsClients | None = None,
 ) -> Toolbox:
-    """Load and validate the catalogue (ConfigError on any problem) and wire its tools."""
-    catalog = load_catalog(settings, lookup)
+    """Load and validate the catalogue (ConfigError on any problem) and wire its tools; `aws` reads a
+    catalogue in S3 or SSM and keeps the tool index in S3 (TOOL_INDEX_CACHE)."""
+    catalog = load_catalog(settings, lookup, aws)
     if rag_search is None:
         from rag_orchestrator.tools.rag_search import RagSearchTool
 
@@ -114,6 +117,6 @@ def build_toolbox(
         embedder=selection_embedder(settings) if embedder is _DEFAULT else embedder,
         top_k=settings.tool_selection_top_k,
         min_score=settings.tool_selection_min_score,
-        cache=_cache(settings) if cache is _DEFAULT else cache,
+        cache=_cache(settings, aws) if cache is _DEFAULT else cache,
     )
     return Toolbox(catalog=catalog, registry=registry, selector=selector, search=rag_search)

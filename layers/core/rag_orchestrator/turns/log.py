@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
+    from rag_orchestrator.aws import AwsClients
     from rag_orchestrator.config import Settings
     from rag_orchestrator.domain.events import StreamEvent
 
@@ -73,7 +74,7 @@ class EventLog(Protocol):
         ...
 
 
-def create_event_log(settings: Settings) -> EventLog:
+def create_event_log(settings: Settings, aws: AwsClients) -> EventLog:
     """The log beside the conversations CONVERSATION_STORAGE names; boto3 is imported only for DynamoDB."""
     if settings.conversation_storage == "memory":
         from rag_orchestrator.turns.memory import MemoryEventLog
@@ -81,4 +82,4 @@ def create_event_log(settings: Settings) -> EventLog:
         return MemoryEventLog()
     from rag_orchestrator.turns.dynamo import DynamoEventLog
 
-    return DynamoEventLog.from_settings(settings)
+    return DynamoEventLog.from_settings(settings, aws)
