@@ -35,9 +35,10 @@ IGNORED_AFTER_SECONDS = 5 * 365 * 86400  # DynamoDB does not delete items whose 
 Saved = tuple[Table, DynamoType, DynamoType | None, Item | None]
 
 
-def save_touched_items() -> None:
-    """TransactWriteItems rolls back from copies of the items it names, not of its tables."""
-    transact = DynamoDBBackend.transact_write_items
+def save_touched_items() -> Callable[[], None]:
+    """TransactWriteItems rolls back from copies of the items it names, not of its tables; returns
+    what puts moto's own way back."""
+    transact, module_copy = DynamoDBBackend.transact_write_items, models.copy
 
     def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
         saved = _touched(self, transact_items)
@@ -48,8 +49,13 @@ def save_touched_items() -> None:
                 _restore(table, hash_key, range_key, item)
             raise
 
+    def undo() -> None:
+        DynamoDBBackend.transact_write_items = transact  # type: ignore[method-assign]
+        models.copy = module_copy
+
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
     models.copy = _TablesUncopied  # type: ignore[assignment]  # the module's `copy.deepcopy(table)`
+    return undo
 
 
 class _TablesUncopied:

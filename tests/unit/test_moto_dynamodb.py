@@ -3,6 +3,7 @@ deleted, a failed transaction rolled back from its own items, nothing kept per r
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections.abc import Iterator
@@ -19,14 +20,13 @@ from devserver.moto_dynamodb import save_touched_items, sweep_expired
 from devserver.moto_serial import one_at_a_time
 
 NOW = time.time()
+ORIGINAL = DynamoDBBackend.transact_write_items
 
 
 @pytest.fixture
 def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """moto in-process; a table with TTL on `expiresAt` and one without; the transaction patch undone after."""
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    monkeypatch.setattr(DynamoDBBackend, "transact_write_items", DynamoDBBackend.transact_write_items)
-    monkeypatch.setattr(models, "copy", models.copy)
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         for table in ("ttl", "plain"):
@@ -87,8 +87,15 @@ def update(sk: str, value: str) -> dict[str, Any]:
     }
 
 
-def test_a_failed_transaction_leaves_every_item_it_named_as_it_was(dynamodb):
-    save_touched_items()
+@pytest.fixture
+def touched_items_saved() -> Iterator[None]:
+    undo = save_touched_items()
+    yield
+    undo()
+    assert DynamoDBBackend.transact_write_items is ORIGINAL and models.copy is copy  # moto's own again
+
+
+def test_a_failed_transaction_leaves_every_item_it_named_as_it_was(dynamodb, touched_items_saved):
     put(dynamodb, "plain", "a", v={"S": "before"})
     put(dynamodb, "plain", "gone")
     put(dynamodb, "plain", "taken")
