@@ -16,7 +16,7 @@ from moto.core.common_models import BaseModel
 from moto.dynamodb import models
 from moto.dynamodb.models import DynamoDBBackend
 
-from devserver.moto_dynamodb import save_touched_items, sweep_expired
+from devserver.moto_dynamodb import save_touched_items, start_sweeper, sweep_expired
 from devserver.moto_serial import one_at_a_time
 
 NOW = time.time()
@@ -69,6 +69,20 @@ def test_items_whose_ttl_passed_are_deleted_as_dynamodb_deletes_them(dynamodb):
     assert sweep_expired(NOW) == 1
     assert keys(dynamodb, "ttl") == {"later", "ancient", "text", "none"}
     assert keys(dynamodb, "plain") == {"expired"}
+
+
+def test_the_server_sweeps_under_its_request_lock(dynamodb):
+    lock = threading.Lock()
+    put(dynamodb, "ttl", "expired", expiresAt={"N": str(int(time.time() - 1))})
+    with lock:  # a request in progress: nothing is swept meanwhile
+        stop = start_sweeper(lock, seconds=0.01)
+        time.sleep(0.05)
+        assert keys(dynamodb, "ttl") == {"expired"}
+    deadline = time.monotonic() + 5
+    while keys(dynamodb, "ttl") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop()
+    assert keys(dynamodb, "ttl") == set()
 
 
 def conditional_put(sk: str) -> dict[str, Any]:
