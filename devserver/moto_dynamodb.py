@@ -11,6 +11,9 @@ does about them, all under its one request lock:
   its time grows with the table (0.1–0.5 s a transaction at a few thousand items). Requests here run
   one at a time, so a transaction can only have changed the items it names: `save_touched_items`
   copies those instead and puts them back when it fails.
+- A Query sorts every item of the table, with Python comparisons, before it keeps its partition's:
+  its time grows with the table too. `query_partitions_only` hands a table Query the partition's
+  items (a GSI Query every item, unsorted: it sorts what it keeps itself).
 - Items whose TTL attribute has passed are never deleted. `sweep_expired` deletes them, as DynamoDB
   does within a few days of their time (here within `SWEEP_SECONDS`); times more than five years
   past are ignored, as DynamoDB ignores them.
@@ -33,6 +36,17 @@ SWEEP_SECONDS = 30.0
 IGNORED_AFTER_SECONDS = 5 * 365 * 86400  # DynamoDB does not delete items whose TTL is older than this
 
 Saved = tuple[Table, DynamoType, DynamoType | None, Item | None]
+
+
+def lighten() -> Callable[[], None]:
+    """Both patches below; returns what puts moto's own way back."""
+    steps = [save_touched_items(), query_partitions_only()]
+
+    def undo() -> None:
+        for step in reversed(steps):
+            step()
+
+    return undo
 
 
 def save_touched_items() -> Callable[[], None]:
@@ -92,6 +106,41 @@ def _restore(table: Table, hash_key: DynamoType, range_key: DynamoType | None, i
         table.items[hash_key][range_key] = item
     else:
         table.items[hash_key] = item
+
+
+_query = threading.local()  # the table a Query of this thread runs on, and the partition it reads
+
+
+def query_partitions_only() -> Callable[[], None]:
+    """Table.query reads its partition's items only; returns what puts moto's own way back."""
+    query, all_items = Table.query, Table.all_items
+
+    def table_query(self: Table, hash_key: DynamoType | None, *args: Any, **kwargs: Any) -> Any:
+        index = args[6] if len(args) > 6 else kwargs.get("index_name")
+        # A string key only: numbers equal as DynamoDB compares them may differ as dictionary keys.
+        partition = hash_key if index is None and hash_key is not None and hash_key.type == "S" else None
+        _query.scope = (self, partition)
+        try:
+            return query(self, hash_key, *args, **kwargs)
+        finally:
+            _query.scope = None
+
+    def table_items(self: Table) -> list[Item]:
+        scope = getattr(_query, "scope", None)
+        if scope is None or scope[0] is not self:
+            return all_items(self)  # a Scan, an export: every item, in key order
+        if scope[1] is None:
+            return _items(self)
+        found = self.items.get(scope[1])
+        if found is None:
+            return []
+        return list(found.values()) if self.range_key_attr else [found]  # type: ignore[list-item]
+
+    def undo() -> None:
+        Table.query, Table.all_items = query, all_items  # type: ignore[method-assign]
+
+    Table.query, Table.all_items = table_query, table_items  # type: ignore[method-assign]
+    return undo
 
 
 def sweep_expired(now: float) -> int:

@@ -24,7 +24,7 @@ from moto.core.model_instances import reset_model_data
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import run_simple
 
-from devserver.moto_dynamodb import SWEEP_SECONDS, save_touched_items, start_sweeper
+from devserver.moto_dynamodb import SWEEP_SECONDS, lighten, start_sweeper
 from devserver.s3_notifications import notify_uploads
 from devserver.s3_post_policy import enforce_post_policy
 
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
         enforce_post_policy(app, secret=os.environ.get("AWS_SECRET_ACCESS_KEY")), args.notify
     )
     lock = threading.Lock()
-    save_touched_items()
+    lighten()
     start_sweeper(lock, args.ttl_sweep_seconds)
     run_simple(
         args.host, args.port, one_at_a_time(checked, lock), threaded=True, request_handler=MotoRequestHandler

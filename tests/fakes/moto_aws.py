@@ -10,7 +10,7 @@ import boto3
 from moto import mock_aws
 from moto.core.model_instances import reset_model_data
 
-from devserver.moto_dynamodb import save_touched_items
+from devserver.moto_dynamodb import lighten
 from devserver.resources import table_definition
 
 
@@ -20,9 +20,9 @@ def _refuse_scan(**_: Any) -> None:
 
 @contextmanager
 def mocked_aws(table: str, bucket: str, *, versioned: bool = False) -> Iterator[tuple[Any, Any]]:
-    """(dynamodb, s3) clients; `versioned` turns on bucket versioning as deployed. Transactions roll
-    back as on the moto server (devserver/moto_dynamodb.py: not from a copy of the whole table)."""
-    undo = save_touched_items()
+    """(dynamodb, s3) clients; `versioned` turns on bucket versioning as deployed. Transactions and
+    queries as on the moto server (devserver/moto_dynamodb.py: no copy or sort of the whole table)."""
+    undo = lighten()
     try:
         with mock_aws():
             dynamodb = boto3.client("dynamodb", region_name="us-east-1")

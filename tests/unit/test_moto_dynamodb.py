@@ -15,12 +15,14 @@ from moto import mock_aws
 from moto.core.common_models import BaseModel
 from moto.dynamodb import models
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.table import Table
 
-from devserver.moto_dynamodb import save_touched_items, start_sweeper, sweep_expired
+from devserver.moto_dynamodb import query_partitions_only, save_touched_items, start_sweeper, sweep_expired
 from devserver.moto_serial import one_at_a_time
 
 NOW = time.time()
 ORIGINAL = DynamoDBBackend.transact_write_items
+MOTO_QUERY = Table.query
 
 
 @pytest.fixture
@@ -126,6 +128,42 @@ def test_a_failed_transaction_leaves_every_item_it_named_as_it_was(dynamodb, tou
     assert item["v"] == {"S": "before"}
     dynamodb.transact_write_items(TransactItems=[update("a", "after"), conditional_put("new")])
     assert keys(dynamodb, "plain") == {"a", "gone", "taken", "new"}
+
+
+def test_a_query_reads_its_partition_and_answers_as_moto_does(dynamodb):
+    for partition in ("P", "Q"):
+        for n in range(12):
+            dynamodb.put_item(
+                TableName="plain", Item={"PK": {"S": partition}, "SK": {"S": f"M#{n:02}"}, "n": {"N": str(n)}}
+            )
+    asks = [
+        {"KeyConditionExpression": "PK = :p", "ExpressionAttributeValues": {":p": {"S": "P"}}},
+        {
+            "KeyConditionExpression": "PK = :p AND begins_with(SK, :m)",
+            "ExpressionAttributeValues": {":p": {"S": "Q"}, ":m": {"S": "M#0"}},
+            "ScanIndexForward": False,
+            "Limit": 4,
+        },
+        {"KeyConditionExpression": "PK = :p", "ExpressionAttributeValues": {":p": {"S": "none"}}},
+    ]
+
+    def answers() -> list[Any]:
+        pages = []
+        for ask in asks:
+            page = dynamodb.query(TableName="plain", **ask)
+            pages.append((page["Items"], page.get("LastEvaluatedKey")))
+            if "LastEvaluatedKey" in page:  # the next page from where the first stopped
+                later = dynamodb.query(TableName="plain", ExclusiveStartKey=page["LastEvaluatedKey"], **ask)
+                pages.append((later["Items"], later.get("LastEvaluatedKey")))
+        return pages
+
+    moto_own = answers()
+    undo = query_partitions_only()
+    try:
+        assert answers() == moto_own
+    finally:
+        undo()
+    assert Table.query is MOTO_QUERY
 
 
 def test_the_server_keeps_nothing_moto_tracks_for_its_dashboard():
