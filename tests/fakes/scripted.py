@@ -117,7 +117,7 @@ def scripted_orchestrator(
 ) -> Any:
     """An Orchestrator around `strategy` with no I/O of its own: memory store, these tools, no initial search."""
     from rag_orchestrator.config import load_settings
-    from rag_orchestrator.conversations.memory import MemoryConversationStore
+    from rag_orchestrator.conversations.in_process import InProcessStore
     from rag_orchestrator.loop.orchestrator import Orchestrator
     from rag_orchestrator.loop.toolsets import tool_chooser
     from rag_orchestrator.tools.registry import ToolRegistry
@@ -127,7 +127,7 @@ def scripted_orchestrator(
     )
     registry = ToolRegistry([*([search] if search else []), *tools], timeout_seconds=timeout_seconds)
     return Orchestrator(
-        store=store if store is not None else MemoryConversationStore(),
+        store=store if store is not None else InProcessStore(),
         strategy=strategy,
         tools=registry,
         settings=settings,

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from rag_orchestrator.api.app import create_app
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.conversations.memory import MemoryConversationStore
+from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.messages import Role
@@ -90,7 +90,7 @@ class ToolHarness:
             cache=None,
         )
         self.strategy = strategy
-        self.store = MemoryConversationStore()
+        self.store = InProcessStore()
         self.orchestrator = Orchestrator(
             store=self.store,
             strategy=strategy,

@@ -9,7 +9,7 @@ from typing import ClassVar
 import pytest
 
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.conversations.memory import MemoryConversationStore
+from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation, MessageResponse, estimate_tokens
 from rag_orchestrator.domain.messages import Role, ToolResult
@@ -55,7 +55,7 @@ class SlowTool:
 class Harness:
     def __init__(self, strategy, *, tools=None, search=None, **env):
         self.settings = load_settings(conversation_storage="memory", **env)
-        self.store = MemoryConversationStore()
+        self.store = InProcessStore()
         self.search = search or MemorySearchTool(PASSAGES)
         self.registry = ToolRegistry([self.search, *(tools or [])], timeout_seconds=0.5)
         self.strategy = strategy

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.conversations.memory import MemoryConversationStore
+from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.errors import ConversationNotFound
@@ -64,7 +64,7 @@ class VectorSearch(MemorySearchTool):
         return await super().search(query)
 
 
-class GatedStore(MemoryConversationStore):
+class GatedStore(InProcessStore):
     """Holds the claim, or the window read, until an event is set."""
 
     def __init__(self) -> None:

@@ -9,7 +9,7 @@ from contextlib import aclosing
 from typing import Any, ClassVar
 
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.conversations.memory import MemoryConversationStore
+from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.messages import ToolResult
@@ -57,7 +57,7 @@ class HangingTool:
         raise AssertionError("not reached")
 
 
-async def begin(orchestrator: Any, store: MemoryConversationStore, deadline: float | None = None):
+async def begin(orchestrator: Any, store: InProcessStore, deadline: float | None = None):
     cid = (await store.create(Conversation(caller_id="alice"))).conversation_id
     return cid, await orchestrator.begin(TurnRequest(cid, ALICE, "hi", deadline=deadline))
 
@@ -67,7 +67,7 @@ async def collect(turn: Any) -> list:
 
 
 async def test_a_cancel_mid_answer_keeps_the_text_marked_interrupted_and_frees_the_conversation():
-    store, strategy = MemoryConversationStore(), HeldStrategy(["Partial ", "answer"], ["never"])
+    store, strategy = InProcessStore(), HeldStrategy(["Partial ", "answer"], ["never"])
     orchestrator = scripted_orchestrator(strategy, store=store, settings=load_settings(**SETTINGS))
     cid, turn = await begin(orchestrator, store)
     running = asyncio.create_task(collect(turn))
@@ -83,7 +83,7 @@ async def test_a_cancel_mid_answer_keeps_the_text_marked_interrupted_and_frees_t
 
 
 async def test_the_deadline_cuts_a_tool_call_and_nothing_half_done_is_stored():
-    store = MemoryConversationStore()
+    store = InProcessStore()
     strategy = ScriptedStrategy([tool_calls(call("hang")), answer("unreached")])
     orchestrator = scripted_orchestrator(
         strategy, store=store, tools=[HangingTool()], settings=load_settings(**SETTINGS), timeout_seconds=60
@@ -96,19 +96,19 @@ async def test_the_deadline_cuts_a_tool_call_and_nothing_half_done_is_stored():
 
 
 async def test_the_lock_lease_is_the_deadline_plus_the_margin():
-    store = MemoryConversationStore()
+    store = InProcessStore()
     settings = load_settings(**SETTINGS, turn_deadline_margin_seconds=2)
     orchestrator = scripted_orchestrator(ScriptedStrategy([answer("ok")]), store=store, settings=settings)
     started = time.time()
     cid, _ = await begin(orchestrator, store, deadline=started + 10)
-    assert started + 12 <= store._records[cid].lock_until <= time.time() + 13
+    assert started + 12 <= store._shelf.records[cid].lock_until <= time.time() + 13
     _, _ = await begin(orchestrator, store)  # no deadline given: the default budget
-    assert max(r.lock_until for r in store._records.values()) >= started + 300
+    assert max(r.lock_until for r in store._shelf.records.values()) >= started + 300
 
 
 async def streamed(strategy: Any, log: Any = None, **settings: Any) -> tuple[TurnStream, Any, Any, str]:
     """A turn of `strategy` started as the stream route starts one: (stream, store, log, conversation)."""
-    store, log = MemoryConversationStore(), log or MemoryEventLog()
+    store, log = InProcessStore(), log or MemoryEventLog()
     config = load_settings(**SETTINGS, **({"stream_log_flush_ms": 20} | settings))
     cid, turn = await begin(scripted_orchestrator(strategy, store=store, settings=config), store)
     stream = TurnStream(turn, log=log, running=RunningTurns(), settings=config)

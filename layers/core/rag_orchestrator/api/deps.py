@@ -18,7 +18,8 @@ from rag_orchestrator.config import Settings
 if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
     from rag_orchestrator.attachments.service import Attachments
     from rag_orchestrator.attachments.turns import TurnAttachments
-    from rag_orchestrator.conversations.store import ConversationStore
+    from rag_orchestrator.conversations.dynamo import DynamoConversationStore
+    from rag_orchestrator.conversations.in_process import InProcessStore
     from rag_orchestrator.loop.control import RunningTurns
     from rag_orchestrator.loop.orchestrator import Orchestrator
     from rag_orchestrator.loop.ports import AfterTurn
@@ -33,7 +34,9 @@ class Services:
         self.settings = settings
 
     @cached_property
-    def store(self) -> ConversationStore:
+    def store(self) -> DynamoConversationStore | InProcessStore:
+        """Either backend provides every part of the store: the routes' (conversations/store.py), a
+        turn's (loop/ports.py) and the title hook's (loop/titles.py)."""
         from rag_orchestrator.conversations.factory import create_store
 
         return create_store(self.settings)
@@ -125,7 +128,7 @@ def get_settings(request: Request) -> Settings:
     return services(request).settings
 
 
-def get_store(request: Request) -> ConversationStore:
+def get_store(request: Request) -> DynamoConversationStore | InProcessStore:
     return services(request).store
 
 

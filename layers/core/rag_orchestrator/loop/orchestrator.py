@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from rag_orchestrator.config import Settings
-from rag_orchestrator.conversations.store import TurnStore
+from rag_orchestrator.conversations.turn_data import Claim
 from rag_orchestrator.domain.approvals import Decision
 from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import ConversationMessage
@@ -28,6 +28,7 @@ from rag_orchestrator.loop.ports import (
     ToolChooser,
     Tools,
     TurnRequest,
+    TurnStore,
 )
 from rag_orchestrator.loop.prelude import Prelude
 from rag_orchestrator.loop.turn import ActiveTurn
@@ -78,12 +79,7 @@ class Orchestrator:
         prelude = Prelude(self, request)  # runs beside the claim (loop/prelude.py)
         try:
             expired = await self.store.start_turn(
-                request.conversation_id,
-                request.caller.caller_id,
-                user,
-                request.client_message_id,
-                lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
-                spend=spend,
+                self.claim(request, control), user, request.client_message_id, spend
             )
         except BaseException:
             prelude.cancel()
@@ -100,12 +96,7 @@ class Orchestrator:
         control, spend = self.control(request), self.spend(request)
         async with self.holding(spend):
             decided = await self.store.decide_approval(
-                request.conversation_id,
-                approval_id,
-                request.caller.caller_id,
-                decision,
-                reason,
-                lease_seconds=control.lease_seconds(self.settings.turn_deadline_margin_seconds),
+                self.claim(request, control), approval_id, decision, reason
             )
         held = decided.held
         request = dataclasses.replace(request, context_type=held.context_type, context=held.context)
@@ -113,6 +104,11 @@ class Orchestrator:
 
     def control(self, request: TurnRequest) -> TurnControl:
         return TurnControl(request.deadline or time.time() + self.settings.turn_default_budget_seconds)
+
+    def claim(self, request: TurnRequest, control: TurnControl) -> Claim:
+        """The caller's claim of the turn lock, held to the turn's deadline and the margin."""
+        lease = control.lease_seconds(self.settings.turn_deadline_margin_seconds)
+        return Claim(request.conversation_id, request.caller.caller_id, lease)
 
     def spend(self, request: TurnRequest) -> Spend | None:
         """Where the turn's tokens count: nowhere while no budget is configured."""

@@ -1,7 +1,6 @@
 """What the loop takes in — a turn request — and what it needs from the rest of the system, as Protocols.
 
 The composition root (api/deps.py) wires the real parts; tests and benchmarks wire scripted ones.
-The store's part is `conversations.store.TurnStore`.
 """
 
 from __future__ import annotations
@@ -10,8 +9,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rag_orchestrator.conversations.turn_data import Claim, TurnContext, TurnOutcome
+from rag_orchestrator.conversations.versions import Revision
+from rag_orchestrator.domain.approvals import Decision, Resolution
 from rag_orchestrator.domain.attachments import Attachment
+from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.callers import Caller
+from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.messages import ToolCall, ToolResult
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.providers.events import StreamingMode
@@ -54,6 +58,66 @@ class Toolset:
     names: list[str]
     definitions: list[dict[str, Any]]
     system_prompt: str
+
+
+class TurnStore(Protocol):
+    """What a turn needs of the conversation store (both stores provide it: conversations/dynamo.py,
+    conversations/in_process.py). Every claim takes the turn lock for `claim.lease_seconds`."""
+
+    async def start_turn(
+        self,
+        claim: Claim,
+        user_message: ConversationMessage,
+        client_message_id: str | None = None,
+        spend: Spend | None = None,
+    ) -> Resolution | None:
+        """Check ownership, take the turn lock, store the user message, in one write; with a limited
+        `spend`, check the caller's day is under its limit in the same write.
+
+        Raises ConversationNotFound, DuplicateClientMessage, BudgetExhausted, ApprovalPending while a
+        tool call waits for a decision, or Conflict while another turn runs. A held call that expired
+        is answered as denied before the message: its Resolution is returned.
+        """
+        ...
+
+    async def decide_approval(
+        self, claim: Claim, approval_id: str, decision: Decision, reason: str | None
+    ) -> Resolution:
+        """Take the held call and the turn lock, in one write: of two decisions one wins.
+
+        Raises ApprovalNotFound (unknown, another caller's) or ApprovalClosed (decided, expired).
+        """
+        ...
+
+    async def start_revision(
+        self, claim: Claim, message_id: str, edit: ConversationMessage | None
+    ) -> Revision:
+        """Take the turn lock for a regenerate (`edit` None) or an edit of the last exchange, which
+        `message_id` names; stores nothing. Raises ConversationNotFound, MessageNotFound,
+        NotLastExchange, or Conflict while another turn runs (conversations/versions.py)."""
+        ...
+
+    async def context(self, conversation_id: str, size: int) -> TurnContext:
+        """The newest `size` messages, oldest first, with the conversation's audit head and owner, in
+        one read; no ownership check (the claim's)."""
+        ...
+
+    async def finish_turn(self, conversation_id: str, outcome: TurnOutcome) -> None:
+        """Store what the turn produced and release the lock, in one write (conversations/turn_data.py)."""
+        ...
+
+    async def abort_turn(self, conversation_id: str) -> None:
+        """Release the turn lock only (the turn failed before anything worth keeping)."""
+        ...
+
+    async def reserve(self, spend: Spend) -> None:
+        """Hold the turn's reserve of a limited caller's day, in one write; BudgetExhausted at the limit.
+        (start_turn holds it itself: this is for a decision's continuation and a revision.)"""
+        ...
+
+    async def release(self, spend: Spend) -> None:
+        """Let go of a hold taken by a turn that stores nothing (it failed, or its claim was refused)."""
+        ...
 
 
 class Tools(Protocol):

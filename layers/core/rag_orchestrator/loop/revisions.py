@@ -24,7 +24,6 @@ async def begin_revision(
 ) -> ActiveTurn:
     """Take the turn lock for the last exchange, which `message_id` names; with `edit`,
     `request.message` replaces its question. Raises 404 or 409 before any event is sent."""
-    settings = orchestrator.settings
     control, spend = orchestrator.control(request), orchestrator.spend(request)
     new_question, attachments = None, None
     if edit:  # the new question's files are checked before anything is claimed, as in begin()
@@ -38,11 +37,7 @@ async def begin_revision(
         )
     async with orchestrator.holding(spend):  # a revision spends like any turn (docs/usage.md)
         revision = await orchestrator.store.start_revision(
-            request.conversation_id,
-            request.caller.caller_id,
-            message_id,
-            new_question,
-            lease_seconds=control.lease_seconds(settings.turn_deadline_margin_seconds),
+            orchestrator.claim(request, control), message_id, new_question
         )
     question = revision.question
     assert question is not None  # a revision always answers a question

@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, assert_never
 
-from rag_orchestrator.conversations.store import TurnContext
+from rag_orchestrator.conversations.turn_data import TurnContext
 from rag_orchestrator.conversations.versions import PLAIN, Revision
 from rag_orchestrator.domain import events as ev
 from rag_orchestrator.domain.approvals import NOT_RUN, Resolution

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from rag_orchestrator.conversations.store import TurnContext
+from rag_orchestrator.conversations.turn_data import TurnContext, TurnOutcome
 from rag_orchestrator.conversations.versions import Revision
 from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import ConversationMessage
@@ -52,8 +52,7 @@ class TurnFinish:
                 audit = self.record.audit(
                     self.request, self.question, stored, model=model, interrupted=interrupted
                 )
-                await self.o.store.finish_turn(
-                    self.request.conversation_id,
+                outcome = TurnOutcome(
                     stored,
                     tool_calls=sum(len(m.tool_calls or ()) for m in stored),
                     tokens=self.record.tokens + revision.question_tokens(answer),
@@ -65,6 +64,7 @@ class TurnFinish:
                     decided=self.record.decided if self.question is None else None,
                     spend=self.spend,
                 )
+                await self.o.store.finish_turn(self.request.conversation_id, outcome)
             except Exception:
                 logger.exception("could not record the turn; releasing the lock")
                 await self.o.store.abort_turn(self.request.conversation_id)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from rag_orchestrator.conversations.store import TurnContext
+from rag_orchestrator.conversations.turn_data import TurnContext
 from rag_orchestrator.domain.passage_formats import format_passages
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.loop.approvals import resumed_request

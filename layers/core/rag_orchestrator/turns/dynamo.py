@@ -14,8 +14,7 @@ from typing import Any
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.items import from_attributes, pk, to_attributes
-from rag_orchestrator.conversations.store import in_worker_thread
-from rag_orchestrator.conversations.table import ConditionFailed, Table
+from rag_orchestrator.conversations.table import ConditionFailed, Table, in_worker_thread
 from rag_orchestrator.errors import TurnEnded, TurnNotFound
 from rag_orchestrator.turns import items as ti
 from rag_orchestrator.turns.log import LoggedEvent, TurnEntry
