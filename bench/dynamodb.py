@@ -56,7 +56,7 @@ def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
     from rag_orchestrator.conversations.factory import create_store
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
-    from rag_orchestrator.loop.ports import TurnRequest
+    from rag_orchestrator.loop.request import TurnRequest
     from rag_orchestrator.loop.titles import AutoTitle
     from rag_orchestrator.loop.turn_memory import TurnMemory
     from rag_orchestrator.retrieval.fragments import get_fragment_index

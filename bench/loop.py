@@ -73,7 +73,7 @@ def ours() -> Turn:
     from rag_orchestrator.conversations.in_process import InProcessStore
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
-    from rag_orchestrator.loop.ports import TurnRequest
+    from rag_orchestrator.loop.request import TurnRequest
     from tests.fakes.scripted import ScriptedStrategy, answer, call, scripted_orchestrator, tool_calls
 
     store = TimedStore(InProcessStore())

@@ -130,7 +130,7 @@ async def test_the_feedback_listing_is_newest_first_and_pages(store):
 
 
 async def revise(store, cid: str, message_id: str, answer: str, *, edit: str | None = None):
-    """A regenerate (or an edit) that answers: what ActiveTurn does with a revision."""
+    """A regenerate (or an edit) that answers: what a revising turn does with it (loop/finish.py)."""
     new = message(cid, edit) if edit is not None else None
     revision = await store.start_revision(Claim(cid, ALICE, LEASE), message_id, new)
     reply = message(cid, answer, Role.ASSISTANT)

@@ -22,7 +22,7 @@ from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.messages import Role, ToolResult
 from rag_orchestrator.errors import ApprovalClosed, ApprovalNotFound, ApprovalPending, BudgetExhausted
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from tests.fakes.scripted import ScriptedStrategy, answer, call, scripted_orchestrator, tool_calls
 
 ALICE = Caller("alice", ("user",))

@@ -23,7 +23,7 @@ from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import ChatRequest, Conversation
 from rag_orchestrator.domain.messages import FunctionCall, Message, Role, ToolCall
 from rag_orchestrator.errors import AttachmentNotFound, AttachmentNotReady, StorageUnavailable
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.providers.events import IterationContext, StreamingMode
 from rag_orchestrator.providers.extractive import ExtractiveStrategy
 from tests.fakes.scripted import ScriptedStrategy, answer, scripted_orchestrator

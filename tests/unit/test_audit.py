@@ -14,7 +14,7 @@ from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import BadRequest, ConversationNotFound, ProviderTimeout
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from tests.fakes.scripted import (
     MemorySearchTool,
     ScriptedStrategy,

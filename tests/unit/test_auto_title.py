@@ -7,8 +7,8 @@ from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.errors import RagError
-from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.record import TurnRecord
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.titles import TITLE_MAX_TOKENS, AutoTitle
 from tests.fakes.scripted import ScriptedStrategy, answer
 

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import pytest
 
+from rag_orchestrator.api.deps import loop_config
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
@@ -15,8 +16,9 @@ from rag_orchestrator.domain.conversations import Conversation, MessageResponse,
 from rag_orchestrator.domain.messages import Role, ToolResult
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import Conflict, ConversationNotFound, DuplicateClientMessage, ProviderHTTPError
+from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.orchestrator import Orchestrator
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.toolsets import tool_chooser
 from rag_orchestrator.providers import events as se
 from rag_orchestrator.tools.registry import ToolRegistry
@@ -60,12 +62,14 @@ class Harness:
         self.registry = ToolRegistry([self.search, *(tools or [])], timeout_seconds=0.5)
         self.strategy = strategy
         self.orchestrator = Orchestrator(
-            store=self.store,
-            strategy=strategy,
-            tools=self.registry,
-            settings=self.settings,
-            choose_tools=tool_chooser(self.registry),
-            search=self.search,
+            TurnDeps(
+                store=self.store,
+                strategy=strategy,
+                tools=self.registry,
+                choose_tools=tool_chooser(self.registry),
+                config=loop_config(self.settings),
+                search=self.search,
+            )
         )
 
     async def conversation(self, caller=ALICE) -> str:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rag_orchestrator.loop.steps import FinalAnswer, ModelResponse, RunTools, next_step
+from rag_orchestrator.loop.steps import FinalAnswer, HoldForApproval, ModelResponse, RunTools, next_step
 from tests.fakes.scripted import call
 
 CALLS = (call("rag_search", '{"query": "q"}'),)
@@ -36,3 +36,22 @@ def test_an_answer_ends_the_turn_and_an_empty_one_too():
     assert next_step(ModelResponse(), tools_offered=True, last_call=False, after_tools=False) == FinalAnswer(
         ""
     )
+
+
+def test_a_call_that_needs_approval_is_held_the_others_run_and_further_approval_calls_are_refused():
+    look, cancel, refund = call("lookup", "{}", "c1"), call("cancel", "{}", "c2"), call("refund", "{}", "c3")
+    step = next_step(
+        ModelResponse("On it.", None, (cancel, look, refund)),
+        tools_offered=True,
+        last_call=False,
+        after_tools=False,
+        needs_approval=lambda c: c.function.name in ("cancel", "refund"),
+    )
+    assert step == HoldForApproval((cancel, look, refund), cancel, (look,), (refund,), "On it.")
+    assert next_step(
+        ModelResponse("", None, (look,)),
+        tools_offered=True,
+        last_call=False,
+        after_tools=False,
+        needs_approval=lambda c: c.function.name == "cancel",
+    ) == RunTools((look,))

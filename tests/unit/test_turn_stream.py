@@ -8,13 +8,14 @@ import time
 from contextlib import aclosing
 from typing import Any, ClassVar
 
+from rag_orchestrator.api.deps import stream_config
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.messages import ToolResult
 from rag_orchestrator.loop.control import RunningTurns
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.providers import events as se
 from rag_orchestrator.providers.strategies import StrategyMetadata
@@ -111,7 +112,7 @@ async def streamed(strategy: Any, log: Any = None, **settings: Any) -> tuple[Tur
     store, log = InProcessStore(), log or MemoryEventLog()
     config = load_settings(**SETTINGS, **({"stream_log_flush_ms": 20} | settings))
     cid, turn = await begin(scripted_orchestrator(strategy, store=store, settings=config), store)
-    stream = TurnStream(turn, log=log, running=RunningTurns(), settings=config)
+    stream = TurnStream(turn, log=log, running=RunningTurns(), config=stream_config(config))
     stream.start()
     return stream, store, log, cid
 

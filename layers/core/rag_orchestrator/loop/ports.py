@@ -1,54 +1,28 @@
-"""What the loop takes in — a turn request — and what it needs from the rest of the system, as Protocols.
+"""What the loop needs from the rest of the system, as Protocols: the store, the tools, the knowledge
+search, the after-turn hooks, the attachments.
 
-The composition root (api/deps.py) wires the real parts; tests and benchmarks wire scripted ones.
+The composition root (api/deps.py) wires the real parts (loop/deps.py holds them); tests and
+benchmarks wire scripted ones.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from rag_orchestrator.conversations.turn_data import Claim, TurnContext, TurnOutcome
 from rag_orchestrator.conversations.versions import Revision
 from rag_orchestrator.domain.approvals import Decision, Resolution
 from rag_orchestrator.domain.attachments import Attachment
 from rag_orchestrator.domain.budgets import Spend
-from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.messages import ToolCall, ToolResult
 from rag_orchestrator.domain.passages import Passage
-from rag_orchestrator.providers.events import StreamingMode
+from rag_orchestrator.loop.record import TurnRecord
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.base import Tool, ToolContext
-
-if TYPE_CHECKING:  # the record names the request it belongs to
-    from rag_orchestrator.loop.record import TurnRecord
-
-
-@dataclass(frozen=True)
-class TurnRequest:
-    conversation_id: str
-    caller: Caller
-    message: str
-    client_message_id: str | None = None
-    context_type: str | None = None
-    context: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, str] = field(default_factory=dict)
-    mode: StreamingMode = StreamingMode.PROGRESSIVE
-    request_id: str | None = None  # the HTTP request's, for the audit record
-    attachment_ids: tuple[str, ...] = ()  # attachments of this conversation the message comes with
-    deadline: float | None = None  # epoch seconds by which the turn must end; None: the default budget
-
-    def tool_context(self) -> ToolContext:
-        """What the turn's tools may know of it."""
-        return ToolContext(
-            conversation_id=self.conversation_id,
-            caller_id=self.caller.caller_id,
-            roles=self.caller.roles,
-            context_type=self.context_type,
-            context=self.context,
-        )
 
 
 @dataclass(frozen=True)

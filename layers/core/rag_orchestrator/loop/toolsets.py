@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from rag_orchestrator.loop.ports import ToolChooser, Toolset, TurnRequest
+from rag_orchestrator.loop.ports import ToolChooser, Toolset
 from rag_orchestrator.loop.prompts import system_prompt
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.registry import ToolRegistry
 from rag_orchestrator.tools.selection import ToolSelector
