@@ -85,7 +85,7 @@ def log_writes(section: Section, quick: bool) -> dict[int, dict[str, float]]:
     from rag_orchestrator.loop.control import RunningTurns
     from rag_orchestrator.loop.request import TurnRequest
     from rag_orchestrator.loop.turn_stream import TurnStream
-    from rag_orchestrator.turns.log import create_event_log
+    from rag_orchestrator.stream_log.factory import create_event_log
     from tests.fakes.scripted import scripted_orchestrator
 
     stack = local.shared()

@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
         "__init__",
     },
     {"config"},
-    {"providers", "conversations", "turns", "retrieval"},
+    {"providers", "conversations", "stream_log", "retrieval"},
     {"attachments"},
     {"tools"},
     {"loop"},

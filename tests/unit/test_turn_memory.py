@@ -27,7 +27,7 @@ from rag_orchestrator.retrieval.fragments import (
     conversation_fragment,
 )
 from rag_orchestrator.retrieval.vector_store import build_where
-from rag_orchestrator.turns.memory import MemoryEventLog
+from rag_orchestrator.stream_log.in_process import InProcessEventLog
 from tests.fakes.scripted import ScriptedStrategy, answer, scripted_orchestrator
 
 ALICE = Caller("alice", ("user",))
@@ -127,7 +127,7 @@ async def _streamed_turn(hook) -> TurnStream:
     )
     conversation = await orchestrator.deps.store.create(Conversation(caller_id="alice"))
     turn = await orchestrator.begin(TurnRequest(conversation.conversation_id, ALICE, "hi"))
-    stream = TurnStream(turn, log=MemoryEventLog(), running=RunningTurns(), config=stream_config(settings))
+    stream = TurnStream(turn, log=InProcessEventLog(), running=RunningTurns(), config=stream_config(settings))
     stream.start()
     return stream
 

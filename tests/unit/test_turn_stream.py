@@ -19,8 +19,8 @@ from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.providers import events as se
 from rag_orchestrator.providers.strategies import StrategyMetadata
-from rag_orchestrator.turns.follow import LOST, follow
-from rag_orchestrator.turns.memory import MemoryEventLog
+from rag_orchestrator.stream_log.follow import LOST, follow
+from rag_orchestrator.stream_log.in_process import InProcessEventLog
 from tests.fakes.scripted import ScriptedStrategy, answer, call, scripted_orchestrator, tool_calls
 
 ALICE = Caller("alice", ("user",))
@@ -109,7 +109,7 @@ async def test_the_lock_lease_is_the_deadline_plus_the_margin():
 
 async def streamed(strategy: Any, log: Any = None, **settings: Any) -> tuple[TurnStream, Any, Any, str]:
     """A turn of `strategy` started as the stream route starts one: (stream, store, log, conversation)."""
-    store, log = InProcessStore(), log or MemoryEventLog()
+    store, log = InProcessStore(), log or InProcessEventLog()
     config = load_settings(**SETTINGS, **({"stream_log_flush_ms": 20} | settings))
     cid, turn = await begin(scripted_orchestrator(strategy, store=store, settings=config), store)
     stream = TurnStream(turn, log=log, running=RunningTurns(), config=stream_config(config))
@@ -166,7 +166,7 @@ async def test_a_cancel_asked_for_in_the_log_stops_the_turn_and_a_quiet_one_gets
 
 
 async def test_a_log_that_fails_never_stops_the_turn():
-    class BrokenLog(MemoryEventLog):
+    class BrokenLog(InProcessEventLog):
         async def append(self, entry: Any, events: Any) -> None:
             raise ConnectionError("down")
 
@@ -198,9 +198,9 @@ async def test_follow_replays_after_the_last_seen_then_follows_until_the_termina
 
 
 async def test_follow_gives_up_on_a_turn_whose_process_died_with_one_error_numbered_next():
-    from rag_orchestrator.turns.log import LoggedEvent, TurnEntry
+    from rag_orchestrator.stream_log.log import LoggedEvent, TurnEntry
 
-    log = MemoryEventLog()
+    log = InProcessEventLog()
     entry = TurnEntry("conv-1", "01DEAD", "alice", deadline=time.time() - 5)
     await log.open(entry)
     await log.append(entry, [LoggedEvent(1, "StatusUpdate", "{}"), LoggedEvent(2, "ResponseChunk", "{}")])
@@ -210,7 +210,7 @@ async def test_follow_gives_up_on_a_turn_whose_process_died_with_one_error_numbe
 
 
 async def test_a_turn_that_ends_while_a_batch_is_being_written_still_logs_its_last_events():
-    class SlowLog(MemoryEventLog):
+    class SlowLog(InProcessEventLog):
         def __init__(self) -> None:
             super().__init__()
             self.writing, self.release = asyncio.Event(), asyncio.Event()

@@ -28,8 +28,8 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.loop.turn_stream import TurnStream
     from rag_orchestrator.providers.strategies import ModelStrategy
     from rag_orchestrator.retrieval.fragments import FragmentIndex
+    from rag_orchestrator.stream_log.log import EventLog
     from rag_orchestrator.tools.toolbox import Toolbox
-    from rag_orchestrator.turns.log import EventLog
 
 
 class Services:
@@ -60,8 +60,8 @@ class Services:
 
     @cached_property
     def event_log(self) -> EventLog:
-        """The log of streamed turns, beside the conversations (turns/)."""
-        from rag_orchestrator.turns.log import create_event_log
+        """The log of streamed turns, beside the conversations (stream_log/)."""
+        from rag_orchestrator.stream_log.factory import create_event_log
 
         return create_event_log(self.settings)
 

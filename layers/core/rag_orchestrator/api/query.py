@@ -1,4 +1,4 @@
-"""POST /api/v1/query: ranked passages for a question (seed 003's retrieval; every input error is a 400)."""
+"""POST /api/v1/query: ranked passages for a question (docs/answers.md; every input error is a 400)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from rag_orchestrator.sanitize import MAX_SOURCE, MAX_TAG, MAX_TAGS
 
 
 class BadRequestRoute(APIRoute):
-    """Seed 003 RF-07: invalid input answers 400, not 422 (a body not sent as JSON is still a 415)."""
+    """Invalid input answers 400, not 422, as on every query route (a body not sent as JSON is still a 415)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()

@@ -22,7 +22,7 @@ Key = tuple[str, int]
 
 
 class Source(CamelModel):
-    """A passage as a client sees it among an answer's sources (seed 003's Citation)."""
+    """A passage as a client sees it among an answer's sources (docs/answers.md)."""
 
     document_id: str
     title: str

@@ -9,14 +9,14 @@ from typing import Any, assert_never
 from rag_orchestrator.domain import events as ev
 from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.state import TurnState
-from rag_orchestrator.loop.steps import ModelResponse
+from rag_orchestrator.loop.steps import ModelOutput
 from rag_orchestrator.providers import events as se
 
 
 async def call_model(
     deps: TurnDeps, state: TurnState, offered: list[dict[str, Any]], iteration: int
-) -> AsyncIterator[ev.StreamEvent | ModelResponse]:
-    """Send the state's messages with the `offered` tools; the call's ModelResponse comes last."""
+) -> AsyncIterator[ev.StreamEvent | ModelOutput]:
+    """Send the state's messages with the `offered` tools; the call's ModelOutput comes last."""
     request = state.request
     ctx = se.IterationContext(
         conversation_id=request.conversation_id,
@@ -26,7 +26,7 @@ async def call_model(
         streaming_mode=se.StreamingMode.PROGRESSIVE,
         allow_tools=bool(offered),
     )
-    response, wait, emit = ModelResponse(), state.control.wait, state.events
+    output, wait, emit = ModelOutput(), state.control.wait, state.events
     progressive = request.mode is se.StreamingMode.PROGRESSIVE
     partial: list[str] = []
     state.partial = partial
@@ -38,13 +38,13 @@ async def call_model(
                     if progressive:
                         yield emit.chunk(text)
                 case se.ToolCallsComplete(tool_calls=calls, assistant_content=text, reasoning=thought):
-                    response.calls, response.content, response.reasoning = calls, text or "", thought
+                    output.calls, output.content, output.reasoning = calls, text or "", thought
                 case se.FinalResponse(content=text, reasoning=thought):
-                    response.content, response.reasoning = text, thought
+                    output.content, output.reasoning = text, thought
                 case se.IterationComplete(usage=usage):
-                    response.usage = usage
+                    output.usage = usage
                 case _:
                     assert_never(item)
     state.record.iterations = iteration
-    state.record.tokens += response.usage.total_tokens
-    yield response
+    state.record.tokens += output.usage.total_tokens
+    yield output

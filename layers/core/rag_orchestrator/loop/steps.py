@@ -57,7 +57,7 @@ Opening = Question | Continuation
 
 
 @dataclass(slots=True)
-class ModelResponse:
+class ModelOutput:
     """What one model call produced, assembled from the strategy's events."""
 
     content: str = ""
@@ -108,7 +108,7 @@ def _never(call: ToolCall) -> bool:
 
 
 def next_step(
-    response: ModelResponse,
+    output: ModelOutput,
     *,
     tools_offered: bool,
     last_call: bool,
@@ -122,13 +122,13 @@ def next_step(
     call of a turn is made without tools; when it follows a round of tools, the iteration cap cut
     the turn short: `max_iterations`.
     """
-    if response.calls and tools_offered:
-        calls = response.calls
+    if output.calls and tools_offered:
+        calls = output.calls
         waits = [needs_approval(call) for call in calls]
         if any(waits):
             held = [call for call, wait in zip(calls, waits, strict=True) if wait]
             run = tuple(call for call, wait in zip(calls, waits, strict=True) if not wait)
-            return HoldForApproval(calls, held[0], run, tuple(held[1:]), response.content, response.reasoning)
-        return RunTools(response.calls, response.content, response.reasoning)
+            return HoldForApproval(calls, held[0], run, tuple(held[1:]), output.content, output.reasoning)
+        return RunTools(output.calls, output.content, output.reasoning)
     reason: FinishReason = "max_iterations" if last_call and after_tools else "stop"
-    return FinalAnswer(response.content, response.reasoning, reason)
+    return FinalAnswer(output.content, output.reasoning, reason)

@@ -11,7 +11,7 @@ from rag_orchestrator.tools.selection import ToolSelector
 
 
 def tool_chooser(registry: ToolRegistry, selector: ToolSelector | None = None) -> ToolChooser:
-    """Callers who may not use tools get none (seed 002); others what the selector picks for the
+    """Callers who may not use tools get none (docs/auth.md); others what the selector picks for the
     message, context and roles, or every registered tool when there is no selector."""
 
     async def choose(request: TurnRequest, vector: QueryVector | None = None) -> Toolset:

@@ -33,7 +33,7 @@ from rag_orchestrator.loop.steps import (
     Continuation,
     FinalAnswer,
     HoldForApproval,
-    ModelResponse,
+    ModelOutput,
     Question,
     RunTools,
     Stop,
@@ -132,20 +132,20 @@ class Turn:
             last_call = iteration >= limit
             offered = toolset.definitions if not last_call else []
             yield emit.status(f"Iteration {iteration} of {limit}", CUT if last_call and after_tools else None)
-            response = ModelResponse()
+            output = ModelOutput()
             async for item in call_model(deps, state, offered, iteration):
-                if isinstance(item, ModelResponse):
-                    response = item
+                if isinstance(item, ModelOutput):
+                    output = item
                 else:
                     yield item
             step = next_step(
-                response,
+                output,
                 tools_offered=bool(offered),
                 last_call=last_call,
                 after_tools=after_tools,
                 needs_approval=waits,
             )
-            tokens = response.usage.completion_tokens
+            tokens = output.usage.completion_tokens
             match step:
                 case RunTools():
                     take_calls(state, step, tokens)

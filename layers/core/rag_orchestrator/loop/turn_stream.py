@@ -20,7 +20,7 @@ from rag_orchestrator.loop.control import RunningTurns
 from rag_orchestrator.loop.relay import Relay
 from rag_orchestrator.loop.turn import Turn
 from rag_orchestrator.observability import logger
-from rag_orchestrator.turns.log import EventLog, LoggedEvent, TurnEntry
+from rag_orchestrator.stream_log.log import EventLog, LoggedEvent, TurnEntry
 
 CHECK_SECONDS = 0.5  # how often a running turn asks the log whether it was cancelled
 YIELD_SECONDS = 0.001  # the longest an event waits for the reader while the turn works on
