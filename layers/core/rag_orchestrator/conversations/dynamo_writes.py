@@ -16,7 +16,7 @@ from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.approvals import PENDING_FIELD, held_put, outcome_update, refused_start
 from rag_orchestrator.conversations.audit_trail import audit_item, head_of
 from rag_orchestrator.conversations.message_items import MessageItems
-from rag_orchestrator.conversations.meta_update import LOCK_FREE, OWNED, meta_key, meta_update
+from rag_orchestrator.conversations.meta_update import LOCK_FREE, OWNED, MetaUpdate, meta_key
 from rag_orchestrator.conversations.table import (
     TRANSACT_MAX_BYTES,
     TRANSACT_MAX_ITEMS,
@@ -99,7 +99,7 @@ class TurnWrites:
             held_condition = f"{PENDING_FIELD}.approvalId = :aid"
             values[":aid"] = expired.held.approval_id
             refusals = [ConversationMessage.of(conversation_id, expired.tool_message())]
-        update = meta_update(
+        update = MetaUpdate(
             conversation_id,
             counts=(1 + len(refusals), user_message.token_count or 0, 0),
             condition=f"{OWNED} AND {LOCK_FREE} AND {held_condition}",
@@ -108,7 +108,7 @@ class TurnWrites:
             reactivate=it.EXPIRE_PREFIX if expires else it.ARCHIVE_PREFIX,
             expires_at=expires,
             removes=(PENDING_FIELD,) if expired else (),
-        )
+        ).action()
         actions = [update, *self._items.puts([*refusals, user_message], expires)]
         if client_message_id:
             marker = it.marker_item(conversation_id, client_message_id, user_message)
@@ -141,7 +141,7 @@ class TurnWrites:
         head = (context.audit_head if context else None) or GENESIS
         for _ in range(CHAIN_ATTEMPTS):
             record = seal(audit, head) if audit is not None else None
-            update = meta_update(
+            update = MetaUpdate(
                 conversation_id,
                 counts=(len(outcome.messages) - len(supersede), tokens, outcome.tool_calls),
                 condition="attribute_exists(PK)",
@@ -150,7 +150,7 @@ class TurnWrites:
                 expires_at=expires,
                 chain=(head, record["hash"]) if record else None,
                 sets={PENDING_FIELD: held.to_item()} if held else None,
-            )
+            ).action()
             extra = (
                 [{"Put": {"Item": it.to_attributes(audit_item(conversation_id, record))}}] if record else []
             ) + extra_actions
