@@ -1,5 +1,9 @@
 """What a turn hands the store when it claims the turn lock (Claim), reads at its start (TurnContext)
-and stores at its end (TurnOutcome), and what both stores count the same way."""
+and stores at its end (TurnOutcome), and what both stores count the same way.
+
+The values a turn builds are not frozen dataclasses: a frozen one's __init__ pays an
+object.__setattr__ per field, on every turn (the loop benchmark, bench/README.md).
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from rag_orchestrator.domain.messages import Role
 LOCK_HELD = "A turn is already running in this conversation"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Claim:
     """Who takes a conversation's turn lock, and for how long (a turn's start, a decision's, a revision's)."""
 
@@ -36,7 +40,7 @@ class TurnContext:
     titled: bool | None = None  # whether the conversation has a title; None: not read
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TurnOutcome:
     """What finish_turn stores in the one write that releases the turn lock: the turn's messages and
     counters, its audit entry (sealed onto the chain `context` read), the messages it supersedes

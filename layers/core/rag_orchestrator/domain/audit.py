@@ -73,7 +73,7 @@ def check_chain(records: Iterable[Mapping[str, Any]], prev_hash: str = GENESIS) 
     return ChainCheck(valid, prev_hash)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TurnFacts:
     """What a turn's audit record is made of. A continuation after an approval decision has no
     `question` of its own; `stored` is what the turn stores, `answer` its answer among them."""

@@ -22,7 +22,7 @@ from rag_orchestrator.loop.steps import Opening
 from rag_orchestrator.loop.turn_events import TurnEvents
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class TurnState:
     request: TurnRequest  # a continuation's is replaced by one naming the question it goes on answering
     opening: Opening

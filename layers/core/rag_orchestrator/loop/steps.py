@@ -23,7 +23,7 @@ from rag_orchestrator.providers.events import Usage
 # ------------------------------------------------------------------ how a turn opens
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Question:
     """A turn that answers `message`, stored by its claim (an edit's: by its finish)."""
 
@@ -36,7 +36,7 @@ class Question:
         return self.message
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Continuation:
     """A turn that goes on after the decision on its held call: that call's result comes first."""
 

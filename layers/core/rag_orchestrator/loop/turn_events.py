@@ -12,7 +12,7 @@ from rag_orchestrator.domain.passages import Passage, SourceWithSnippet
 from rag_orchestrator.loop.record import TurnRecord
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TurnEvents:
     conversation_id: str
     turn_id: str
