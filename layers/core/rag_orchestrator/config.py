@@ -120,6 +120,10 @@ class Settings(BaseSettings):
     tool_response_max_bytes: int = Field(65_536, ge=1024, le=10_485_760)  # larger HTTP tool answers fail
     tool_index_cache: bool = False  # keep the tool index in TRANSCRIPTS_BUCKET under cache/tool-index/
     tool_secrets_prefix: str | None = Field(None, pattern=r"^/[A-Za-z0-9_.\-/]*/$")  # SSM path of ${NAME}s
+    # MCP servers whose tools join the catalogue's (docs/mcp.md): a file, s3://, ssm: or the JSON itself;
+    # each server's tool list is kept this long before it is listed again.
+    mcp_servers: str | None = None
+    mcp_tools_ttl_seconds: float = Field(300.0, ge=1, le=86_400)
 
     # Attachments (docs/attachments.md): limits, and one engine per modality ("none": no segment).
     attachments_bucket: str | None = None

@@ -1,0 +1,117 @@
+"""One configured MCP server as the service reaches it: its headers, the caller's identity, its protocol.
+
+Header values' `${ssm:/name}` references are read (decrypted, cached five minutes) on each exchange,
+so the first use reads them and a rotated secret is picked up. The caller's identity goes with each
+call, as `identity` says (docs/mcp.md): `assertion` (X-Caller-Assertion, a JWT the service signs),
+`caller-token` (the caller's own bearer token, AUTH_MODE=jwt) or `none`. A listing is the same for
+every caller, so it carries the server's headers only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from rag_orchestrator.tools.base import ToolContext
+from rag_orchestrator.tools.caller_assertions import CallerAssertions
+from rag_orchestrator.tools.mcp_exchange import (
+    AUTO,
+    CallOutcome,
+    Connection,
+    Listing,
+    McpCallFailed,
+    McpExchanges,
+)
+from rag_orchestrator.tools.mcp_servers import SSM_REF, McpServer
+
+ASSERTION_HEADER = "X-Caller-Assertion"
+USER_AGENT = "rag-orchestrator-mcp/1"
+LIST_TIMEOUT_SECONDS = 10.0  # a listing holds up the turn that asks for it first
+
+SecretReader = Callable[[str], str]  # an SSM parameter's decrypted value
+
+
+def ssm_reader(name: str) -> str:
+    from rag_orchestrator.ssm_params import ssm_secret
+
+    return ssm_secret(name)
+
+
+class McpEndpoint:
+    def __init__(
+        self,
+        server: McpServer,
+        client: Callable[[], McpExchanges],
+        *,
+        default_timeout: float,
+        secrets: SecretReader = ssm_reader,
+        assertions: CallerAssertions | None = None,
+    ) -> None:
+        self.server = server
+        self.timeout_seconds = server.timeout_seconds or default_timeout
+        self.mode = AUTO  # until a listing says which protocol the server speaks
+        self._client = client
+        self._secrets = secrets
+        self._assertions = assertions
+
+    async def headers(self) -> tuple[dict[str, str], list[str]]:
+        """The server's own headers with references read, and the values read; McpCallFailed when a
+        parameter cannot be read."""
+        names = {name for value in self.server.headers.values() for name in SSM_REF.findall(value)}
+        values: dict[str, str] = {}
+        for name in names:
+            try:
+                values[name] = await asyncio.to_thread(self._secrets, name)
+            except Exception:  # Powertools' GetParameterError: missing, or not readable by this function
+                raise McpCallFailed(f"The SSM parameter {name} of its headers cannot be read") from None
+            if "\r" in values[name] or "\n" in values[name]:
+                raise McpCallFailed(f"The SSM parameter {name} holds a line break, which no header may")
+        resolved = {
+            header: SSM_REF.sub(lambda match: values[match.group(1)], value)
+            for header, value in self.server.headers.items()
+        }
+        return {"User-Agent": USER_AGENT, **resolved}, list(values.values())
+
+    async def identity(self, ctx: ToolContext, tool: str) -> dict[str, str]:
+        """The caller's identity for one call of `tool`, as the server's `identity` says."""
+        match self.server.identity:
+            case "none":
+                return {}
+            case "caller-token":
+                if not ctx.caller_token:
+                    raise McpCallFailed(
+                        "This tool needs the caller's own token, which this request has none of"
+                    )
+                return {"Authorization": f"Bearer {ctx.caller_token}"}
+            case "assertion":
+                if self._assertions is None:
+                    raise McpCallFailed("This service cannot sign caller assertions, which this tool needs")
+                signed = await self._assertions.assertion(ctx, audience=self.server.origin, tool=tool)
+                return {ASSERTION_HEADER: signed}
+
+    async def list_tools(self) -> Listing:
+        timeout = min(self.timeout_seconds, LIST_TIMEOUT_SECONDS)
+        headers, _ = await self.headers()
+        listing = await self._client().list_tools(Connection(self.server.url, headers, timeout))
+        self.mode = listing.mode
+        return listing
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], ctx: ToolContext, tool: str, seconds: float
+    ) -> CallOutcome:
+        """Call the server's `name` for the caller of `ctx`; `tool` is the name the model used. No
+        secret sent (a parameter's value, the caller's token, the assertion) is in the text returned."""
+        headers, secrets = await self.headers()
+        identity = await self.identity(ctx, tool)
+        secrets += [value.removeprefix("Bearer ") for value in identity.values()]
+        connection = Connection(self.server.url, {**headers, **identity}, seconds, self.mode)
+        outcome = await self._client().call_tool(connection, name, arguments)
+        return CallOutcome(redact(outcome.text, secrets), outcome.is_error)
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """`text` with each secret of four characters or more replaced, longest first."""
+    for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
+        text = text.replace(secret, "[redacted]")
+    return text
