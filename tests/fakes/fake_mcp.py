@@ -193,12 +193,12 @@ def orders_server() -> MCPServer:
     server = MCPServer("orders", log_level="WARNING")
 
     @server.tool()
-    def lookup_order(orderId: str) -> str:  # noqa: N803 - the model sees the schema's names
+    def lookup_order(orderId: str) -> str:
         """Look up the shipping status of one customer order by its order number"""
         return f"Order {orderId} is {ORDERS.get(orderId, 'unknown')}"
 
     @server.tool()
-    def cancel_order(orderId: str) -> str:  # noqa: N803
+    def cancel_order(orderId: str) -> str:
         """Cancel a customer order that has not shipped yet"""
         return f"Order {orderId} is cancelled"
 
@@ -209,7 +209,7 @@ def orders_server() -> MCPServer:
         return "report"
 
     @server.tool()
-    def live_tracking(orderId: str) -> str:  # noqa: N803
+    def live_tracking(orderId: str) -> str:
         """Follow the courier of an order live (its answer stalls mid-stream: FakeMcp)"""
         return "never reached"
 
