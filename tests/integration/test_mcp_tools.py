@@ -9,7 +9,6 @@ tool or a failed tool result, never the turn.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 import uuid
@@ -82,6 +81,16 @@ def stateful() -> Iterator[FakeMcp]:
         yield server
 
 
+class Clock:
+    """Monotonic time the test moves on, so a TTL passes without waiting for it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 class Harness:
     """The real loop and toolbox over in-memory conversations, the fake LLM as the model."""
 
@@ -102,6 +111,9 @@ class Harness:
             cache=None,
             assertions=self.assertions,
         )
+        self.clock = Clock()
+        assert self.toolbox.mcp is not None
+        self.toolbox.mcp.clock = self.clock
         self.store = MemoryConversationStore()
         self.orchestrator = Orchestrator(
             store=self.store,
@@ -181,7 +193,7 @@ async def test_the_listing_is_cached_for_its_ttl_and_its_tools_follow_roles_and_
     fake_llm.script(text_reply("Nothing to look up."), text_reply("Nothing to look up."))
     await h.turn("where is order A-1001", caller=admin, context_type="billing")
     assert not any(name.startswith("orders__") for name in h.offered(0))  # not offered in that context
-    await asyncio.sleep(1.05)
+    h.clock.now += 1
     await h.turn("where is order A-1001", caller=admin, context_type="orders")
     assert "orders__lookup_order" in h.offered(1)
     assert len([e for e in orders.log if e["method"] == "tools/list"]) == lists + 1  # listed again
@@ -242,7 +254,7 @@ async def test_a_server_that_is_down_leaves_its_tools_out_and_the_turn_goes_on(o
     ends_well(events)
     assert "orders__lookup_order" in h.offered() and not any(n.startswith("gone__") for n in h.offered())
     with down:  # back up: listed again at the next listing (here: after the 1 s TTL)
-        await asyncio.sleep(1.05)
+        h.clock.now += 1
         assert "gone__lookup_order" in [t["name"] for t in await h.toolbox.listing(ALICE.roles)]
 
 

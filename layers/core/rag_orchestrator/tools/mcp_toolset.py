@@ -56,7 +56,7 @@ class McpTools:
         self.embedder = embedder
         self.retry_seconds = retry_seconds
         self._taken = frozenset(taken)  # the catalogue's names, which no MCP tool may shadow
-        self._clock = clock
+        self.clock = clock  # monotonic seconds: when listings expire
         self._listed = {endpoint.server.name: _Listed() for endpoint in self.endpoints}
         self._pending: dict[str, asyncio.Task[None]] = {}
         self._tools: dict[str, McpTool] = {}
@@ -77,7 +77,7 @@ class McpTools:
 
     async def refresh(self) -> None:
         """List every server whose listing expired; a listing already under way is awaited, not repeated."""
-        now = self._clock()
+        now = self.clock()
         due = [e for e in self.endpoints if self._listed[e.server.name].expires <= now]
         if due:
             await asyncio.gather(*(asyncio.shield(self._listing(endpoint)) for endpoint in due))
@@ -98,7 +98,7 @@ class McpTools:
         except Exception as exc:  # McpCallFailed says why; anything else is named by its type
             reason = exc.message if isinstance(exc, McpCallFailed) else type(exc).__name__
             logger.warning("mcp server left out", extra={"mcp_server": server, "reason": reason})
-            self._listed[server] = _Listed(expires=self._clock() + min(self.retry_seconds, self.ttl_seconds))
+            self._listed[server] = _Listed(expires=self.clock() + min(self.retry_seconds, self.ttl_seconds))
             self._publish()
             return
         previous = self._listed[server]
@@ -107,7 +107,7 @@ class McpTools:
             for t in tools
         )
         listed = _Listed(
-            {tool.name: tool for tool in tools}, offers, expires=self._clock() + self.ttl_seconds
+            {tool.name: tool for tool in tools}, offers, expires=self.clock() + self.ttl_seconds
         )
         listed.key, listed.vectors = await self._embedded(offers, previous)
         self._listed[server] = listed

@@ -33,6 +33,7 @@ class Toolbox:
     registry: ToolRegistry
     selector: ToolSelector
     search: SearchTool  # rag_search, also called by the loop before the first model call
+    mcp: McpTools | None = None  # the tools of MCP_SERVERS, when it names any
 
     def preview_type(self, name: str) -> str | None:
         return getattr(self.registry.get(name), "preview", None)
@@ -142,7 +143,7 @@ def build_toolbox(
         cache=_cache(settings) if cache is _DEFAULT else cache,
         more=mcp,
     )
-    return Toolbox(catalog=catalog, registry=registry, selector=selector, search=rag_search)
+    return Toolbox(catalog=catalog, registry=registry, selector=selector, search=rag_search, mcp=mcp)
 
 
 def _mcp_tools(
