@@ -106,9 +106,7 @@ class McpTools:
             Offer(t.name, t.embed_text(), endpoint.server.contexts, False, endpoint.server.roles)
             for t in tools
         )
-        listed = _Listed(
-            {tool.name: tool for tool in tools}, offers, expires=self.clock() + self.ttl_seconds
-        )
+        listed = _Listed({tool.name: tool for tool in tools}, offers, expires=self.clock() + self.ttl_seconds)
         listed.key, listed.vectors = await self._embedded(offers, previous)
         self._listed[server] = listed
         self._publish()
