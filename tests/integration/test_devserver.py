@@ -1,6 +1,6 @@
 """`make dev`'s stack as a newcomer starts it: health answers 200 with every part up, the README's sample
 question is answered from the sample knowledge base, an attachment is read, the chat page and the demo
-tools are there, every sample event runs with `make invoke` against it; SIGTERM stops all."""
+tools (HTTP and MCP) are there, every sample event runs with `make invoke` against it; SIGTERM stops all."""
 
 from __future__ import annotations
 
@@ -141,7 +141,8 @@ def test_make_dev_stack_serves_health_answers_the_readme_question_reads_an_attac
         with urlopen(
             Request(f"{base}/api/v1/agent/tools", headers={"X-Caller-Id": "newcomer"}), timeout=10
         ) as r:
-            assert "get_order_status" in {tool["name"] for tool in json.loads(r.read())["tools"]}
+            listed = {tool["name"] for tool in json.loads(r.read())["tools"]}
+        assert {"get_order_status", "demo__get_order_status"} <= listed  # the demo tools, HTTP and MCP
         for name, sample, expected in SAMPLES:
             done = subprocess.run(
                 [sys.executable, "-m", "devserver.invoke", name, sample],

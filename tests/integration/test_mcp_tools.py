@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -36,6 +37,7 @@ from tests.fakes.fake_llm import FakeLLM
 from tests.fakes.fake_mcp import HUGE_BYTES, FakeMcp, odd_server, orders_server
 from tests.fakes.llm_script import text_reply, tool_call_reply
 from tests.fakes.scripted import MemorySearchTool
+from tests.fakes.sse import parse_sse
 
 pytestmark = pytest.mark.integration
 
@@ -337,3 +339,35 @@ async def test_anonymous_callers_are_offered_no_mcp_tools_and_nothing_is_listed(
     _, events = await h.turn("where is order A-1001", caller=ANONYMOUS)
     ends_well(events)
     assert h.offered() == [] and len(orders.log) == before
+
+
+def test_make_devs_demo_mcp_tools_are_listed_called_and_approved_through_the_api(dev_app):
+    caller = {"X-Caller-Id": "mcp-newcomer"}
+    tools = httpx.get(f"{dev_app.url}/api/v1/agent/tools", headers=caller).json()["tools"]
+    demo = {tool["name"]: tool for tool in tools if tool["name"].startswith("demo__")}
+    assert set(demo) == {"demo__get_order_status", "demo__list_orders", "demo__cancel_order"}
+    assert demo["demo__cancel_order"]["approval"] == "required"
+    assert demo["demo__get_order_status"]["contexts"] == ["orders"]
+
+    conversation = httpx.post(f"{dev_app.url}/api/v1/chat/conversations", json={}, headers=caller).json()
+    stream = dev_app.conversation_url(conversation["conversationId"], "messages/stream")
+    account = {"accountId": "acct-1001"}
+    dev_app.llm.script(
+        tool_call_reply("demo__get_order_status", {"orderId": "A-1001", **account}),
+        text_reply("A-1001 has shipped with PostNL."),
+    )
+    body = {"message": "Where is my order A-1001?", "contextType": "orders", "context": account}
+    events = parse_sse(httpx.post(stream, json=body, headers=caller, timeout=30).text)
+    (result,) = [e.data for e in events if e.event == "ToolCallResult"]
+    assert result["success"] and json.loads(result["result"])["carrier"] == "PostNL"
+    assert events[-1].event == "Completed"
+
+    dev_app.llm.script(tool_call_reply("demo__cancel_order", {"orderId": "A-1002", **account}))
+    body = {"message": "Cancel order A-1002", "contextType": "orders", "context": account}
+    events = parse_sse(httpx.post(stream, json=body, headers=caller, timeout=30).text)
+    (held,) = [e.data for e in events if e.event == "ApprovalRequested"]
+    dev_app.llm.script(text_reply("Order A-1002 is cancelled."))
+    decide = dev_app.conversation_url(conversation["conversationId"], f"approvals/{held['approvalId']}")
+    events = parse_sse(httpx.post(decide, json={"decision": "approve"}, headers=caller, timeout=30).text)
+    (result,) = [e.data for e in events if e.event == "ToolCallResult"]
+    assert result["success"] and json.loads(result["result"])["status"] == "cancelled"

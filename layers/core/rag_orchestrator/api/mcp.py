@@ -72,6 +72,19 @@ OPENAPI: dict[str, Any] = {
 }
 
 
+async def serve_stateless(
+    server: Any, scope: Scope, receive: Receive, send: Send, *, json_response: bool, max_bytes: int = 4 << 20
+) -> None:
+    """Serve one request with the SDK's streamable HTTP transport and a session manager of its own."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    manager = StreamableHTTPSessionManager(
+        server, json_response=json_response, stateless=True, max_request_body_size=max_bytes
+    )
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)
+
+
 class Exchange(Response):
     """Hands the request to the SDK's streamable HTTP transport, which answers it."""
 
@@ -80,16 +93,14 @@ class Exchange(Response):
         self.services = services
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-
-        manager = StreamableHTTPSessionManager(
+        await serve_stateless(
             self.services.knowledge_mcp,
+            scope,
+            receive,
+            send,
             json_response=True,
-            stateless=True,
-            max_request_body_size=self.services.settings.max_request_bytes,
+            max_bytes=self.services.settings.max_request_bytes,
         )
-        async with manager.run():
-            await manager.handle_request(scope, receive, send)
 
 
 @router.post(
