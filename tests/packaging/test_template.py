@@ -339,6 +339,7 @@ def test_api_routes_public_ones_and_guests_without_the_authorizer_everything_els
         ("POST", "/api/v1/auth/guest"),
         ("ANY", "/api/v1/chat/{proxy+}"),
         ("GET", "/api/v1/agent/tools"),
+        ("POST", "/mcp"),
     }
     for route in public:
         assert routes.get(route) == "NONE", route
@@ -630,8 +631,9 @@ def test_ingest_records_documents_and_archive_keeps_audit_trails(resources):
 
 
 def test_secrets_access_is_scoped_to_the_named_parameters(resources):
-    """The named key parameters, the tool catalogue parameter, and the tool secrets' path prefix."""
-    readable = {*SECRET_PARAMETERS.values(), "ToolCatalog", "ToolSecretsPrefix}*"}
+    """The named key parameters, the tool catalogue and MCP servers parameters, and the tool secrets' path
+    prefix."""
+    readable = {*SECRET_PARAMETERS.values(), "ToolCatalog", "McpServers", "ToolSecretsPrefix}*"}
     for logical_id in FUNCTIONS:
         statements = list(policy_statements(resources[logical_id]["Properties"].get("Policies", [])))
         for statement in statements:
@@ -694,6 +696,7 @@ def test_guests_reach_the_app_past_api_gateway_after_the_sam_transform(transform
         ("/api/v1/auth/guest", "post"),
         ("/api/v1/chat/{proxy+}", any_method),
         ("/api/v1/agent/tools", "get"),
+        ("/mcp", "post"),
     ):
         assert paths[path][method]["security"] == [{"NONE": []}], path
     assert "/api/v1/documents" not in paths and "/api/v1/admin/audit" not in paths  # behind the authorizer

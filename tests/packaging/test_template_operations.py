@@ -57,6 +57,7 @@ EXPOSED = {
     "OpenAICompatibleModel": "OPENAI_COMPATIBLE_MODEL",
     "ToolSecretsPrefix": "TOOL_SECRETS_PREFIX",
     "ToolSelectionTopK": "TOOL_SELECTION_TOP_K",
+    "McpToolsTtlSeconds": "MCP_TOOLS_TTL_SECONDS",
     "LogLevel": "LOG_LEVEL",
 }
 
@@ -195,6 +196,57 @@ def test_the_catalogue_reaches_the_tool_functions_with_read_access_to_it_alone(
         for name, statement, otherwise in conditional:
             assert otherwise == NO_VALUE
             expected = ["s3:GetObject"] if name == "ToolCatalogInS3" else ["ssm:GetParameter"]
+            assert statement["Action"] == expected and "*" not in json.dumps(statement["Resource"])
+
+
+@pytest.mark.parametrize(
+    ("value", "allowed"),
+    [
+        ("", True),
+        ('{"servers": [{"name": "orders", "url": "https://orders.example.com/mcp"}]}', True),
+        ('[{"name": "orders", "url": "https://orders.example.com/mcp"}]', True),
+        ("s3://my-config-bucket/mcp.json", True),
+        ("/rag-orchestrator/mcp-servers", True),
+        ("s3://my-config-bucket/mcp.txt", False),
+        ("ssm:/rag-orchestrator/mcp-servers", False),
+        ("mcp.json", False),
+        ('{"servers": [{"name": "orders"', False),
+    ],
+)
+def test_the_mcp_servers_parameter_takes_the_document_an_s3_object_or_an_ssm_parameter(
+    template, value, allowed
+):
+    pattern = template["Parameters"]["McpServers"]["AllowedPattern"]
+    assert bool(re.fullmatch(pattern, value)) is allowed
+
+
+@pytest.mark.parametrize(
+    ("value", "in_s3", "in_ssm"),
+    [
+        ("", False, False),
+        ('{"servers": [{"name": "orders", "url": "https://orders.example.com/mcp"}]}', False, False),
+        ('{"servers": []}', False, False),
+        ("s3://b/mcp.json", True, False),
+        ("/rag/mcp", False, True),
+    ],
+)
+def test_mcp_servers_reach_the_tool_functions_with_read_access_to_their_document_alone(
+    template, resources, value, in_s3, in_ssm
+):
+    assert condition("McpServersInS3", template, McpServers=value) is in_s3
+    assert condition("McpServersInSsm", template, McpServers=value) is in_ssm
+    for fn in ("ApiFunction", "ChatStreamFunction"):
+        env = env_of(template, fn)
+        assert env["MCP_SERVERS"] == {
+            "Fn::If": ["McpServersInSsm", {"Fn::Sub": "ssm:${McpServers}"}, {"Ref": "McpServers"}]
+        }
+        assert env["MCP_TOOLS_TTL_SECONDS"] == {"Ref": "McpToolsTtlSeconds"}
+        statements = resources[fn]["Properties"]["Policies"][0]["Statement"]
+        conditional = [s["Fn::If"] for s in statements if s.get("Fn::If", [""])[0].startswith("McpServers")]
+        assert {c[0] for c in conditional} == {"McpServersInS3", "McpServersInSsm"}
+        for name, statement, otherwise in conditional:
+            assert otherwise == NO_VALUE
+            expected = ["s3:GetObject"] if name == "McpServersInS3" else ["ssm:GetParameter"]
             assert statement["Action"] == expected and "*" not in json.dumps(statement["Resource"])
 
 
