@@ -67,7 +67,11 @@ def toolset(exchanges: Exchanges, embedder=None, *, taken=(), **server: Any) -> 
     config = McpServer.model_validate(
         {"name": "crm", "url": "https://crm.example.com/mcp", "identity": "none", **server}
     )
-    endpoint = McpEndpoint(config, lambda: exchanges, default_timeout=30, assertions=Signer())
+
+    async def client() -> Exchanges:
+        return exchanges
+
+    endpoint = McpEndpoint(config, client, default_timeout=30, assertions=Signer())
     return McpTools([endpoint], ttl_seconds=60, embedder=embedder, taken=taken, clock=lambda: 0.0)
 
 

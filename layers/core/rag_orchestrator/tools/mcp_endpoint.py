@@ -10,7 +10,7 @@ every caller, so it carries the server's headers only.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rag_orchestrator.tools.base import ToolContext
@@ -42,7 +42,7 @@ class McpEndpoint:
     def __init__(
         self,
         server: McpServer,
-        client: Callable[[], McpExchanges],
+        client: Callable[[], Awaitable[McpExchanges]],
         *,
         default_timeout: float,
         secrets: SecretReader = ssm_reader,
@@ -93,7 +93,7 @@ class McpEndpoint:
     async def list_tools(self) -> Listing:
         timeout = min(self.timeout_seconds, LIST_TIMEOUT_SECONDS)
         headers, _ = await self.headers()
-        listing = await self._client().list_tools(Connection(self.server.url, headers, timeout))
+        listing = await (await self._client()).list_tools(Connection(self.server.url, headers, timeout))
         self.mode = listing.mode
         return listing
 
@@ -106,7 +106,7 @@ class McpEndpoint:
         identity = await self.identity(ctx, tool)
         secrets += [value.removeprefix("Bearer ") for value in identity.values()]
         connection = Connection(self.server.url, {**headers, **identity}, seconds, self.mode)
-        outcome = await self._client().call_tool(connection, name, arguments)
+        outcome = await (await self._client()).call_tool(connection, name, arguments)
         return CallOutcome(redact(outcome.text, secrets), outcome.is_error)
 
 

@@ -1,12 +1,14 @@
 """What an exchange with an MCP server takes and gives, apart from the SDK that carries it.
 
-Everything here imports nothing heavy: the `mcp` SDK (tools/mcp_client.py) loads when the first
+Nothing here imports anything heavy: the `mcp` SDK (tools/mcp_client.py) loads when the first
 exchange starts (`lazy_client`), not when the toolbox is built.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import asyncio
+import importlib
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -64,15 +66,16 @@ class McpExchanges(Protocol):
     ) -> CallOutcome: ...
 
 
-def lazy_client(max_response_bytes: int) -> Callable[[], McpExchanges]:
-    """The SDK's client, made (and the SDK imported) when first asked for."""
+def lazy_client(max_response_bytes: int) -> Callable[[], Awaitable[McpExchanges]]:
+    """The SDK's client, made when first asked for. The SDK is imported in a worker thread (a second
+    or more): the event loop goes on serving meanwhile."""
     made: list[McpExchanges] = []
 
-    def client() -> McpExchanges:
+    async def client() -> McpExchanges:
         if not made:
-            from rag_orchestrator.tools.mcp_client import McpClient
-
-            made.append(McpClient(max_response_bytes=max_response_bytes))
+            module = await asyncio.to_thread(importlib.import_module, "rag_orchestrator.tools.mcp_client")
+            if not made:  # another first use may have made it while this one waited
+                made.append(module.McpClient(max_response_bytes=max_response_bytes))
         return made[0]
 
     return client
