@@ -19,13 +19,13 @@ import asyncio
 import json
 import threading
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import uvicorn
 from mcp.server import Server
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ListToolsResult, TextContent, Tool
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from devserver.stack import free_port
 
@@ -212,6 +212,11 @@ def orders_server() -> MCPServer:
     def live_tracking(orderId: str) -> str:
         """Follow the courier of an order live (its answer stalls mid-stream: FakeMcp)"""
         return "never reached"
+
+    @server.tool()
+    def regional_stock(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+        """How many items are in stock in one region (the region goes in a header too, as Mcp-Param-Region)"""
+        return f"12 in stock in {region}"
 
     @server.tool()
     def huge_export() -> str:

@@ -26,12 +26,14 @@ from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.memory import MemoryConversationStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
+from rag_orchestrator.errors import ConfigError
 from rag_orchestrator.loop.orchestrator import Orchestrator
 from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.toolsets import tool_chooser
 from rag_orchestrator.providers.strategies import create_strategy
 from rag_orchestrator.text.hashing import HashingEmbedder
 from rag_orchestrator.tools.base import ToolContext
+from rag_orchestrator.tools.mcp_servers import load_servers
 from rag_orchestrator.tools.toolbox import build_toolbox
 from tests.fakes.fake_llm import FakeLLM
 from tests.fakes.fake_mcp import HUGE_BYTES, FakeMcp, odd_server, orders_server
@@ -177,6 +179,9 @@ async def test_tools_are_listed_selected_and_called_with_the_callers_identity(or
     assert claims["sub"] == "alice" and claims["tool"] == "orders__lookup_order"
     assert claims["conversationId"] == conversation_id
     assert "authorization" not in call["headers"]
+    trail = await h.store.audit(conversation_id)  # audited like any tool
+    (audited,) = trail.records[-1]["toolCalls"]
+    assert audited["toolName"] == "orders__lookup_order" and audited["success"] and trail.chain_valid
 
 
 async def test_the_listing_is_cached_for_its_ttl_and_its_tools_follow_roles_and_contexts(orders, fake_llm):
@@ -282,9 +287,10 @@ async def test_a_stateful_server_of_the_handshake_protocol_is_called_and_its_que
     [
         ("huge_export", {}, "larger than 65536 bytes"),
         ("broken_lookup", {}, "The MCP tool reported an error"),
+        ("confirm_address", {}, "The MCP server answered with an error (-32600)"),  # elicitation refused
     ],
 )
-async def test_a_huge_or_failing_result_is_a_failed_tool_result(orders, fake_llm, tool, arguments, says):
+async def test_a_huge_failing_or_asking_tool_is_a_failed_tool_result(orders, fake_llm, tool, arguments, says):
     h = Harness(fake_llm, [server("orders", orders.url)])
     fake_llm.script(tool_call_reply(f"orders__{tool}", arguments), text_reply("That did not work."))
     _, events = await h.turn("export every order, or look it up")
@@ -320,6 +326,23 @@ async def test_bad_listings_skip_bad_tools_and_bad_servers_cost_only_their_tools
         _, events = await h.turn("find a thing")
         ends_well(events)
         assert of_type(events, "ToolCallResult")[0].result == "called find"
+
+
+async def test_a_tool_whose_arguments_go_in_headers_too_is_called_after_a_listing_on_its_connection(
+    orders, fake_llm
+):
+    h = Harness(fake_llm, [server("orders", orders.url)])
+    fake_llm.script(tool_call_reply("orders__regional_stock", {"region": "eu"}), text_reply("12 in the EU."))
+    before = len(orders.log)
+    _, events = await h.turn("how many are in stock in the eu region")
+    ends_well(events)
+    assert of_type(events, "ToolCallResult")[0].result == "12 in stock in eu"
+    # refused without its Mcp-Param header, the SDK lists the tool on the connection and calls again
+    assert [e["method"] for e in orders.log[before:] if e["method"] != "server/discover"][-3:] == [
+        "tools/call",
+        "tools/list",
+        "tools/call",
+    ]
 
 
 async def test_a_server_that_hangs_mid_stream_fails_the_call_not_the_turn(orders, fake_llm):
@@ -371,3 +394,19 @@ def test_make_devs_demo_mcp_tools_are_listed_called_and_approved_through_the_api
     events = parse_sse(httpx.post(decide, json={"decision": "approve"}, headers=caller, timeout=30).text)
     (result,) = [e.data for e in events if e.event == "ToolCallResult"]
     assert result["success"] and json.loads(result["result"])["status"] == "cancelled"
+
+
+def test_mcp_servers_is_read_from_an_ssm_parameter_or_an_s3_object(aws_stack):
+    document = json.dumps({"servers": [{"name": "wiki", "url": "https://wiki.example.com/mcp"}]})
+    ssm = boto3.client("ssm", endpoint_url=aws_stack["endpoint"])
+    ssm.put_parameter(Name="/rag-orchestrator/mcp-servers", Value=document, Type="String", Overwrite=True)
+    s3 = boto3.client("s3", endpoint_url=aws_stack["endpoint"])
+    s3.put_object(Bucket=aws_stack["DOCUMENTS_BUCKET"], Key="config/mcp.json", Body=document.encode())
+    for location in (
+        "ssm:/rag-orchestrator/mcp-servers",
+        f"s3://{aws_stack['DOCUMENTS_BUCKET']}/config/mcp.json",
+    ):
+        (server,) = load_servers(load_settings(mcp_servers=location))
+        assert server.name == "wiki" and server.identity == "assertion"
+    with pytest.raises(ConfigError, match="MCP_SERVERS: cannot read ssm:/rag-orchestrator/none"):
+        load_servers(load_settings(mcp_servers="ssm:/rag-orchestrator/none"))
