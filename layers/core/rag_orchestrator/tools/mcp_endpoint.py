@@ -29,14 +29,6 @@ ASSERTION_HEADER = "X-Caller-Assertion"
 USER_AGENT = "rag-orchestrator-mcp/1"
 LIST_TIMEOUT_SECONDS = 10.0  # a listing holds up the turn that asks for it first
 
-SecretReader = Callable[[str], str]  # an SSM parameter's decrypted value
-
-
-def ssm_reader(name: str) -> str:
-    from rag_orchestrator.ssm_params import ssm_secret
-
-    return ssm_secret(name)
-
 
 class McpEndpoint:
     def __init__(
@@ -45,14 +37,12 @@ class McpEndpoint:
         client: Callable[[], Awaitable[McpExchanges]],
         *,
         default_timeout: float,
-        secrets: SecretReader = ssm_reader,
         assertions: CallerAssertions | None = None,
     ) -> None:
         self.server = server
         self.timeout_seconds = server.timeout_seconds or default_timeout
         self.mode = AUTO  # until a listing says which protocol the server speaks
         self._client = client
-        self._secrets = secrets
         self._assertions = assertions
 
     async def headers(self) -> tuple[dict[str, str], list[str]]:
@@ -60,9 +50,11 @@ class McpEndpoint:
         parameter cannot be read."""
         names = {name for value in self.server.headers.values() for name in SSM_REF.findall(value)}
         values: dict[str, str] = {}
+        if names:
+            from rag_orchestrator.ssm_params import ssm_secret
         for name in names:
             try:
-                values[name] = await asyncio.to_thread(self._secrets, name)
+                values[name] = await asyncio.to_thread(ssm_secret, name)
             except Exception:  # Powertools' GetParameterError: missing, or not readable by this function
                 raise McpCallFailed(f"The SSM parameter {name} of its headers cannot be read") from None
             if "\r" in values[name] or "\n" in values[name]:
@@ -87,7 +79,12 @@ class McpEndpoint:
             case "assertion":
                 if self._assertions is None:
                     raise McpCallFailed("This service cannot sign caller assertions, which this tool needs")
-                signed = await self._assertions.assertion(ctx, audience=self.server.origin, tool=tool)
+                try:
+                    signed = await self._assertions.assertion(ctx, audience=self.server.origin, tool=tool)
+                except Exception as exc:  # the signer's key cannot be read, say
+                    raise McpCallFailed(
+                        f"The caller assertion could not be signed ({type(exc).__name__})"
+                    ) from None
                 return {ASSERTION_HEADER: signed}
 
     async def list_tools(self) -> Listing:
