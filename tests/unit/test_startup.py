@@ -57,7 +57,10 @@ from rag_orchestrator.api.app import API_ROUTERS, STREAM_ROUTERS, create_app
 create_app(STREAM_ROUTERS)
 app = create_app(API_ROUTERS)
 built = app.state.services.toolbox
-sdk = lambda: sorted({m.split(".")[0] for m in sys.modules} & {"mcp", "mcp_types", "httpx2"})
+sdk = lambda: sorted(
+    {m.split(".")[0] for m in sys.modules} & {"mcp", "mcp_types", "httpx2"}
+    | {m for m in sys.modules if m.startswith("rag_orchestrator.tools.mcp_")}
+)
 before = sdk()
 from fastapi.testclient import TestClient  # Starlette's, which brings httpx2 along
 with TestClient(app) as client:
@@ -67,7 +70,8 @@ print(json.dumps([before, sdk()]))
 
 
 def _sdk_modules(**env: str) -> list[list[str]]:
-    """The MCP SDK's modules loaded once the apps and their toolbox are built, and after a tool listing."""
+    """The MCP SDK's modules and our MCP tool modules loaded once the apps and their toolbox are built,
+    and after a tool listing."""
     environ = {k: v for k, v in os.environ.items() if k != "MCP_SERVERS"}
     environ |= {"PYTHONPATH": os.pathsep.join(sys.path), "CONVERSATION_STORAGE": "memory", **env}
     done = subprocess.run(
@@ -77,6 +81,8 @@ def _sdk_modules(**env: str) -> list[list[str]]:
 
 
 def test_the_mcp_sdk_loads_only_where_mcp_servers_is_set_and_then_at_first_use():
-    assert _sdk_modules() == [[], ["httpx2"]]
+    assert _sdk_modules() == [[], ["httpx2"]]  # not even the MCP tool modules
     servers = json.dumps([{"name": "gone", "url": "http://127.0.0.1:9/mcp", "identity": "none"}])
-    assert _sdk_modules(MCP_SERVERS=servers) == [[], ["httpx2", "mcp", "mcp_types"]]
+    built, listed = _sdk_modules(MCP_SERVERS=servers)
+    assert not {"mcp", "mcp_types", "httpx2", "rag_orchestrator.tools.mcp_client"} & set(built)
+    assert {"mcp", "mcp_types", "rag_orchestrator.tools.mcp_client"} <= set(listed)

@@ -102,10 +102,8 @@ def build_toolbox(
 ) -> Toolbox:
     """Load and validate the catalogue and MCP_SERVERS (ConfigError on any problem) and wire their
     tools; MCP servers are listed when first used, not here."""
-    from rag_orchestrator.tools.mcp_servers import load_servers
-
     catalog = load_catalog(settings, lookup)
-    servers = load_servers(settings)
+    servers = _servers(settings)
     if rag_search is None:
         from rag_orchestrator.tools.rag_search import RagSearchTool
 
@@ -144,6 +142,15 @@ def build_toolbox(
         more=mcp,
     )
     return Toolbox(catalog=catalog, registry=registry, selector=selector, search=rag_search, mcp=mcp)
+
+
+def _servers(settings: Settings) -> tuple[McpServer, ...]:
+    """MCP_SERVERS' servers, validated; their module is not even imported without them."""
+    if not settings.mcp_servers:
+        return ()
+    from rag_orchestrator.tools.mcp_servers import load_servers
+
+    return load_servers(settings)
 
 
 def _mcp_tools(
