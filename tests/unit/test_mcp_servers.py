@@ -59,10 +59,6 @@ def test_every_field_is_read():
         ({**ORDERS, "headers": {"X-Key": "a\r\nInjected: 1"}}, "may not hold a line break"),
         ({**ORDERS, "headers": {"X-Key": "${ORDERS_KEY}"}}, "the only references a value may hold"),
         ({**ORDERS, "identity": "basic"}, "identity: Input should be"),
-        (
-            {**ORDERS, "identity": "caller-token", "headers": {"authorization": "Bearer x"}},
-            "identity caller-token sends the caller's own",
-        ),
         ({**ORDERS, "roles": ["anonymous"]}, "anonymous callers get no tools"),
         ({**ORDERS, "contexts": []}, "must be a list of non-empty strings"),
         ({**ORDERS, "approval": "sometimes"}, "approval"),

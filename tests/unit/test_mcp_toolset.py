@@ -173,7 +173,8 @@ async def test_selection_ranks_mcp_tools_beside_the_catalogue_and_offers_unembed
 
 async def test_the_registry_finds_and_runs_mcp_tools_with_the_callers_identity():
     exchanges = Exchanges([tool("find")], answer="found for tok-alice-1 by signed-alice-x")
-    tools = toolset(exchanges, identity="caller-token", approval=["find"])
+    service = {"authorization": "Bearer service-token"}  # for listings; a call sends the caller's
+    tools = toolset(exchanges, identity="caller-token", approval=["find"], headers=service)
     registry = ToolRegistry([], more=tools)
     await tools.refresh()
     found = registry.get("crm__find")
@@ -184,7 +185,11 @@ async def test_the_registry_finds_and_runs_mcp_tools_with_the_callers_identity()
     assert result.success and result.result == "found for [redacted] by signed-alice-x"
     connection, name, arguments = exchanges.calls[0]
     assert (name, arguments) == ("find", {"q": "x"}) and connection.mode == "2026-07-28"
-    assert connection.headers["Authorization"] == "Bearer tok-alice-1"
+    assert (
+        connection.headers["Authorization"] == "Bearer tok-alice-1"
+        and "authorization" not in connection.headers
+    )
+    assert exchanges.lists[0].headers["authorization"] == "Bearer service-token"
 
 
 async def test_an_assertion_is_signed_for_the_servers_origin_and_the_tool():

@@ -3,8 +3,9 @@
 Header values' `${ssm:/name}` references are read (decrypted, cached five minutes) on each exchange,
 so the first use reads them and a rotated secret is picked up. The caller's identity goes with each
 call, as `identity` says (docs/mcp.md): `assertion` (X-Caller-Assertion, a JWT the service signs),
-`caller-token` (the caller's own bearer token, AUTH_MODE=jwt) or `none`. A listing is the same for
-every caller, so it carries the server's headers only.
+`caller-token` (the caller's own bearer token, AUTH_MODE=jwt; it replaces an `Authorization` of the
+server's headers) or `none`. A listing is the same for every caller, so it carries the server's
+headers only.
 """
 
 from __future__ import annotations
@@ -102,7 +103,9 @@ class McpEndpoint:
         headers, secrets = await self.headers()
         identity = await self.identity(ctx, tool)
         secrets += [value.removeprefix("Bearer ") for value in identity.values()]
-        connection = Connection(self.server.url, {**headers, **identity}, seconds, self.mode)
+        replaced = {name.lower() for name in identity}  # the server's own Authorization, for listings
+        sent = {name: value for name, value in headers.items() if name.lower() not in replaced} | identity
+        connection = Connection(self.server.url, sent, seconds, self.mode)
         outcome = await (await self._client()).call_tool(connection, name, arguments)
         return CallOutcome(redact(outcome.text, secrets), outcome.is_error)
 

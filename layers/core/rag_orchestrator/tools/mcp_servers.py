@@ -13,7 +13,7 @@ import re
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from rag_orchestrator.config import Settings
@@ -98,12 +98,6 @@ class McpServer(BaseModel):
     @classmethod
     def _check_approval(cls, value: str | tuple[str, ...] | None) -> str | tuple[str, ...] | None:
         return value if value is None or isinstance(value, str) else _labels(value)
-
-    @model_validator(mode="after")
-    def _check_identity(self) -> McpServer:
-        if self.identity == "caller-token" and "authorization" in {h.lower() for h in self.headers}:
-            raise ValueError("headers.Authorization: identity caller-token sends the caller's own")
-        return self
 
     def needs_approval(self, tool: str) -> bool:
         """Whether a call of this server's `tool` waits for the caller's decision (docs/approvals.md)."""
