@@ -23,8 +23,8 @@ from typing import Annotated, Any
 
 import uvicorn
 from mcp.server import Server
-from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, ListToolsResult, TextContent, Tool
+from mcp.server.mcpserver import Context, MCPServer, Resolve, Sample
+from mcp_types import CallToolResult, CreateMessageResult, ListToolsResult, SamplingMessage, TextContent, Tool
 from pydantic import BaseModel, Field
 
 from devserver.stack import free_port
@@ -188,6 +188,12 @@ class Confirmation(BaseModel):
     confirmed: bool
 
 
+def write_summary() -> Sample:
+    """A resolver asking the client's model for text: the client must have declared sampling."""
+    message = SamplingMessage(role="user", content=TextContent(type="text", text="Summarize the reviews"))
+    return Sample([message], max_tokens=50)
+
+
 def orders_server() -> MCPServer:
     """An order service: lookups, a cancel (approval), and tools that are slow, huge, failing or asking."""
     server = MCPServer("orders", log_level="WARNING")
@@ -233,6 +239,11 @@ def orders_server() -> MCPServer:
         """Ask the user to confirm their delivery address"""
         answer = await ctx.elicit("Is the delivery address right?", Confirmation)
         return str(answer)
+
+    @server.tool()
+    def summarize_reviews(summary: Annotated[CreateMessageResult, Resolve(write_summary)]) -> str:
+        """Summarize the customer reviews of a product (asks the client's model to write it)"""
+        return str(summary)
 
     return server
 

@@ -288,10 +288,11 @@ async def test_a_stateful_server_of_the_handshake_protocol_is_called_and_its_que
         ("huge_export", {}, "larger than 65536 bytes"),
         ("broken_lookup", {}, "The MCP tool reported an error"),
         ("confirm_address", {}, "The MCP server answered with an error (-32600)"),  # elicitation refused
+        ("summarize_reviews", {}, "The MCP server answered with an error (-32021)"),  # sampling: not declared
     ],
 )
 async def test_a_huge_failing_or_asking_tool_is_a_failed_tool_result(orders, fake_llm, tool, arguments, says):
-    h = Harness(fake_llm, [server("orders", orders.url)])
+    h = Harness(fake_llm, [server("orders", orders.url)], tool_selection_top_k=20)  # all offered
     fake_llm.script(tool_call_reply(f"orders__{tool}", arguments), text_reply("That did not work."))
     _, events = await h.turn("export every order, or look it up")
     ends_well(events)
