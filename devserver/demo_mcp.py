@@ -13,7 +13,6 @@ import os
 from typing import Any, Literal
 
 from devserver.demo_tools import ORDERS
-from rag_orchestrator.api.mcp import serve_stateless
 
 MOUNT = "/demo-mcp"
 
@@ -68,6 +67,8 @@ class DemoMcpApp:
         self._server: Any = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        from rag_orchestrator.api.mcp import serve_stateless  # `make dev` puts the package on the path later
+
         if self._server is None:  # MCPServer's transport serves its low-level server, as its own apps do
             self._server = demo_mcp_server()._lowlevel_server
         await serve_stateless(self._server, scope, receive, send, json_response=False)
