@@ -154,5 +154,5 @@ def test_attachment_types_default_to_every_readable_type_or_the_listed_subset(mo
 )
 def test_a_secret_reference_of_no_known_form_is_named(monkeypatch, reference):
     monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", reference)
-    with pytest.raises(ConfigError, match="DEEPSEEK_API_KEY_PARAM: .* is neither an SSM parameter name"):
+    with pytest.raises(ConfigError, match=r"DEEPSEEK_API_KEY_PARAM: .* is neither an SSM parameter name"):
         load_settings()

@@ -35,7 +35,7 @@ def test_ssm_names_secrets_manager_names_and_arns_with_an_optional_json_field(re
     ],
 )
 def test_anything_else_is_refused_saying_what_is_accepted(reference):
-    with pytest.raises(ValueError, match="neither an SSM parameter name .* nor a Secrets Manager reference"):
+    with pytest.raises(ValueError, match=r"neither an SSM parameter name .* nor a Secrets Manager reference"):
         SecretReference.parse(reference)
 
 

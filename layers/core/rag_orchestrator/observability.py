@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 
@@ -82,10 +82,7 @@ def flush_metrics() -> None:
         sys.stdout.flush()
 
 
-Handler = TypeVar("Handler", bound=Callable[..., Any])
-
-
-def publishes_metrics(handler: Handler) -> Handler:
+def publishes_metrics[Handler: Callable[..., Any]](handler: Handler) -> Handler:
     """A Lambda handler whose metrics are published when it returns or fails. Unlike Powertools'
     `log_metrics`, an invocation that added none (an event with nothing to do) publishes nothing and
     warns of nothing."""
