@@ -358,3 +358,43 @@ def test_every_functions_environment_fits_lambdas_4_kb_with_every_setting_given(
     }
     size = len(json.dumps(named, separators=(",", ":")))
     assert size < 4096, (fn, size)
+
+
+# ---------------------------------------------------------------- samconfig.toml's environments
+
+
+def samconfig_environments() -> list[tuple[str, str, dict[str, str]]]:
+    import tomllib
+
+    config = tomllib.loads((REPO / "samconfig.toml").read_text())
+    return [
+        (
+            name,
+            env["global"]["parameters"]["region"],
+            dict(o.split("=", 1) for o in env["deploy"]["parameters"]["parameter_overrides"]),
+        )
+        for name, env in config.items()
+        if isinstance(env, dict) and "deploy" in env
+    ]
+
+
+@pytest.mark.parametrize(("name", "region", "overrides"), samconfig_environments(), ids=lambda v: str(v)[:20])
+def test_each_samconfig_environment_deploys_and_configures_every_function(
+    template, monkeypatch, name, region, overrides
+):
+    """Its values are the template's, no rule refuses them, and each function starts with what it gets."""
+    from rag_orchestrator.config import load_settings
+
+    assert {"default", "prod", "china"} <= {env for env, _, _ in samconfig_environments()}
+    for parameter, value in overrides.items():
+        declared = template["Parameters"][parameter]
+        assert re.fullmatch(declared.get("AllowedPattern", ".*"), value), (parameter, value)
+        assert value in [str(v) for v in declared.get("AllowedValues", [value])], (parameter, value)
+    deployment = Deployment(template, overrides, region)
+    assert deployment.refusals() == []
+    for fn in FUNCTIONS:
+        with monkeypatch.context() as scoped:
+            scoped.setenv("AWS_LAMBDA_FUNCTION_NAME", fn)
+            for variable, value in deployment.value(env_of(template, fn)).items():
+                scoped.setenv(variable, str(value))
+            load_settings()

@@ -166,15 +166,9 @@ class Settings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _check_secret_references(cls, data: Any) -> Any:
-        from rag_orchestrator.ssm_params import SecretReference
+        from rag_orchestrator.ssm_params import check_references
 
-        for name in SECRET_FIELDS:
-            reference = os.environ.get(f"{name.upper()}_PARAM")
-            if reference:
-                try:
-                    SecretReference.parse(reference)
-                except ValueError as exc:
-                    raise ValueError(f"{name.upper()}_PARAM: {exc}") from None
+        check_references(f"{name.upper()}_PARAM" for name in SECRET_FIELDS)
         return data
 
     @field_validator("budget_tokens_per_day")

@@ -10,8 +10,10 @@ reference, each would send the same request (bench/README.md, cold start).
 
 from __future__ import annotations
 
+import os
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
@@ -48,6 +50,17 @@ class SecretReference:
             f"{reference!r} is neither an SSM parameter name (/path/name) nor a Secrets Manager "
             "reference (secretsmanager:<name or ARN>, or the secret's ARN)"
         )
+
+
+def check_references(variables: Iterable[str]) -> None:
+    """ValueError naming the first of these variables set to no known form of reference."""
+    for variable in variables:
+        reference = os.environ.get(variable)
+        if reference:
+            try:
+                SecretReference.parse(reference)
+            except ValueError as exc:
+                raise ValueError(f"{variable}: {exc}") from None
 
 
 def read_secret(reference: str) -> str:
