@@ -136,6 +136,15 @@ def test_every_parameter_that_reaches_a_function_is_on_the_page(template):
             assert not unmarked, (fn, variable, unmarked)
 
 
+def test_every_parameters_default_is_a_value_it_accepts(template):
+    for name, parameter in template["Parameters"].items():
+        if "Default" not in parameter:
+            continue
+        default = str(parameter["Default"])
+        assert re.fullmatch(parameter.get("AllowedPattern", ".*"), default), name
+        assert default in [str(v) for v in parameter.get("AllowedValues", [default])], name
+
+
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.variable)
 def test_a_blank_parameter_passes_no_variable_and_a_given_one_passes_its_value(template, setting):
     """So the app's own default applies: an empty variable is never set."""
