@@ -83,9 +83,8 @@ def flush_metrics() -> None:
 
 
 def publishes_metrics[Handler: Callable[..., Any]](handler: Handler) -> Handler:
-    """A Lambda handler whose metrics are published when it returns or fails. Unlike Powertools'
-    `log_metrics`, an invocation that added none (an event with nothing to do) publishes nothing and
-    warns of nothing."""
+    """A Lambda handler whose metrics are published when it returns or fails; none added, nothing
+    published (Powertools' `log_metrics` would warn "No application metrics to publish")."""
 
     @functools.wraps(handler)
     def publishing(*args: Any, **kwargs: Any) -> Any:
