@@ -7,8 +7,8 @@ import os
 import signal
 import sys
 import time
-from pathlib import Path
 
+from devserver import dev_env
 from devserver.demo_tools import use_demo_catalog
 from devserver.stack import ROOT, S3_EVENTS_PATH, apply_local_defaults, start_chroma, start_moto
 
@@ -31,10 +31,11 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    local = Path(os.environ.get("DEVSERVER_LOCAL_DIR", ROOT / ".local"))
+    local = dev_env.local_dir()
     services = []
 
     def stop(*_: object) -> None:
+        dev_env.remove(local)
         for service in reversed(services):
             service.stop()
 
@@ -61,6 +62,7 @@ def main() -> int:
             f"  api                   http://127.0.0.1:{settings.port}  (docs: /docs, health: /api/v1/agent/health)"
         )
         print(f"  tools                 {settings.tool_catalog_path}")
+        print(f"  make invoke reads     {dev_env.write(env, local)}")
         print("Ctrl-C stops everything.", flush=True)
         import uvicorn
 
