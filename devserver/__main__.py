@@ -7,8 +7,8 @@ import os
 import signal
 import sys
 import time
-from pathlib import Path
 
+from devserver import dev_env
 from devserver.demo_mcp import use_demo_mcp
 from devserver.demo_tools import use_demo_catalog
 from devserver.stack import ROOT, S3_EVENTS_PATH, apply_local_defaults, start_chroma, start_moto
@@ -33,10 +33,11 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    local = Path(os.environ.get("DEVSERVER_LOCAL_DIR", ROOT / ".local"))
+    local = dev_env.local_dir()
     services = []
 
     def stop(*_: object) -> None:
+        dev_env.remove(local)
         for service in reversed(services):
             service.stop()
 
@@ -67,6 +68,7 @@ def main() -> int:
         print(
             f"                        the demo MCP server: http://127.0.0.1:{settings.port}/demo-mcp (docs/mcp.md)"
         )
+        print(f"  make invoke reads     {dev_env.write(env, local)}")
         print("Ctrl-C stops everything.", flush=True)
         import uvicorn
 

@@ -29,7 +29,14 @@ from pydantic import BaseModel, Field
 
 from devserver.stack import free_port
 
-LOGGED_HEADERS = ("x-caller-assertion", "authorization", "x-api-key", "user-agent", "mcp-protocol-version")
+LOGGED_HEADERS = (
+    "x-caller-assertion",
+    "authorization",
+    "x-api-key",
+    "x-tenant",
+    "user-agent",
+    "mcp-protocol-version",
+)
 ORDERS = {"A-1001": "shipped", "A-1002": "processing"}
 HUGE_BYTES = 5 * 1024 * 1024
 

@@ -238,9 +238,11 @@ async def test_the_callers_token_and_the_servers_secret_header_are_sent_and_neve
     ssm = boto3.client("ssm", endpoint_url=aws_stack["endpoint"])
     parameter = f"/rag-orchestrator/tools/orders-key-{uuid.uuid4().hex[:6]}"
     ssm.put_parameter(Name=parameter, Value="orders-secret-9876", Type="SecureString", Overwrite=True)
-    config = server(
-        "orders", orders.url, identity="caller-token", headers={"X-Api-Key": f"key ${{ssm:{parameter}}}"}
-    )
+    secrets = boto3.client("secretsmanager", endpoint_url=aws_stack["endpoint"])
+    secret = f"rag-orchestrator/tools/orders-{uuid.uuid4().hex[:6]}"
+    secrets.create_secret(Name=secret, SecretString=json.dumps({"tenant": "tenant-4711"}))
+    headers = {"X-Api-Key": f"key ${{ssm:{parameter}}}", "X-Tenant": f"${{secretsmanager:{secret}#tenant}}"}
+    config = server("orders", orders.url, identity="caller-token", headers=headers)
     h = Harness(fake_llm, [config])
     fake_llm.script(
         tool_call_reply("orders__lookup_order", {"orderId": "alice-bearer-token-123"}), text_reply("done")
@@ -250,6 +252,7 @@ async def test_the_callers_token_and_the_servers_secret_header_are_sent_and_neve
     (call,) = [c for c in orders.calls("lookup_order") if c["arguments"]["orderId"].startswith("alice")]
     assert call["headers"]["authorization"] == "Bearer alice-bearer-token-123"
     assert call["headers"]["x-api-key"] == "key orders-secret-9876"  # read from SSM at first use
+    assert call["headers"]["x-tenant"] == "tenant-4711"  # and a JSON secret's field from Secrets Manager
     assert of_type(events, "ToolCallResult")[0].result == "Order [redacted] is unknown"
 
 

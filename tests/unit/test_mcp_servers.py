@@ -58,6 +58,9 @@ def test_every_field_is_read():
         ({**ORDERS, "headers": {"Mcp-Session-Id": "1"}}, "is set by the service"),
         ({**ORDERS, "headers": {"X-Key": "a\r\nInjected: 1"}}, "may not hold a line break"),
         ({**ORDERS, "headers": {"X-Key": "${ORDERS_KEY}"}}, "the only references a value may hold"),
+        ({**ORDERS, "headers": {"X-Key": "${ssm:rag/key}"}}, "the only references a value may hold"),
+        ({**ORDERS, "headers": {"X-Key": "${secretsmanager:}"}}, "the only references a value may hold"),
+        ({**ORDERS, "headers": {"X-Key": "${ssm:/rag/keys#a b}"}}, "the only references a value may hold"),
         ({**ORDERS, "identity": "basic"}, "identity: Input should be"),
         ({**ORDERS, "roles": ["anonymous"]}, "anonymous callers get no tools"),
         ({**ORDERS, "contexts": []}, "must be a list of non-empty strings"),
@@ -70,6 +73,21 @@ def test_each_problem_names_the_server_and_the_field(entry, says):
     with pytest.raises(ConfigError) as caught:
         parse_servers({"servers": [entry]})
     assert says in str(caught.value) and str(caught.value).startswith("MCP_SERVERS: server ")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "${ssm:/rag/orders-key}",
+        "Bearer ${secretsmanager:rag/tools/orders}",
+        "${secretsmanager:rag/tools/keys#orders}",
+        "${secretsmanager:arn:aws:secretsmanager:eu-west-1:123456789012:secret:shared/keys-AbCdEf#orders}",
+        "${ssm:/rag/keys#orders}-${secretsmanager:rag/tools/tenant}",
+    ],
+)
+def test_a_header_refers_to_secrets_in_ssm_or_secrets_manager_as_every_secret_setting(value):
+    (server,) = parse_servers([{**ORDERS, "headers": {"X-Api-Key": value}}])
+    assert server.headers == {"X-Api-Key": value}
 
 
 def test_the_document_itself_is_checked():

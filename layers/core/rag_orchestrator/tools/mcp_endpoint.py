@@ -1,11 +1,11 @@
 """One configured MCP server as the service reaches it: its headers, the caller's identity, its protocol.
 
-Header values' `${ssm:/name}` references are read (decrypted, cached five minutes) on each exchange,
-so the first use reads them and a rotated secret is picked up. The caller's identity goes with each
-call, as `identity` says (docs/mcp.md): `assertion` (X-Caller-Assertion, a JWT the service signs),
-`caller-token` (the caller's own bearer token, AUTH_MODE=jwt; it replaces an `Authorization` of the
-server's headers) or `none`. A listing is the same for every caller, so it carries the server's
-headers only.
+Header values' secret references (`${ssm:/name}`, `${secretsmanager:name}`) are read through
+ssm_params (decrypted, cached five minutes) on each exchange, so the first use reads them and a
+rotated secret is picked up. The caller's identity goes with each call, as `identity` says
+(docs/mcp.md): `assertion` (X-Caller-Assertion, a JWT the service signs), `caller-token` (the
+caller's own bearer token, AUTH_MODE=jwt; it replaces an `Authorization` of the server's headers) or
+`none`. A listing is the same for every caller, so it carries the server's headers only.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from rag_orchestrator.ssm_params import read_secret
 from rag_orchestrator.tools.base import ToolContext
 from rag_orchestrator.tools.caller_assertions import CallerAssertions
 from rag_orchestrator.tools.mcp_exchange import (
@@ -24,7 +25,7 @@ from rag_orchestrator.tools.mcp_exchange import (
     McpCallFailed,
     McpExchanges,
 )
-from rag_orchestrator.tools.mcp_servers import SSM_REF, McpServer
+from rag_orchestrator.tools.mcp_servers import SECRET_REF, McpServer, secret_reference
 
 ASSERTION_HEADER = "X-Caller-Assertion"
 USER_AGENT = "rag-orchestrator-mcp/1"
@@ -48,20 +49,18 @@ class McpEndpoint:
 
     async def headers(self) -> tuple[dict[str, str], list[str]]:
         """The server's own headers with references read, and the values read; McpCallFailed when a
-        parameter cannot be read."""
-        names = {name for value in self.server.headers.values() for name in SSM_REF.findall(value)}
+        secret cannot be read."""
+        refs = {ref for value in self.server.headers.values() for ref in SECRET_REF.findall(value)}
         values: dict[str, str] = {}
-        if names:
-            from rag_orchestrator.ssm_params import ssm_secret
-        for name in names:
+        for ref in refs:
             try:
-                values[name] = await asyncio.to_thread(ssm_secret, name)
-            except Exception:  # Powertools' GetParameterError: missing, or not readable by this function
-                raise McpCallFailed(f"The SSM parameter {name} of its headers cannot be read") from None
-            if "\r" in values[name] or "\n" in values[name]:
-                raise McpCallFailed(f"The SSM parameter {name} holds a line break, which no header may")
+                values[ref] = await asyncio.to_thread(read_secret, secret_reference(ref))
+            except Exception:  # missing, not readable by this function, or not a string
+                raise McpCallFailed(f"The secret {ref} of its headers cannot be read") from None
+            if "\r" in values[ref] or "\n" in values[ref]:
+                raise McpCallFailed(f"The secret {ref} holds a line break, which no header may")
         resolved = {
-            header: SSM_REF.sub(lambda match: values[match.group(1)], value)
+            header: SECRET_REF.sub(lambda match: values[match.group(1)], value)
             for header, value in self.server.headers.items()
         }
         return {"User-Agent": USER_AGENT, **resolved}, list(values.values())

@@ -3,7 +3,9 @@
 The document is `{"servers": [...]}` or a bare list. MCP_SERVERS is a file (YAML or JSON), an S3
 object (`s3://bucket/key.json`), an SSM parameter (`ssm:/name`) or the JSON document itself, read
 when the toolbox is built. Every problem is a ConfigError naming the server and the field. A header
-value may hold `${ssm:/name}` references, read (decrypted) when the server is first used.
+value may hold secret references, `${ssm:/name}` (an SSM parameter, decrypted) or
+`${secretsmanager:<name or ARN>}` (a Secrets Manager secret), `#field` picking one field of a JSON
+secret, read as ssm_params reads every secret when the server is first used.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from pydantic.alias_generators import to_camel
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import ANONYMOUS, normalise_roles
 from rag_orchestrator.errors import ConfigError
+from rag_orchestrator.ssm_params import SecretReference
 
 SETTING = "MCP_SERVERS"
 SEPARATOR = "__"  # a tool is offered as <server>__<tool>
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # what the model's function names may be
-SSM_REF = re.compile(r"\$\{ssm:(/[A-Za-z0-9_.\-/]+)\}")
+SECRET_REF = re.compile(r"\$\{(ssm:/[^{}]*|secretsmanager:[^{}]*)\}")
 _REF = re.compile(r"\$\{[^{}]*\}")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 # Set by the transport or by `identity`: a server's headers may not replace them.
@@ -31,6 +34,19 @@ _RESERVED = {"accept", "content-type", "content-length", "host", "x-caller-asser
 _RESERVED_PREFIX = "mcp-"
 
 Identity = Literal["assertion", "caller-token", "none"]
+
+
+def secret_reference(ref: str) -> str:
+    """What `${ref}` names, as ssm_params reads it: `ssm:/name` is the parameter `/name`."""
+    return ref.removeprefix("ssm:")
+
+
+def _is_secret_reference(ref: str) -> bool:
+    found = SECRET_REF.fullmatch(ref)
+    try:
+        return found is not None and bool(SecretReference.parse(secret_reference(found.group(1))))
+    except ValueError:
+        return False
 
 
 def _labels(values: tuple[str, ...] | None, *, roles: bool = False) -> tuple[str, ...] | None:
@@ -80,8 +96,11 @@ class McpServer(BaseModel):
                 raise ValueError(f"{name} is set by the service, not by the configuration")
             if "\r" in value or "\n" in value:
                 raise ValueError(f"{name}: a header value may not hold a line break")
-            if any(not SSM_REF.fullmatch(ref) for ref in _REF.findall(value)):
-                raise ValueError(f"{name}: the only references a value may hold are ${{ssm:/name}}")
+            if not all(_is_secret_reference(ref) for ref in _REF.findall(value)):
+                raise ValueError(
+                    f"{name}: the only references a value may hold are ${{ssm:/name}} and "
+                    "${secretsmanager:<name or ARN>}, with #field for one field of a JSON secret"
+                )
         return headers
 
     @field_validator("roles")
