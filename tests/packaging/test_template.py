@@ -380,6 +380,7 @@ def test_api_routes_public_ones_and_guests_without_the_authorizer_everything_els
         ("POST", "/api/v1/auth/guest"),
         ("ANY", "/api/v1/chat/{proxy+}"),
         ("GET", "/api/v1/agent/tools"),
+        ("POST", "/mcp"),
     }
     for route in public:
         assert routes.get(route) == "NONE", route
@@ -697,15 +698,12 @@ def test_ingest_records_documents_and_archive_keeps_audit_trails(resources):
     assert {"dynamodb:GetItem", "dynamodb:PutItem"} <= set(as_list(archive["Action"]))
 
 
-# Which secrets each function may read: those it uses, no others.
+# Which secrets each function may read: those it uses, no others (the tool catalogue and the MCP
+# servers' document too, when they are SSM parameters).
+TURNS = ("CursorSecretParameter", "ToolSecretsPrefix", "ToolCatalog", "McpServers")
 READS = {
-    "ApiFunction": {*SECRET_PARAMETERS.values(), "CursorSecretParameter", "ToolSecretsPrefix", "ToolCatalog"},
-    "ChatStreamFunction": {
-        *SECRET_PARAMETERS.values(),
-        "CursorSecretParameter",
-        "ToolSecretsPrefix",
-        "ToolCatalog",
-    },
+    "ApiFunction": {*SECRET_PARAMETERS.values(), *TURNS},
+    "ChatStreamFunction": {*SECRET_PARAMETERS.values(), *TURNS},
     "ArchiveFunction": {"ChromaTokenParameter"},
     "IngestFunction": {"ChromaTokenParameter", "EmbeddingApiKeyParameter"},
     "AttachmentFunction": {
@@ -719,8 +717,8 @@ READS = {
 
 @pytest.mark.parametrize("logical_id", list(FUNCTIONS))
 def test_secrets_access_is_scoped_to_the_named_secrets(resources, logical_id):
-    """The named secrets, the tool catalogue parameter, and the tool secrets' prefix; read, decrypted
-    only through SSM or Secrets Manager."""
+    """The named secrets, the tool catalogue's and MCP servers' parameters, and the tool secrets' prefix;
+    read, decrypted only through SSM or Secrets Manager."""
     assert readable_secrets(resources, logical_id) == READS[logical_id]
     for statement in function_statements(resources, logical_id):
         actions = set(as_list(statement["Action"]))
@@ -779,6 +777,7 @@ def test_guests_reach_the_app_past_api_gateway_after_the_sam_transform(transform
         ("/api/v1/auth/guest", "post"),
         ("/api/v1/chat/{proxy+}", any_method),
         ("/api/v1/agent/tools", "get"),
+        ("/mcp", "post"),
     ):
         assert paths[path][method]["security"] == [{"NONE": []}], path
     assert "/api/v1/documents" not in paths and "/api/v1/admin/audit" not in paths  # behind the authorizer

@@ -119,6 +119,63 @@ def test_the_catalogue_reaches_the_tool_functions_with_read_access_to_it_alone(
 
 
 @pytest.mark.parametrize(
+    ("value", "allowed"),
+    [
+        ("", True),
+        ('{"servers": [{"name": "orders", "url": "https://orders.example.com/mcp"}]}', True),
+        ('[{"name": "orders", "url": "https://orders.example.com/mcp"}]', True),
+        ("s3://my-config-bucket/mcp.json", True),
+        ("/rag-orchestrator/mcp-servers", True),
+        ("s3://my-config-bucket/mcp.txt", False),
+        ("ssm:/rag-orchestrator/mcp-servers", False),
+        ("mcp.json", False),
+        ('{"servers": [{"name": "orders"', False),
+    ],
+)
+def test_the_mcp_servers_parameter_takes_the_document_an_s3_object_or_an_ssm_parameter(
+    template, value, allowed
+):
+    pattern = template["Parameters"]["McpServers"]["AllowedPattern"]
+    assert bool(re.fullmatch(pattern, value)) is allowed
+
+
+def test_the_inline_mcp_servers_documents_limit_is_the_one_the_docs_give(template):
+    """Lambda's 4 KB environment bounds a document given inline (test_template_settings.py deploys one
+    this long with every other setting given); docs/mcp.md sends larger ones to S3 or SSM."""
+    parameter = template["Parameters"]["McpServers"]
+    said = f"at most {parameter['MaxLength']} characters"
+    assert said in parameter["ConstraintDescription"]
+    assert said in (REPO / "docs" / "mcp.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("value", "in_s3", "in_ssm", "variable"),
+    [
+        ("", False, False, ""),
+        ('{"servers": []}', False, False, '{"servers": []}'),
+        ("s3://b/mcp.json", True, False, "s3://b/mcp.json"),
+        ("/rag/mcp", False, True, "ssm:/rag/mcp"),
+    ],
+)
+def test_mcp_servers_reach_the_tool_functions_with_read_access_to_their_document_alone(
+    template, resources, value, in_s3, in_ssm, variable
+):
+    assert condition("McpServersInS3", template, McpServers=value) is in_s3
+    assert condition("McpServersInSsm", template, McpServers=value) is in_ssm
+    deployment = Deployment(template, {"McpServers": value})
+    for fn in ("ApiFunction", "ChatStreamFunction"):
+        given = deployment.value(env_of(template, fn)["MCP_SERVERS"])
+        assert given == (variable or NO_VALUE_LEFT_OUT)  # what the app reads (tools/mcp_servers.py)
+        statements = resources[fn]["Properties"]["Policies"][0]["Statement"]
+        conditional = [s["Fn::If"] for s in statements if s.get("Fn::If", [""])[0].startswith("McpServers")]
+        assert {c[0] for c in conditional} == {"McpServersInS3", "McpServersInSsm"}
+        for name, statement, otherwise in conditional:
+            assert otherwise == NO_VALUE
+            expected = ["s3:GetObject"] if name == "McpServersInS3" else ["ssm:GetParameter"]
+            assert statement["Action"] == expected and "*" not in json.dumps(statement["Resource"])
+
+
+@pytest.mark.parametrize(
     ("prefix", "action", "resource"),
     [
         (

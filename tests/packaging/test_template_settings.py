@@ -325,10 +325,17 @@ PROVIDERS = {
 }
 
 
+def inline_mcp_servers(length: int) -> str:
+    """An MCP_SERVERS document given inline, `length` characters long and quoted like a real one."""
+    shell = '{"servers":[{"name":"orders","url":"https://orders.example.com/%s"}]}'
+    return shell % ("m" * (length - len(shell) + 2))
+
+
 def everything_given(template: dict, strategy: str) -> dict[str, str]:
     """A deployment that sets every parameter of its model provider and of everything else, each value
-    as long as a real one: secrets in Secrets Manager by name, URLs, numbers, the longest choice; every
-    feature that needs a key on (guests, the OpenAI-compatible embedder, captions, Whisper)."""
+    as long as a real one: secrets in Secrets Manager by name, URLs, numbers, the longest choice, the
+    MCP servers' document inline as long as the template accepts; every feature that needs a key on
+    (guests, the OpenAI-compatible embedder, captions, Whisper)."""
     values = dict(REQUIRED, ModelStrategy=strategy)
     others = tuple(prefix for name, prefix in PROVIDERS.items() if name != strategy)
     for name, parameter in template["Parameters"].items():
@@ -337,6 +344,8 @@ def everything_given(template: dict, strategy: str) -> dict[str, str]:
             continue
         if name in SECRETS:
             values[name] = f"secretsmanager:rag-orchestrator/prod/{name}"
+        elif name == "McpServers":
+            values[name] = inline_mcp_servers(int(parameter["MaxLength"]))
         elif "AllowedValues" in parameter:
             values[name] = max(parameter["AllowedValues"], key=len)
         elif "https?://" in pattern or "https://" in pattern:

@@ -126,6 +126,10 @@ class Settings(BaseSettings):
     tool_secrets_prefix: str | None = Field(
         None, pattern=r"^(/[A-Za-z0-9_.\-/]*/|secretsmanager:[A-Za-z0-9/_+=.@-]*/)$"
     )
+    # MCP servers whose tools join the catalogue's (docs/mcp.md): a file, s3://, ssm: or the JSON itself;
+    # each server's tool list is kept this long before it is listed again.
+    mcp_servers: str | None = None
+    mcp_tools_ttl_seconds: float = Field(300.0, ge=1, le=86_400)
 
     # Attachments (docs/attachments.md): limits, and one engine per modality ("none": no segment).
     attachments_bucket: str | None = None
