@@ -1,9 +1,12 @@
 """boto3 clients of one session, made where a request first needs them and handed down from the composition
-root, and secrets read from SSM (on the moto server) the way a deployed function reads them."""
+root, and secrets read from SSM or Secrets Manager (on the moto server) the way a deployed function reads
+them."""
 
 from __future__ import annotations
 
+import json
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -14,7 +17,7 @@ from rag_orchestrator.api.app import create_app
 from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError
-from rag_orchestrator.ssm_params import SsmSecrets
+from rag_orchestrator.ssm_params import SecretReader
 
 
 def test_clients_are_made_once_from_one_session(aws_stack):
@@ -64,7 +67,7 @@ def secret_in_ssm(aws_stack, monkeypatch, setting: str, value: str) -> Any:
 def test_secret_comes_from_ssm_and_is_cached(aws_stack, in_lambda, monkeypatch):
     ssm = secret_in_ssm(aws_stack, monkeypatch, "deepseek_api_key", "sk-from-ssm")
     clients = AwsClients()
-    settings = load_settings().read_secrets_with(SsmSecrets(clients))
+    settings = load_settings().read_secrets_with(SecretReader(clients))
 
     assert settings.secret("deepseek_api_key") == "sk-from-ssm"
     ssm.put_parameter(Name="/rag/deepseek_api_key", Value="sk-rotated", Type="SecureString", Overwrite=True)
@@ -81,7 +84,7 @@ def test_an_apps_settings_read_ssm_through_its_root(aws_stack, in_lambda, monkey
     )
 
 
-def test_settings_no_root_gave_ssm_to_name_the_secret_they_cannot_read(in_lambda, monkeypatch):
+def test_settings_no_root_gave_a_reader_name_the_secret_they_cannot_read(in_lambda, monkeypatch):
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
     monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", "/rag/deepseek")
     with pytest.raises(ConfigError, match="DEEPSEEK_API_KEY_PARAM"):
@@ -92,14 +95,14 @@ def test_secret_from_the_environment_wins_and_needs_no_aws(in_lambda, monkeypatc
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-env")
     monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", "/rag/never-read")
     clients = AwsClients()
-    assert load_settings().read_secrets_with(SsmSecrets(clients)).secret("deepseek_api_key") == "sk-env"
+    assert load_settings().read_secrets_with(SecretReader(clients)).secret("deepseek_api_key") == "sk-env"
     assert clients.made == 0
 
 
 def test_threads_asking_at_once_for_a_secret_fetch_it_once(aws_stack, in_lambda, monkeypatch):
     secret_in_ssm(aws_stack, monkeypatch, "chroma_token", "chroma-token")
     clients = AwsClients()
-    settings = load_settings().read_secrets_with(SsmSecrets(clients))
+    settings = load_settings().read_secrets_with(SecretReader(clients))
     fetched = []
     clients.client("ssm").meta.events.register(
         "provide-client-params.ssm.GetParameter", lambda params, **_: fetched.append(params["Name"])
@@ -113,3 +116,51 @@ def test_threads_asking_at_once_for_a_secret_fetch_it_once(aws_stack, in_lambda,
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(lambda _: ask(), range(8))) == ["chroma-token"] * 8
     assert fetched == ["/rag/chroma_token"]
+
+
+def secret_in_secrets_manager(
+    clients: AwsClients, monkeypatch, setting: str, value: str, *, by_arn: bool = False
+) -> str:
+    """`setting` held by a new Secrets Manager secret that `<SETTING>_PARAM` names; the secret's ARN."""
+    name = f"rag/{setting}-{uuid.uuid4().hex[:8]}"
+    arn = clients.client("secretsmanager").create_secret(Name=name, SecretString=value)["ARN"]
+    monkeypatch.delenv(setting.upper(), raising=False)
+    monkeypatch.setenv(f"{setting.upper()}_PARAM", arn if by_arn else f"secretsmanager:{name}")
+    return arn
+
+
+@pytest.mark.parametrize("by_arn", [False, True], ids=["by-name", "by-arn"])
+def test_secret_comes_from_secrets_manager_and_is_cached(aws_stack, in_lambda, monkeypatch, by_arn):
+    clients = AwsClients()
+    arn = secret_in_secrets_manager(clients, monkeypatch, "qwen_api_key", "sk-from-secrets", by_arn=by_arn)
+    settings = load_settings().read_secrets_with(SecretReader(clients))
+
+    assert settings.secret("qwen_api_key") == "sk-from-secrets"
+    clients.client("secretsmanager").put_secret_value(SecretId=arn, SecretString="sk-rotated")
+    assert settings.secret("qwen_api_key") == "sk-from-secrets"  # cached for max_age (5 minutes)
+    clients.reset()
+    assert settings.secret("qwen_api_key") == "sk-rotated"
+
+
+@pytest.mark.parametrize("store", ["ssm", "secretsmanager"])
+def test_one_field_of_a_json_secret(aws_stack, in_lambda, monkeypatch, store):
+    clients = AwsClients()
+    keys = json.dumps({"deepseek": "sk-deepseek", "qwen": "sk-qwen"})
+    if store == "ssm":
+        secret_in_ssm(aws_stack, monkeypatch, "deepseek_api_key", keys)
+        reference = "/rag/deepseek_api_key"
+    else:
+        reference = secret_in_secrets_manager(clients, monkeypatch, "deepseek_api_key", keys)
+    monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", f"{reference}#deepseek")
+    assert (
+        load_settings().read_secrets_with(SecretReader(clients)).secret("deepseek_api_key") == "sk-deepseek"
+    )
+    monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", f"{reference}#openai")
+    with pytest.raises(ValueError, match="has no string field 'openai'"):
+        load_settings().read_secrets_with(SecretReader(clients)).secret("deepseek_api_key")
+
+
+def test_a_missing_secret_fails_with_the_services_error(aws_stack, in_lambda, monkeypatch):
+    monkeypatch.setenv("CHROMA_TOKEN_PARAM", "secretsmanager:rag/no-such-secret")
+    with pytest.raises(Exception, match="ResourceNotFoundException"):
+        load_settings().read_secrets_with(SecretReader(AwsClients())).secret("chroma_token")

@@ -1,7 +1,10 @@
 """The tool catalogue as deployed: an S3 object or an SSM parameter, read at start and validated like a
-file; tool secrets under one SSM path prefix. Against the moto server, as a function in Lambda sees it."""
+file; tool secrets under one SSM path prefix, or one Secrets Manager name prefix. Against the moto
+server, as a function in Lambda sees it."""
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 import yaml
@@ -10,7 +13,7 @@ from fastapi.testclient import TestClient
 from rag_orchestrator.api.deps import process_aws
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError
-from rag_orchestrator.ssm_params import SsmSecrets
+from rag_orchestrator.ssm_params import SecretReader
 from rag_orchestrator.tools.catalog import environment_secrets, load_catalog
 from rag_orchestrator.tools.toolbox import build_toolbox
 from tests.fakes.scripted import MemorySearchTool
@@ -62,8 +65,8 @@ def test_the_catalogue_loads_from_s3_or_ssm_with_its_secret_from_the_prefix(depl
         rag_search=MemorySearchTool([]),
         embedder=None,
         cache=None,
-        lookup=environment_secrets(SsmSecrets(aws)),
         aws=aws,
+        secrets=SecretReader(aws),
     )
     tool = toolbox.registry.get("get_order_status")
     assert tool is not None and tool._headers["Authorization"] == f"Bearer {TOKEN}"
@@ -109,7 +112,28 @@ def test_an_unreadable_catalogue_stops_the_start_with_its_location(deployed, aws
 def test_a_secret_missing_under_the_prefix_names_the_parameter(deployed):
     aws = process_aws()
     aws.client("ssm").delete_parameter(Name=f"{PREFIX}ORDERS_API_TOKEN")
-    with pytest.raises(ConfigError, match=rf"the SSM parameter {PREFIX}ORDERS_API_TOKEN cannot be read"):
+    with pytest.raises(ConfigError, match=rf"the secret {PREFIX}ORDERS_API_TOKEN cannot be read"):
         load_catalog(
-            load_settings(tool_catalog_path=deployed["ssm"]), environment_secrets(SsmSecrets(aws)), aws
+            load_settings(tool_catalog_path=deployed["ssm"]), environment_secrets(SecretReader(aws)), aws
+        )
+
+
+def test_tool_secrets_may_live_in_secrets_manager_under_a_name_prefix(deployed, monkeypatch):
+    aws = process_aws()
+    prefix = f"rag-orchestrator-{uuid.uuid4().hex[:8]}/tools/"
+    aws.client("secretsmanager").create_secret(Name=f"{prefix}ORDERS_API_TOKEN", SecretString="from-secrets")
+    monkeypatch.setenv("TOOL_SECRETS_PREFIX", f"secretsmanager:{prefix}")
+    toolbox = build_toolbox(
+        load_settings(tool_catalog_path=deployed["ssm"]),
+        rag_search=MemorySearchTool([]),
+        embedder=None,
+        cache=None,
+        aws=aws,
+        secrets=SecretReader(aws),
+    )
+    assert toolbox.registry.get("get_order_status")._headers["Authorization"] == "Bearer from-secrets"
+    monkeypatch.setenv("TOOL_SECRETS_PREFIX", "secretsmanager:rag-orchestrator/no-such-tools/")
+    with pytest.raises(ConfigError, match="the secret secretsmanager:rag-orchestrator/no-such-tools/ORDERS"):
+        load_catalog(
+            load_settings(tool_catalog_path=deployed["ssm"]), environment_secrets(SecretReader(aws)), aws
         )

@@ -225,13 +225,13 @@ def test_secrets_come_from_the_environment_or_ssm_in_lambda(monkeypatch):
     assert environment_secret("ORDERS_TOKEN") is None  # outside Lambda the parameter is not read
     fetched = []
 
-    class Ssm:  # the root's SsmSecrets
-        def get(self, name: str) -> str:
+    class Secrets:  # the root's SecretReader
+        def read(self, name: str) -> str:
             fetched.append(name)
             return "from-ssm"
 
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "fn")
-    assert environment_secrets(Ssm())("ORDERS_TOKEN") == "from-ssm"  # type: ignore[arg-type]
+    assert environment_secrets(Secrets())("ORDERS_TOKEN") == "from-ssm"  # type: ignore[arg-type]
     assert fetched == ["/app/orders-token"]
-    with pytest.raises(ValueError, match="cannot be read"):  # no root gave this lookup an SSM client
+    with pytest.raises(ValueError, match="cannot be read"):  # no root gave this lookup AWS clients
         environment_secret("ORDERS_TOKEN")

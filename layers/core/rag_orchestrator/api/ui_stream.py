@@ -29,7 +29,7 @@ from rag_orchestrator.api.ui_parts import DONE, HEADERS, UIParts, encode_part
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain.attachments import MAX_PER_TURN, well_formed_ids
-from rag_orchestrator.domain.base import CamelModel
+from rag_orchestrator.domain.base import RequestBody
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import (
     MAX_ID_LENGTH,
@@ -38,7 +38,6 @@ from rag_orchestrator.domain.conversations import (
     ChatRequest,
 )
 from rag_orchestrator.loop.orchestrator import Orchestrator
-from rag_orchestrator.loop.revisions import begin_revision
 from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.providers.events import StreamingMode
 
@@ -76,10 +75,10 @@ class UIMessage(BaseModel):
     parts: list[UIPart] = Field(max_length=1000)
 
 
-class UIChatRequest(CamelModel):
+class UIChatRequest(RequestBody):
     # Unknown fields are ignored rather than refused: the SDK's body may grow, and the caller is never
     # read from a body anyway.
-    model_config = CamelModel.model_config | {"extra": "ignore"}
+    model_config = RequestBody.model_config | {"extra": "ignore"}
 
     id: str | None = Field(None, max_length=MAX_ID_LENGTH, description="The SDK's chat id (not used)")
     messages: list[UIMessage] = Field(min_length=1, description="The chat; only the last message is read")
@@ -149,15 +148,14 @@ async def ui_stream(
     store: ConversationStore = Depends(get_store),
     settings: Settings = Depends(get_settings),
 ) -> StreamingResponse:
-    # begin() (or begin_revision()) raises 404/409 as plain HTTP errors before the stream starts.
+    # begin() (or revise()) raises 404/409 as plain HTTP errors before the stream starts.
     chat = body.chat_request()
     asked = turn_request(conversation_id, chat, caller, StreamingMode.PROGRESSIVE, request, settings)
     if body.trigger == "regenerate-message":  # the last exchange, answered again (docs/conversations.md)
         question = await last_question(store, conversation_id, caller, chat.message)
-        turn = await begin_revision(orchestrator, asked, question, edit=False)
+        turn = await orchestrator.revise(asked, question, edit=False)
     else:
         turn = await orchestrator.begin(asked)
-    parts = services(request)
-    stream = TurnStream(turn, log=parts.event_log, running=parts.running_turns, settings=settings)
+    stream = services(request).turn_stream(turn)
     stream.start()
     return StreamingResponse(_parts(stream, conversation_id), media_type="text/event-stream", headers=HEADERS)

@@ -1,10 +1,10 @@
-"""The tool catalogue (docs/tools.md): HTTP tools declared in YAML or JSON, validated at start.
+"""The tool catalogue (catalog.example.yaml, docs/operations.md): HTTP tools declared in YAML or JSON, validated at start.
 
 Every problem is a ConfigError that names the tool and the field. With no TOOL_CATALOG_PATH the
 catalogue is empty: only `rag_search` is offered. `catalog.example.yaml` beside this module documents
 every field. TOOL_CATALOG_PATH is a file, an S3 object (`s3://bucket/key.yaml`) or an SSM parameter
 (`ssm:/name`), read once when a function starts. `${NAME}` in a URL or header is the environment
-variable NAME; in Lambda, else the SSM parameter NAME_PARAM names, else `<TOOL_SECRETS_PREFIX>NAME`.
+variable NAME; in Lambda, else the secret NAME_PARAM names, else `<TOOL_SECRETS_PREFIX>NAME`.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from rag_orchestrator.config import Settings, in_lambda
 from rag_orchestrator.domain.callers import ANONYMOUS, normalise_roles
 from rag_orchestrator.errors import ConfigError
 from rag_orchestrator.tools.catalog_source import read_catalog_document
+from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 
 if TYPE_CHECKING:
     from rag_orchestrator.aws import AwsClients
-    from rag_orchestrator.ssm_params import SsmSecrets
-from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
+    from rag_orchestrator.ssm_params import SecretReader
 
 EXAMPLE_PATH = Path(__file__).with_name("catalog.example.yaml")
 PreviewType = Literal["workflow_preview", "table_config_preview"]
@@ -112,7 +112,7 @@ class ToolSpec(_Strict):
         return PATH_PARAM.findall(self.http.url)
 
     def embed_text(self) -> str:
-        """Seed 004's embed text: `{name} — {description} | {example} | …`."""
+        """The text a tool is embedded by for selection: `{name} — {description} | {example} | …`."""
         return " | ".join([f"{self.name} — {self.description}", *self.example_queries])
 
 
@@ -121,10 +121,10 @@ class Catalog(_Strict):
     tools: tuple[ToolSpec, ...] = ()
 
 
-def environment_secrets(ssm: SsmSecrets | None) -> Lookup:
-    """`${NAME}`: the environment variable NAME, else in Lambda the SSM parameter `NAME_PARAM` names,
-    else the SSM parameter NAME under TOOL_SECRETS_PREFIX (the one path the template lets functions
-    read), read through `ssm` (the composition root's)."""
+def environment_secrets(secrets: SecretReader | None) -> Lookup:
+    """`${NAME}`: the environment variable NAME, else in Lambda the secret `NAME_PARAM` names, else the
+    secret NAME under TOOL_SECRETS_PREFIX (an SSM path or a Secrets Manager name prefix: the one place
+    the template lets functions read), read through `secrets` (the composition root's)."""
 
     def lookup(name: str) -> str | None:
         value = os.environ.get(name)
@@ -135,16 +135,16 @@ def environment_secrets(ssm: SsmSecrets | None) -> Lookup:
         if not (parameter and in_lambda()):
             return None
         try:
-            if ssm is None:
-                raise LookupError("no SSM client given")
-            return ssm.get(parameter)
-        except Exception:  # Powertools' GetParameterError: missing, or not readable by this function
-            raise ValueError(f"${{{name}}}: the SSM parameter {parameter} cannot be read") from None
+            if secrets is None:
+                raise LookupError("no AWS clients given")
+            return secrets.read(parameter)
+        except Exception:  # a bad reference, or Powertools' GetParameterError: missing, or not readable
+            raise ValueError(f"${{{name}}}: the secret {parameter} cannot be read") from None
 
     return lookup
 
 
-environment_secret = environment_secrets(None)  # the environment's values; no SSM (tests, local runs)
+environment_secret = environment_secrets(None)  # the environment's values; no AWS (tests, local runs)
 
 
 def resolve(text: str, lookup: Lookup = environment_secret) -> str:
@@ -180,7 +180,7 @@ def _problems(spec: ToolSpec, lookup: Lookup) -> Iterator[tuple[str, str]]:
     if spec.name == RAG_SEARCH:
         yield "name", f"{RAG_SEARCH} is built in; configure it under ragSearch"
     if spec.roles and ANONYMOUS in spec.roles:
-        yield "roles", "anonymous callers get no tools (seed 002)"
+        yield "roles", "anonymous callers get no tools (docs/auth.md)"
     yield from _schema_problems(spec.input_schema)
     properties = spec.input_schema.get("properties") or {}
     required = set(spec.input_schema.get("required") or ())
@@ -249,7 +249,7 @@ def parse_catalog(document: Any, source: str = "catalogue", lookup: Lookup = env
     except ValidationError as exc:
         raise ConfigError(f"{source}: {_describe(exc, 'ragSearch.')}") from None
     if rag.roles and ANONYMOUS in rag.roles:
-        raise ConfigError(f"{source}: ragSearch.roles: anonymous callers get no tools (seed 002)")
+        raise ConfigError(f"{source}: ragSearch.roles: anonymous callers get no tools (docs/auth.md)")
     raw_tools = document.get("tools") or []
     if not isinstance(raw_tools, list):
         raise ConfigError(f"{source}: tools: must be a list")
