@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 from fastapi import Request
 
 from rag_orchestrator.config import Settings
+from rag_orchestrator.tracing import Tracer, create_tracer
 
 if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
     from rag_orchestrator.attachments.service import Attachments
@@ -37,12 +38,17 @@ class Services:
         self.settings = settings
 
     @cached_property
+    def tracer(self) -> Tracer:
+        """Spans of turns and store requests; NO_TRACER (nothing loaded) without OTEL_EXPORTER_OTLP_ENDPOINT."""
+        return create_tracer(self.settings)
+
+    @cached_property
     def store(self) -> DynamoConversationStore | InProcessStore:
         """Either backend provides every part of the store: the routes' (conversations/store.py), a
         turn's (loop/ports.py) and the title hook's (loop/titles.py)."""
         from rag_orchestrator.conversations.factory import create_store
 
-        return create_store(self.settings)
+        return create_store(self.settings, self.tracer)
 
     @cached_property
     def attachments(self) -> Attachments:
@@ -122,6 +128,7 @@ class Services:
             after_turn=tuple(after_turn),
             attachments=self.turn_attachments,
             embedder=toolbox.selector.embedder,
+            tracer=self.tracer,
         )
         return Orchestrator(deps)
 
