@@ -19,6 +19,16 @@ def _interrupt(*_: object) -> None:
 
 def main() -> int:
     env = apply_local_defaults()
+    local = Path(os.environ.get("DEVSERVER_LOCAL_DIR", ROOT / ".local"))
+    receiver = None
+    if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):  # traces to .local/traces.jsonl, trees printed
+        from devserver.traces import TraceReceiver, print_turns
+
+        receiver = TraceReceiver(
+            local / "traces.jsonl",
+            on_spans=lambda new: print_turns(receiver.received() if receiver else [], new),
+        )
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.url
     use_demo_catalog(env.get("PORT") or "8000", env)  # a bad PORT is named by the settings below
     sys.path.insert(0, str(ROOT / "layers" / "core"))
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "layers" / "core"), str(ROOT)]))
@@ -31,7 +41,6 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    local = Path(os.environ.get("DEVSERVER_LOCAL_DIR", ROOT / ".local"))
     services = []
 
     def stop(*_: object) -> None:
@@ -61,6 +70,10 @@ def main() -> int:
             f"  api                   http://127.0.0.1:{settings.port}  (docs: /docs, health: /api/v1/agent/health)"
         )
         print(f"  tools                 {settings.tool_catalog_path}")
+        if receiver is not None:
+            print(
+                f"  traces                {receiver.url}  (each turn's tree printed; {local / 'traces.jsonl'})"
+            )
         print("Ctrl-C stops everything.", flush=True)
         import uvicorn
 
