@@ -2,8 +2,8 @@
 tools, the searches and the store, and its do-nothing form.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT unset the tracer is NO_TRACER: no OpenTelemetry SDK is imported and
-a span costs one call that returns a shared object. Set, `create_tracer` loads `otel_tracing` (the
-SDK and the OTLP/HTTP exporter) and spans follow OpenTelemetry's GenAI semantic conventions.
+a span costs one call that returns a shared object. Set, the composition root (api/deps.py) loads
+`otel_tracing` (the SDK and the OTLP/HTTP exporter); spans follow OpenTelemetry's GenAI semantic conventions.
 """
 
 from __future__ import annotations
@@ -11,10 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Literal, Protocol
-
-if TYPE_CHECKING:
-    from rag_orchestrator.config import Settings
+from typing import Any, Literal, Protocol
 
 Kind = Literal["internal", "client"]
 Attributes = Mapping[str, str | int | float | bool | list[str]]
@@ -99,15 +96,6 @@ class NoTracer:
 
 
 NO_TRACER = NoTracer()
-
-
-def create_tracer(settings: Settings) -> Tracer:
-    """NO_TRACER unless OTEL_EXPORTER_OTLP_ENDPOINT is set; only then is OpenTelemetry's SDK loaded."""
-    if not settings.otel_exporter_otlp_endpoint:
-        return NO_TRACER
-    from rag_orchestrator.otel_tracing import OtelTracer
-
-    return OtelTracer(settings.otel_exporter_otlp_endpoint, capture_content=settings.otel_capture_content)
 
 
 def as_json(value: Any) -> str:

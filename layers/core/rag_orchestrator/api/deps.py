@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, cast
 from fastapi import Request
 
 from rag_orchestrator.config import Settings
-from rag_orchestrator.tracing import Tracer, create_tracer
+from rag_orchestrator.tracing import NO_TRACER, Tracer
 
 if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
     from rag_orchestrator.attachments.service import Attachments
@@ -40,7 +40,12 @@ class Services:
     @cached_property
     def tracer(self) -> Tracer:
         """Spans of turns and store requests; NO_TRACER (nothing loaded) without OTEL_EXPORTER_OTLP_ENDPOINT."""
-        return create_tracer(self.settings)
+        settings = self.settings
+        if not settings.otel_exporter_otlp_endpoint:
+            return NO_TRACER
+        from rag_orchestrator.otel_tracing import OtelTracer
+
+        return OtelTracer(settings.otel_exporter_otlp_endpoint, capture_content=settings.otel_capture_content)
 
     @cached_property
     def store(self) -> DynamoConversationStore | InProcessStore:
@@ -155,6 +160,7 @@ def loop_config(settings: Settings) -> LoopConfig:
         lease_margin_seconds=settings.turn_deadline_margin_seconds,
         budgets=settings.budgets,
         reserve_tokens=settings.budget_turn_reserve_tokens,
+        prices=settings.prices,
     )
 
 

@@ -14,7 +14,7 @@ from rag_orchestrator.conversations.turn_data import TurnOutcome
 from rag_orchestrator.domain import events as ev
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.messages import Message, Role
-from rag_orchestrator.domain.usage import UsageLine
+from rag_orchestrator.domain.usage import Prices, UsageLine, cost
 from rag_orchestrator.loop.after_turn import run_after_turn
 from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.record import TurnRecord
@@ -84,6 +84,7 @@ async def persist(deps: TurnDeps, state: TurnState, *, interrupted: bool) -> Non
                 usage=spent(record, request, model),
             )
             await deps.store.finish_turn(request.conversation_id, outcome)
+            log_usage(outcome.usage, deps.config.prices)
         except Exception:
             logger.exception("could not record the turn; releasing the lock")
             await deps.store.abort_turn(request.conversation_id)
@@ -102,6 +103,20 @@ def spent(record: TurnRecord, request: TurnRequest, model: str) -> UsageLine:
         input_tokens=record.input_tokens,
         output_tokens=record.output_tokens,
     )
+
+
+def log_usage(line: UsageLine | None, prices: Prices) -> None:
+    """The turn's line of the usage report, logged for the dashboard's "Usage by caller" (template.yaml)."""
+    if line is not None:
+        extra = {
+            "caller_id": line.caller_id,
+            "model": line.model,
+            "input_tokens": line.input_tokens,
+            "output_tokens": line.output_tokens,
+            "tool_calls": line.tool_calls,
+            "estimated_cost": cost(line, prices) or 0.0,
+        }
+        logger.info("turn usage", extra=extra)
 
 
 async def after(deps: TurnDeps, state: TurnState) -> None:
