@@ -41,7 +41,10 @@ class Prelude:
         request = self._request
         try:
             return await search.search(
-                request.message, caller_id=request.caller.caller_id, vector=self._vector
+                request.message,
+                caller_id=request.caller.caller_id,
+                conversation_id=request.conversation_id,
+                vector=self._vector,
             )
         except RagError as exc:
             logger.warning("initial knowledge search failed", extra={"error": exc.message})

@@ -19,6 +19,7 @@ class ToolContext:
     roles: tuple[str, ...] = ()
     context_type: str | None = None
     context: dict[str, Any] = field(default_factory=dict)
+    memory: bool = True  # false in a temporary chat: no conversation memory is searched
 
 
 @runtime_checkable
@@ -34,7 +35,12 @@ class SearchTool(Tool, Protocol):
     """A knowledge search that is also a tool: `rag_search`, which the loop also calls before the model."""
 
     async def search(
-        self, query: str, *, caller_id: str | None = None, vector: QueryVector | None = None
+        self,
+        query: str,
+        *,
+        caller_id: str | None = None,
+        conversation_id: str | None = None,
+        vector: QueryVector | None = None,
     ) -> list[Passage]: ...
 
 
