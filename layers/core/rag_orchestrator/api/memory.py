@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from datetime import datetime
-from typing import Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 
@@ -21,30 +19,16 @@ from rag_orchestrator.api.conversations import CURSOR, LIMIT
 from rag_orchestrator.api.deps import services
 from rag_orchestrator.conversations.cursors import CursorCodec, cursor_key
 from rag_orchestrator.conversations.paging import offset_page
-from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Page
+from rag_orchestrator.domain.memory import MemoryFragment
 from rag_orchestrator.errors import NotFound
-from rag_orchestrator.retrieval.fragments import FragmentIndex, Remembered, get_fragment_index
+from rag_orchestrator.retrieval.fragments import FragmentIndex, get_fragment_index
 from rag_orchestrator.retrieval.query_vector import MAX_QUERY_CHARS
 
 router = APIRouter(prefix="/api/v1/memory", tags=["memory"])
 MAX_MATCHES = 200  # a search lists at most this many best matches, page after page
 _FRAGMENT_ID = re.compile(r"(said|answered)-[0-9A-HJKMNP-TV-Z]{26}")
-
-
-class MemoryFragment(CamelModel):
-    """One thing the service remembers: what the caller said, or an answer it gave them."""
-
-    fragment_id: str
-    kind: Literal["said", "answered"]
-    text: str
-    conversation_id: str
-    created_at: datetime
-
-    @classmethod
-    def of(cls, remembered: Remembered) -> MemoryFragment:
-        return cls.model_validate(remembered, from_attributes=True)
 
 
 class FragmentNotFound(NotFound):
@@ -88,7 +72,7 @@ async def list_memory(
         found = await asyncio.to_thread(index.remembered, caller.caller_id, vector, MAX_MATCHES)
     codec = CursorCodec(cursor_key(services(request).settings))
     page = offset_page(found, limit, cursor, codec, f"memory/{caller.caller_id}/{q or ''}")
-    return Page(items=[MemoryFragment.of(r) for r in page.items], next_cursor=page.next_cursor)
+    return page
 
 
 @router.delete("/{fragment_id}", status_code=204, response_class=Response, summary="Forget one fragment")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.attachments import citation_document
+from rag_orchestrator.domain.memory import MemoryFragment
 from rag_orchestrator.domain.modalities import ATTACHMENT_MODALITIES, TEXT
 from rag_orchestrator.domain.passages import CITATION, Passage
 from rag_orchestrator.retrieval.chroma_http import QueryRow
@@ -158,26 +159,16 @@ def attachment_segment(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Remembered:
-    """One turn fragment as its caller lists it (the memory routes)."""
-
-    fragment_id: str
-    kind: str
-    text: str
-    conversation_id: str
-    created_at: datetime
-
-    @classmethod
-    def of(cls, row: QueryRow) -> Remembered:
-        meta = row.metadata
-        return cls(
-            fragment_id=row.id,
-            kind=str(meta.get("kind")),
-            text=row.document or "",
-            conversation_id=str(meta.get("conversationId") or ""),
-            created_at=datetime.fromisoformat(str(meta.get("createdAt")).replace("Z", "+00:00")),
-        )
+def remembered_fragment(row: QueryRow) -> MemoryFragment:
+    """A turn fragment as its caller lists it (the memory routes)."""
+    meta = row.metadata
+    return MemoryFragment(
+        fragment_id=row.id,
+        kind=meta.get("kind"),
+        text=row.document or "",
+        conversation_id=str(meta.get("conversationId") or ""),
+        created_at=datetime.fromisoformat(str(meta.get("createdAt")).replace("Z", "+00:00")),
+    )
 
 
 class FragmentIndex:
@@ -227,12 +218,12 @@ class FragmentIndex:
 
     def remembered(
         self, caller_id: str, near: Sequence[float] | None = None, top_k: int = 0
-    ) -> list[Remembered]:
+    ) -> list[MemoryFragment]:
         """The caller's turn fragments: newest first, or the `top_k` nearest to `near`, best first."""
         where = {"$and": [{"callerId": caller_id}, {"kind": {"$in": list(KINDS)}}]}
         if near is not None:
-            return [Remembered.of(row) for row in self.store.nearest(near, top_k, where)]
-        found = [Remembered.of(row) for row in self.store.entries(where)]
+            return [remembered_fragment(row) for row in self.store.nearest(near, top_k, where)]
+        found = [remembered_fragment(row) for row in self.store.entries(where)]
         # A turn's answer came after what was said in it: newer, so listed first.
         return sorted(found, key=lambda r: (r.created_at, r.kind == ANSWERED, r.fragment_id), reverse=True)
 
