@@ -25,8 +25,8 @@ class TurnRequest:
     deadline: float | None = None  # epoch seconds by which the turn must end; None: the default budget
     memory: bool = True  # false in a temporary chat, known once the window is read
 
-    def tool_context(self) -> ToolContext:
-        """What the turn's tools may know of it."""
+    def tool_context(self, deadline: float | None = None) -> ToolContext:
+        """What the turn's tools may know of it; `deadline`: the turn's, in epoch seconds."""
         return ToolContext(
             conversation_id=self.conversation_id,
             caller_id=self.caller.caller_id,
@@ -34,4 +34,6 @@ class TurnRequest:
             context_type=self.context_type,
             context=self.context,
             memory=self.memory,
+            caller_token=self.caller.token,
+            deadline=deadline,
         )

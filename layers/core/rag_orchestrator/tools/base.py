@@ -20,6 +20,8 @@ class ToolContext:
     context_type: str | None = None
     context: dict[str, Any] = field(default_factory=dict)
     memory: bool = True  # false in a temporary chat: no conversation memory is searched
+    caller_token: str | None = field(default=None, repr=False)  # the caller's bearer token (AUTH_MODE=jwt)
+    deadline: float | None = None  # epoch seconds by which the turn must end
 
 
 @runtime_checkable
