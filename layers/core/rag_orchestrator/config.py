@@ -100,7 +100,9 @@ class Settings(BaseSettings):
     chroma_collection: str = Field("knowledge-base", min_length=3, max_length=512)
     chroma_timeout_seconds: float = Field(3.0, gt=0, le=60)  # each phase of a search request
     chroma_memory_collection: str = Field("conversation-memory", min_length=3, max_length=512)
-    memory_enabled: bool = True  # index each completed turn; rag_search ranks the caller's own fragments
+    memory_enabled: bool = True  # index each completed turn; a turn's searches recall the caller's fragments
+    memory_top_k: int = Field(2, ge=0, le=10)  # places for recalled turn fragments, after the knowledge base
+    memory_min_score: float = Field(0.6, ge=0.0, le=1.0)  # a recalled fragment's least similarity
     auto_title: bool = True  # title a conversation after its first answered turn (loop/titles.py)
 
     embedding_provider: Literal["hashing", "wordllama", "openai_compatible", "bedrock"] = "hashing"

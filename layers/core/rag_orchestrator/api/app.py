@@ -43,6 +43,7 @@ ROUTERS: dict[str, str] = {
     "guest": "rag_orchestrator.api.guest:router",
     "audit": "rag_orchestrator.api.audit:router",
     "documents": "rag_orchestrator.api.documents:router",
+    "memory": "rag_orchestrator.api.memory:router",
     "mcp": "rag_orchestrator.api.mcp:router",
 }
 
@@ -61,6 +62,7 @@ API_ROUTERS = (
     "audit",
     "documents",
     "usage",
+    "memory",
     "mcp",
 )
 STREAM_ROUTERS = (

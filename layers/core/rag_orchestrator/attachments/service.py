@@ -93,9 +93,15 @@ class Attachments:
         return self._build_engines()
 
     async def create(
-        self, caller_id: str, conversation_id: str, request: CreateAttachmentRequest
+        self,
+        caller_id: str,
+        conversation_id: str,
+        request: CreateAttachmentRequest,
+        *,
+        remembered: bool = True,
     ) -> CreatedAttachment:
-        """A PENDING_UPLOAD attachment and the presigned POST that uploads its file (conversation checked by the caller)."""
+        """A PENDING_UPLOAD attachment and the presigned POST that uploads its file (conversation
+        checked by the caller; `remembered` false in a temporary chat)."""
         content_type = media_type(request.content_type)
         if content_type not in self.settings.attachment_types:
             allowed = ", ".join(self.settings.attachment_types)
@@ -113,6 +119,7 @@ class Attachments:
             file_name=request.file_name,
             content_type=content_type,
             size_bytes=request.size_bytes,
+            remembered=remembered,
         )
         ttl = self.settings.attachment_url_ttl_seconds
         form = await asyncio.to_thread(self.objects.presign_post, attachment.key, content_type, limit, ttl)

@@ -133,8 +133,9 @@ class DynamoConversationStore:
         *,
         title: str | None = None,
         metadata: dict[str, str] | None = None,
+        memory: bool | None = None,
     ) -> Conversation:
-        return self._titles.update(conversation_id, caller_id, title, metadata)
+        return self._titles.update(conversation_id, caller_id, title, metadata, memory)
 
     @in_worker_thread
     def messages(
