@@ -83,7 +83,14 @@ async def resume_turn(
 async def _sse(
     turn_id: str, events: AsyncIterator[LoggedEvent], keepalive_seconds: float
 ) -> AsyncIterator[bytes]:
-    """The followed events through a relay, so a quiet turn still gets its keep-alive comments."""
+    async for item in relayed(events, keepalive_seconds):
+        yield comment() if item is None else frame(item.type, item.data, f"{turn_id}:{item.seq}")
+
+
+async def relayed(
+    events: AsyncIterator[LoggedEvent], keepalive_seconds: float
+) -> AsyncIterator[LoggedEvent | None]:
+    """The followed events through a relay, so a quiet turn still gets its keep-alives (None)."""
     relay: Relay[LoggedEvent] = Relay(keepalive_seconds)
 
     async def pump() -> None:
@@ -96,7 +103,7 @@ async def _sse(
     task = asyncio.create_task(pump())
     try:
         async for item in relay.items():
-            yield comment() if item is None else frame(item.type, item.data, f"{turn_id}:{item.seq}")
+            yield item
     finally:
         task.cancel()
 
