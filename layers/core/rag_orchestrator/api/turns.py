@@ -11,6 +11,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 
+import anyio
 from fastapi import APIRouter, Depends, Header, Path, Query
 from fastapi.responses import StreamingResponse
 
@@ -87,11 +88,10 @@ async def _sse(
         yield comment() if item is None else frame(item.type, item.data, f"{turn_id}:{item.seq}")
 
 
-async def relayed(
-    events: AsyncIterator[LoggedEvent], keepalive_seconds: float
-) -> AsyncIterator[LoggedEvent | None]:
-    """The followed events through a relay, so a quiet turn still gets its keep-alives (None)."""
-    relay: Relay[LoggedEvent] = Relay(keepalive_seconds)
+async def relayed[T](events: AsyncIterator[T], keepalive_seconds: float) -> AsyncIterator[T | None]:
+    """`events` through a relay, so a quiet stream still gets its keep-alives (None). A reader that
+    leaves stops them, and waits until they have stopped (a turn stores what it had)."""
+    relay: Relay[T] = Relay(keepalive_seconds)
 
     async def pump() -> None:
         try:
@@ -106,6 +106,8 @@ async def relayed(
             yield item
     finally:
         task.cancel()
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait([task])
 
 
 class CancelResponse(CamelModel):
