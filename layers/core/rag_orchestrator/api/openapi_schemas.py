@@ -26,7 +26,13 @@ CHAT_STREAM_EVENT = "ChatStreamEvent"
 # What "Try it out" on /docs starts from (the same bodies as the docs' examples), by request schema.
 REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
     "CreateConversationRequest": {"metadata": {"channel": "web"}},
-    "ChatRequest": {"message": "How do I run the tests?", "clientMessageId": "m-1"},
+    "ChatBody": {"message": "How do I run the tests?", "clientMessageId": "m-1"},
+    "AgentChatRequest": {
+        "message": "Add a reminder email after approval",
+        "context_type": "workflow",
+        "context": {"workflowId": "wf-onboarding"},
+        "history": [{"role": "user", "content": "Show me the onboarding workflow"}],
+    },
     "UIChatRequest": {
         "id": "chat-1",
         "messages": [

@@ -26,6 +26,7 @@ from rag_orchestrator.conversations.dynamo_versions import RevisionWrites
 from rag_orchestrator.conversations.dynamo_writes import TurnWrites
 from rag_orchestrator.conversations.feedback import FeedbackWrites
 from rag_orchestrator.conversations.keys import iso, messages_scope
+from rag_orchestrator.conversations.listing import EVERY, Listing
 from rag_orchestrator.conversations.message_lookup import CURRENT
 from rag_orchestrator.conversations.meta_update import meta_key
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit, offset_page
@@ -120,20 +121,11 @@ class DynamoConversationStore(
         self,
         caller_id: str,
         *,
-        status: ConversationStatus | None = None,
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
-        title_words: Sequence[str] = (),
+        where: Listing = EVERY,
     ) -> Page[Conversation]:
-        return list_page(
-            self._table,
-            self._cursors,
-            caller_id,
-            status=status,
-            limit=limit,
-            cursor=cursor,
-            title_words=title_words,
-        )
+        return list_page(self._table, self._cursors, caller_id, limit=limit, cursor=cursor, where=where)
 
     @in_worker_thread
     def soft_delete(self, conversation_id: str, caller_id: str) -> None:

@@ -19,12 +19,12 @@ from typing import Any
 
 from rag_orchestrator.conversations.audit_trail import audit_scope, held_page
 from rag_orchestrator.conversations.cursors import CursorCodec
-from rag_orchestrator.conversations.keys import activity_key, iso, list_scope, messages_scope
+from rag_orchestrator.conversations.keys import activity_key, iso, messages_scope
+from rag_orchestrator.conversations.listing import EVERY, Listing
 from rag_orchestrator.conversations.memory_features import MemoryFeatures
 from rag_orchestrator.conversations.memory_holds import MemoryHolds
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit, offset_page
 from rag_orchestrator.conversations.store import LOCK_HELD, TurnContext, token_total, turn_messages
-from rag_orchestrator.conversations.titles import matches
 from rag_orchestrator.conversations.versions import Superseded
 from rag_orchestrator.domain.approvals import PENDING, HeldCall, Resolution
 from rag_orchestrator.domain.audit import GENESIS, AuditTrail, seal
@@ -104,13 +104,12 @@ class MemoryConversationStore(MemoryFeatures, MemoryHolds):
         self,
         caller_id: str,
         *,
-        status: ConversationStatus | None = None,
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
-        title_words: Sequence[str] = (),
+        where: Listing = EVERY,
     ) -> Page[Conversation]:
         check_limit(limit)
-        scope = list_scope(f"CALLER#{caller_id}", status, title_words)
+        scope = where.scope(f"CALLER#{caller_id}")
         after = None
         if cursor:
             after = self._cursors.decode(cursor, scope).get("after")
@@ -122,8 +121,7 @@ class MemoryConversationStore(MemoryFeatures, MemoryHolds):
                 for r in self._records.values()
                 if r.conversation.caller_id == caller_id
                 and r.conversation.status is not DELETED
-                and (status is None or r.conversation.status is status)
-                and (not title_words or matches(r.conversation.title, list(title_words)))
+                and where.keeps(r.conversation)
             ]
         ordered = sorted(chosen, key=lambda c: activity_key(c.updated_at, c.conversation_id), reverse=True)
         if after is not None:

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Concatenate, Protocol
 
+from rag_orchestrator.conversations.listing import EVERY, Listing
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE
 from rag_orchestrator.conversations.versions import Revision, Superseded
 from rag_orchestrator.domain.approvals import Decision, HeldCall, Resolution
 from rag_orchestrator.domain.audit import AuditTrail
 from rag_orchestrator.domain.budgets import Spend
-from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
+from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, Page
 from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, Rating
 from rag_orchestrator.domain.messages import Role
 
@@ -150,13 +151,11 @@ class ConversationStore(TurnStore, Protocol):
         self,
         caller_id: str,
         *,
-        status: ConversationStatus | None = None,
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
-        title_words: Sequence[str] = (),
+        where: Listing = EVERY,
     ) -> Page[Conversation]:
-        """The caller's conversations, most recently updated first; with `title_words` (from
-        titles.query_words) those whose title has a word beginning with each."""
+        """The caller's conversations, most recently updated first, those `where` keeps."""
         ...
 
     async def update(

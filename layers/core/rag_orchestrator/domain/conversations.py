@@ -174,6 +174,9 @@ def _strip_optional(value: str | None) -> str | None:
 class CreateConversationRequest(ClientBody):
     model_config = ClientBody.model_config | {"extra": "forbid"}
 
+    caller_id: str | None = Field(
+        None, max_length=MAX_ID_LENGTH, description="Optional; when given, the authenticated caller's id"
+    )
     user_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
     account_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
     initial_message: str | None = Field(None, max_length=MAX_MESSAGE_CHARS)

@@ -73,6 +73,7 @@ class ActiveTurn(ApprovalSteps, TurnStart, TurnFinish):
         self.record = TurnRecord(request.conversation_id, decided=decided)
         self.context: TurnContext | None = None  # what the turn read at its start
         self._partial: list[str] = []  # the text streamed by the current model call
+        self._headed = False  # the finalizer's prologue has been streamed
         self._finished = False
 
     def _event(self, cls: type[Any], **fields: Any) -> Any:
@@ -200,6 +201,9 @@ class ActiveTurn(ApprovalSteps, TurnStart, TurnFinish):
                     case se.ContentChunk(content=text):
                         self._partial.append(text)
                         if progressive:
+                            if not self._headed and (head := self.o.finalizer.prologue):
+                                self._headed = True
+                                yield self._event(ev.ResponseChunk, content=head)
                             yield self._event(ev.ResponseChunk, content=text)
                     case se.ToolCallsComplete(tool_calls=calls, assistant_content=text, reasoning=thought):
                         response.calls, response.content, response.reasoning = calls, text or "", thought
@@ -259,10 +263,14 @@ class ActiveTurn(ApprovalSteps, TurnStart, TurnFinish):
         record, answers = self.record, reason != "awaiting_approval"
         sources = record.sources_of(content)
         tail = "" if cut or not answers else self.o.finalizer.epilogue(content, sources)
-        if tail and self.request.mode is se.StreamingMode.PROGRESSIVE:
-            yield self._event(ev.ResponseChunk, content=tail)
+        head = self.o.finalizer.prologue if answers and (content or not cut) else ""
+        unsent = ("" if self._headed else head) + tail
+        if unsent and self.request.mode is se.StreamingMode.PROGRESSIVE:
+            yield self._event(ev.ResponseChunk, content=unsent)
         if answers and (content or not cut):
-            stored = record.add(Message(role=Role.ASSISTANT, content=content + tail, reasoning=reasoning))
+            stored = record.add(
+                Message(role=Role.ASSISTANT, content=head + content + tail, reasoning=reasoning)
+            )
             record.content, record.message_id = stored.content, stored.message_id
         record.sources, record.finish_reason = sources, reason
         await self._finish(interrupted=cut)
