@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from rag_orchestrator import __version__
 from rag_orchestrator.api.deps import Services
+from rag_orchestrator.api.docs_page import install_docs
 from rag_orchestrator.api.errors import install_error_handlers
 from rag_orchestrator.api.middleware import (
     BodySizeLimitMiddleware,
@@ -82,7 +83,10 @@ def create_app(routers: Iterable[str] = ALL_ROUTERS, settings: Settings | None =
         title="RAG Orchestrator",
         version=__version__,
         description="Serverless RAG chat backend: conversations, streamed agentic turns, retrieval, answers.",
+        docs_url=None,  # FastAPI's own /docs and /redoc load their files from a CDN: ours does not
+        redoc_url=None,
     )
+    install_docs(app)
     app.state.services = services
     for name in routers:
         module_name, _, attribute = ROUTERS[name].partition(":")
