@@ -1,4 +1,4 @@
-"""Conversations and their messages (seed 000), as stored and as shown to clients."""
+"""Conversations and their messages, as stored and as shown to clients (docs/conversations.md)."""
 
 from __future__ import annotations
 
