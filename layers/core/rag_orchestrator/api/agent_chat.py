@@ -29,7 +29,7 @@ from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain import events as ev
 from rag_orchestrator.domain.base import new_id
 from rag_orchestrator.domain.callers import Caller
-from rag_orchestrator.domain.conversations import MAX_MESSAGE_CHARS, ConversationMessage
+from rag_orchestrator.domain.conversations import MAX_MESSAGE_CHARS, ConversationMessage, not_blank
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.errors import PayloadTooLarge
@@ -65,12 +65,7 @@ class AgentChatRequest(ClientBody):
         f"{MAX_HISTORY_CHARS} characters, of which the newest CONVERSATION_ROLLING_WINDOW are read",
     )
 
-    @field_validator("message")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("Message cannot be blank")
-        return value
+    _not_blank = field_validator("message")(not_blank)
 
     def window(self, audit_id: str) -> list[ConversationMessage]:
         """The history as the turn's window; past its size limit a 413."""
