@@ -34,6 +34,7 @@ function when(iso) {
 }
 
 async function loadConversations() {
+  if (document.querySelector("#conversations .rename-input")) return; // a rename in progress keeps the list
   if (!caller()) {
     state.conversations = [];
     $("#conversations").replaceChildren();
@@ -62,17 +63,22 @@ function startRename(item, conversation) {
   input.value = conversation.title || "";
   input.maxLength = 120;
   input.setAttribute("aria-label", "New title");
+  const done = () => item.replaceChildren(); // the rename is over: the list may be drawn again
   const save = async () => {
     const title = input.value.trim();
     if (title && title !== conversation.title) {
       await api("PATCH", `/chat/conversations/${conversation.conversationId}`, { title });
     }
+    done();
     await loadConversations();
     if (conversation.conversationId === state.conversationId) showTitle();
   };
   input.addEventListener("keydown", (e) => {
     if (e.key === "Enter") save().catch(report);
-    if (e.key === "Escape") loadConversations().catch(report);
+    if (e.key === "Escape") {
+      done();
+      loadConversations().catch(report);
+    }
   });
   item.replaceChildren(input, button("Save", "rename-save", () => save().catch(report)));
   input.focus();
@@ -171,11 +177,12 @@ const hooks = {
     const url = `${API}/chat/conversations/${state.conversationId}/messages/${view.messageId}/regenerate`;
     runTurn(url, {}).catch(report);
   },
-  async feedback(view, rating) {
+  feedback(view, rating) {
     const path = `/chat/conversations/${state.conversationId}/messages/${view.messageId}/feedback`;
-    if (view.rating === rating) await api("DELETE", path).catch(report);
-    else await api("PUT", path, { rating }).catch(report);
-    view.rated(view.rating === rating ? null : rating);
+    const again = view.rating === rating; // a second click takes the rating back
+    (again ? api("DELETE", path) : api("PUT", path, { rating }))
+      .then(() => view.rated(again ? null : rating))
+      .catch(report);
   },
   passage(source) {
     $("#passage-title").textContent = source.title || source.documentId;

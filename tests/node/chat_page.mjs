@@ -102,7 +102,9 @@ await withPage(
     await page.fill("#search", "");
     await page.waitForSelector("#conversations .conversation");
     await page.click("#conversations .conversation .delete");
-    await page.waitForSelector("#conversations .empty");
+    await page.waitForFunction(
+      () => document.querySelector("#conversations .empty") && !document.querySelector("#transcript").children.length,
+    );
     out.deleted = { list: await texts(page, "#conversations li"), transcript: await page.$$eval("#transcript > *", (n) => n.length) };
 
     await closeSidebar(page);
