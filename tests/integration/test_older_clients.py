@@ -48,18 +48,46 @@ def test_a_chat_body_with_the_callers_id_and_an_account_runs_the_tool_for_that_a
 
 
 def test_another_callers_id_in_a_chat_body_is_403_and_starts_nothing(dev_app):
+    """On every route a turn starts from: the native ones, useChat's and the agent chat."""
     cid = new_conversation(dev_app.url)
-    for tail in ("messages", "messages/stream"):
-        body = {"message": "hello", "callerId": "someone-else"}
-        refused = httpx.post(dev_app.conversation_url(cid, tail), json=body, headers=ALICE)
-        assert refused.status_code == 403 and set(refused.json()) == {
-            "error",
-            "message",
-            "timestamp",
-            "requestId",
-        }
+    user = {"id": "u-1", "role": "user", "parts": [{"type": "text", "text": "hello"}]}
+    sent = [
+        (dev_app.conversation_url(cid, "messages"), {"message": "hello"}),
+        (dev_app.conversation_url(cid, "messages/stream"), {"message": "hello"}),
+        (dev_app.conversation_url(cid, "ui-stream"), {"messages": [user]}),
+        (f"{dev_app.url}/api/v1/agent/chat", {"message": "hello"}),
+        (f"{dev_app.url}/api/v1/agent/chat", {"message": "hello", "caller_id": "someone-else"}),
+    ]
+    for url, body in sent:
+        refused = httpx.post(url, json={"callerId": "someone-else", **body}, headers=ALICE)
+        assert refused.status_code == 403, (url, refused.text)
+        assert set(refused.json()) == {"error", "message", "timestamp", "requestId"}
     stored = httpx.get(dev_app.conversation_url(cid, "messages"), headers=ALICE).json()["items"]
     assert stored == [] and dev_app.llm.requests == []
+    listed = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers=ALICE).json()["items"]
+    assert [c["conversationId"] for c in listed] == [cid]  # the agent chat kept nothing either
+
+
+def test_the_callers_own_id_is_ignored_by_the_ui_stream_and_the_agent_chat(dev_app):
+    dev_app.llm.script(text_reply("Hello from the stream."), text_reply("Hello from the agent."))
+    cid = new_conversation(dev_app.url)
+    user = {"id": "u-1", "role": "user", "parts": [{"type": "text", "text": "hello"}]}
+    ui = httpx.post(
+        dev_app.conversation_url(cid, "ui-stream"),
+        json={"messages": [user], "callerId": "older-alice"},
+        headers=ALICE,
+        timeout=60,
+    )
+    agent = httpx.post(
+        f"{dev_app.url}/api/v1/agent/chat",
+        json={"message": "hello", "callerId": "older-alice"},
+        headers=ALICE,
+        timeout=60,
+    )
+    assert (ui.status_code, agent.status_code) == (200, 200)
+    parts = [json.loads(line[6:]) for line in ui.text.splitlines() if line.startswith("data: {")]
+    assert "".join(p.get("delta", "") for p in parts if p["type"] == "text-delta") == "Hello from the stream."
+    assert [m.event for m in parse_sse(agent.text)][-1] == "message_complete"
 
 
 @pytest.fixture

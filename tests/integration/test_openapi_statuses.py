@@ -91,7 +91,7 @@ def chat_route(tail: str, body: Callable[[str], dict]) -> dict[int, Request]:
         ),
         503: lambda s: s.jwt.post(path(s), json=body("hello"), headers=bearer(s.token)),
     }
-    if tail == "messages/stream":  # a body naming another caller (docs/conversations.md)
+    if tail in ("messages/stream", "ui-stream"):  # a body naming another caller (docs/conversations.md)
         statuses[403] = lambda s: s.dev.post(
             path(s), json={**body("hello"), "callerId": "status-mallory"}, headers=ALICE
         )
@@ -152,6 +152,9 @@ ROUTES: dict[tuple[str, str], dict[int, Request]] = {
         200: lambda s: s.dev.post(AGENT, json={"message": "hello"}, headers=ALICE),
         400: lambda s: s.dev.post(AGENT, content=b'{"message": ', headers=json_type(ALICE)),
         401: lambda s: s.dev.post(AGENT, json={"message": "hello"}),
+        403: lambda s: s.dev.post(
+            AGENT, json={"message": "hello", "callerId": "status-mallory"}, headers=ALICE
+        ),
         413: lambda s: s.dev.post(AGENT, json={"message": "x" * MAX_BYTES}, headers=ALICE),
         415: lambda s: s.dev.post(AGENT, content=b"hello", headers={**ALICE, "Content-Type": "text/plain"}),
         422: lambda s: s.dev.post(

@@ -64,8 +64,9 @@ def test_statuses_follow_what_each_route_has():
     turn = f"{chat}/turns/{{turn_id}}"
     assert responses[f"GET {turn}/events"] == {"200", "400", "401", "404", "422", "503"}  # Last-Event-ID
     assert responses[f"POST {turn}/cancel"] == {"202", "401", "404", "409", "422", "503"}
-    # No conversation, no turn lock: the stateless agent chat never answers 409.
-    assert responses["POST /api/v1/agent/chat"] == {"200", "400", "401", "413", "415", "422", "503"}
+    # No conversation, no turn lock: the stateless agent chat never answers 409 (403: callerId).
+    assert responses["POST /api/v1/agent/chat"] == {"200", "400", "401", "403", "413", "415", "422", "503"}
+    assert responses[f"POST {chat}/ui-stream"] == whole - {"502"}
     assert responses[f"GET {chat}/ui-stream"] == {"200", "204", "401", "404", "422", "503"}
 
 

@@ -16,10 +16,10 @@ from typing import Any, Literal, assert_never
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 
 from rag_orchestrator.api.agent_history import ClientHistory, stateless
-from rag_orchestrator.api.auth import get_caller
+from rag_orchestrator.api.auth import FOR_ANOTHER_CALLER, check_claimed, get_caller
 from rag_orchestrator.api.deadlines import turn_deadline
 from rag_orchestrator.api.deps import get_orchestrator, get_settings, get_store
 from rag_orchestrator.api.sse import AGENT_STREAM, SSE_HEADERS, comment, event_stream
@@ -29,7 +29,12 @@ from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain import events as ev
 from rag_orchestrator.domain.base import new_id
 from rag_orchestrator.domain.callers import Caller
-from rag_orchestrator.domain.conversations import MAX_MESSAGE_CHARS, ConversationMessage, not_blank
+from rag_orchestrator.domain.conversations import (
+    MAX_ID_LENGTH,
+    MAX_MESSAGE_CHARS,
+    ConversationMessage,
+    not_blank,
+)
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.errors import PayloadTooLarge
@@ -51,7 +56,8 @@ class HistoryMessage(ClientBody):
 
 
 class AgentChatRequest(ClientBody):
-    """The agent chat's body, snake case; unknown fields (a `conversation_id`) are ignored."""
+    """The agent chat's body, snake case; unknown fields (a `conversation_id`) are ignored, a caller's
+    id (`callerId` or `caller_id`) is checked like on every chat body."""
 
     model_config = ClientBody.model_config | {"alias_generator": None, "extra": "ignore"}
 
@@ -63,6 +69,13 @@ class AgentChatRequest(ClientBody):
         max_length=MAX_HISTORY_MESSAGES,
         description=f"The conversation so far, oldest first; at most {MAX_HISTORY_MESSAGES} messages and "
         f"{MAX_HISTORY_CHARS} characters, of which the newest CONVERSATION_ROLLING_WINDOW are read",
+    )
+
+    caller_id: str | None = Field(
+        None,
+        max_length=MAX_ID_LENGTH,
+        validation_alias=AliasChoices("callerId", "caller_id"),
+        description="The authenticated caller's, else 403",
     )
 
     _not_blank = field_validator("message")(not_blank)
@@ -131,7 +144,7 @@ async def _stream(turn: ActiveTurn, audit_id: str, keepalive_seconds: float) -> 
     "/chat",
     summary="One stateless agent turn: the client sends the history; named SSE events come back",
     response_class=StreamingResponse,
-    responses={200: {"content": event_stream(AGENT_STREAM)}},
+    responses={200: {"content": event_stream(AGENT_STREAM)}, **FOR_ANOTHER_CALLER},
 )
 async def agent_chat(
     body: AgentChatRequest,
@@ -141,6 +154,7 @@ async def agent_chat(
     store: ConversationStore = Depends(get_store),
     settings: Settings = Depends(get_settings),
 ) -> StreamingResponse:
+    check_claimed(body.caller_id, caller)
     audit_id = new_id()  # the id its audit record is kept under (message_complete's audit_id)
     history = ClientHistory(store, caller, body.window(audit_id))
     asked = TurnRequest(

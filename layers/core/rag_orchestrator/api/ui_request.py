@@ -1,7 +1,7 @@
 """The body the AI SDK's `useChat` (DefaultChatTransport, `ai` 6 and 7) posts to …/ui-stream.
 
 `{id, messages, trigger, messageId}` plus the fields an app adds with `body` (`contextType`, `context`,
-`metadata`, `attachmentIds`). The service keeps the history itself, so only the last message is read:
+`metadata`, `attachmentIds`, and `callerId` as older clients send it). The service keeps the history itself, so only the last message is read:
 
 - a user message: its text parts are the turn's message; its id is the turn's clientMessageId, so a
   resent message starts no second turn. Its file parts name attachments uploaded beforehand, by their
@@ -113,6 +113,11 @@ class UIChatRequest(CamelModel):
     context: dict[str, Any] | None = None
     metadata: dict[str, str] = Field(default_factory=dict, max_length=MAX_METADATA_ENTRIES)
     attachment_ids: list[str] = Field(default_factory=list, max_length=MAX_PER_TURN)
+    caller_id: str | None = Field(
+        None,
+        max_length=MAX_ID_LENGTH,
+        description="As older clients send it: the authenticated caller's, else 403",
+    )
 
     @model_validator(mode="after")
     def _a_turn(self) -> UIChatRequest:

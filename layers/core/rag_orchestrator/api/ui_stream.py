@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response, StreamingResponse
 
 from rag_orchestrator.api.approvals import decision_request
-from rag_orchestrator.api.auth import get_owner
+from rag_orchestrator.api.auth import FOR_ANOTHER_CALLER, check_claimed, get_owner
 from rag_orchestrator.api.chat import CONVERSATION_ID, turn_request
 from rag_orchestrator.api.deps import get_event_log, get_orchestrator, get_settings, get_store, services
 from rag_orchestrator.api.revisions import LAST_QUESTION_WINDOW, last_question
@@ -62,7 +62,7 @@ async def _parts(stream: TurnStream, translation: UIParts) -> AsyncIterator[byte
     "/{conversation_id}/ui-stream",
     summary="One turn in the AI SDK UI message stream protocol (v1), for useChat",
     response_class=StreamingResponse,
-    responses=STREAMED,
+    responses={**STREAMED, **FOR_ANOTHER_CALLER},
 )
 async def ui_stream(
     body: UIChatRequest,
@@ -73,7 +73,8 @@ async def ui_stream(
     store: ConversationStore = Depends(get_store),
     settings: Settings = Depends(get_settings),
 ) -> StreamingResponse:
-    # Every claim raises its 404/409/429 as a plain HTTP error before the stream starts.
+    # Every claim raises its 403/404/409/429 as a plain HTTP error before the stream starts.
+    check_claimed(body.caller_id, caller)
     answered = body.answered()
     if answered is not None:
         asked = decision_request(request, conversation_id, caller, settings)
