@@ -1,14 +1,17 @@
-// The dev chat page, a reference client of the API: conversations (titles, search, rename, delete),
-// turns over the native SSE stream with stop, regenerate, edit and feedback, approvals, attachments
-// (presigned S3 POST), usage, and a reload that resumes the turn still running. No framework, no
-// build step, nothing loaded from elsewhere.
+// The dev chat page, a reference client of the API: conversations (titles, search, rename, delete —
+// conversations.js), turns over the native SSE stream with stop, regenerate, edit and feedback
+// (turn.js), approvals, attachments (presigned S3 POST, attachments.js), usage, tools and health
+// (panels.js), and a reload that resumes the turn still running. No framework, no build step,
+// nothing loaded from elsewhere.
 "use strict";
 
 import { API, api, caller, streamEvents } from "./api.js";
 import { attach, clearAttachments, takeAttachments } from "./attachments.js";
+import { ConversationList } from "./conversations.js";
+import { checkHealth, loadTools, loadUsage } from "./panels.js";
 import { TurnView, button, el } from "./turn.js";
 
-const state = { conversationId: null, conversations: [], running: null, busy: false };
+const state = { conversationId: null, running: null };
 const $ = (selector) => document.querySelector(selector);
 const RUNNING = "runningTurn"; // localStorage: the turn a reload resumes
 
@@ -27,73 +30,17 @@ function scrollDown() {
 
 // ---------------------------------------------------------------- conversations
 
-function when(iso) {
-  const date = new Date(iso);
-  const today = new Date().toDateString() === date.toDateString();
-  return today ? date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) : date.toLocaleDateString();
-}
-
-async function loadConversations() {
-  if (document.querySelector("#conversations .rename-input")) return; // a rename in progress keeps the list
-  if (!caller()) {
-    state.conversations = [];
-    $("#conversations").replaceChildren();
-    return;
-  }
-  const q = $("#search").value.trim();
-  const page = await api("GET", `/chat/conversations?limit=50${q ? `&q=${encodeURIComponent(q)}` : ""}`);
-  state.conversations = page.items;
-  const items = page.items.map((c) => {
-    const item = el("li", `conversation${c.conversationId === state.conversationId ? " active" : ""}`);
-    item.dataset.id = c.conversationId;
-    const open = button("", "open", () => openConversation(c.conversationId).catch(report));
-    open.append(el("span", "title", c.title || "Untitled"), el("span", "when muted", when(c.updatedAt)));
-    open.title = c.title || c.conversationId;
-    item.append(open);
-    item.append(button("✎", "rename", () => startRename(item, c), "Rename"));
-    item.append(button("✕", "delete", () => deleteConversation(c).catch(report), "Delete"));
-    return item;
-  });
-  $("#conversations").replaceChildren(...items);
-  if (!items.length) $("#conversations").append(el("li", "empty muted", q ? "No title matches." : "No conversations yet."));
-}
-
-function startRename(item, conversation) {
-  const input = el("input", "rename-input");
-  input.value = conversation.title || "";
-  input.maxLength = 120;
-  input.setAttribute("aria-label", "New title");
-  const done = () => item.replaceChildren(); // the rename is over: the list may be drawn again
-  const save = async () => {
-    const title = input.value.trim();
-    if (title && title !== conversation.title) {
-      await api("PATCH", `/chat/conversations/${conversation.conversationId}`, { title });
-    }
-    done();
-    await loadConversations();
-    if (conversation.conversationId === state.conversationId) showTitle();
-  };
-  input.addEventListener("keydown", (e) => {
-    if (e.key === "Enter") save().catch(report);
-    if (e.key === "Escape") {
-      done();
-      loadConversations().catch(report);
-    }
-  });
-  item.replaceChildren(input, button("Save", "rename-save", () => save().catch(report)));
-  input.focus();
-}
-
-async function deleteConversation(conversation) {
-  if (!confirm(`Delete "${conversation.title || "Untitled"}"?`)) return;
-  await api("DELETE", `/chat/conversations/${conversation.conversationId}`);
-  if (conversation.conversationId === state.conversationId) closeConversation();
-  await loadConversations();
-}
+const conversations = new ConversationList($("#conversations"), $("#search"), {
+  current: () => state.conversationId,
+  open: (id) => openConversation(id).catch(report),
+  renamed: (id) => id === state.conversationId && showTitle(),
+  deleted: (id) => id === state.conversationId && closeConversation(),
+  report,
+});
 
 function showTitle() {
-  const current = state.conversations.find((c) => c.conversationId === state.conversationId);
-  $("#conversation-title").textContent = state.conversationId ? current?.title || "Untitled" : "Pick or start a conversation.";
+  const title = state.conversationId ? conversations.title(state.conversationId) || "Untitled" : "Pick or start a conversation.";
+  $("#conversation-title").textContent = title;
 }
 
 function closeConversation() {
@@ -107,7 +54,7 @@ function closeConversation() {
 
 async function newConversation() {
   const created = await api("POST", "/chat/conversations", {});
-  await loadConversations();
+  await conversations.load();
   await openConversation(created.conversationId);
 }
 
@@ -121,9 +68,7 @@ async function openConversation(id) {
   const page = await api("GET", `/chat/conversations/${id}/messages?limit=100`);
   if (state.conversationId !== id) return page.items; // another was opened meanwhile
   for (const m of page.items) renderStored(m);
-  for (const item of document.querySelectorAll("#conversations li")) {
-    item.classList.toggle("active", item.dataset.id === id);
-  }
+  conversations.markActive(id);
   showTitle();
   markLast();
   scrollDown();
@@ -281,11 +226,11 @@ async function stop() {
 
 function refreshAfterTurn() {
   loadUsage();
-  loadConversations()
+  conversations.load()
     .then(showTitle)
     .catch(report);
   // An automatic title is written just after the turn's end: the list is asked once more.
-  setTimeout(() => loadConversations().then(showTitle).catch(() => {}), 1500);
+  setTimeout(() => conversations.load().then(showTitle).catch(() => {}), 1500);
 }
 
 async function submit(event) {
@@ -326,45 +271,6 @@ async function resumeRunning() {
 
 // ---------------------------------------------------------------- the rest of the page
 
-async function loadUsage() {
-  const badge = $("#usage");
-  if (!caller()) return (badge.textContent = "");
-  try {
-    const usage = await api("GET", "/usage");
-    badge.textContent = usage.tokensLimit == null ? `${usage.tokensUsed} tokens today` : `${usage.tokensUsed} / ${usage.tokensLimit} tokens today`;
-  } catch {
-    badge.textContent = "";
-  }
-}
-
-async function loadTools() {
-  const list = $("#tools");
-  list.replaceChildren();
-  if (!caller()) return;
-  const { tools } = await api("GET", "/agent/tools");
-  for (const t of tools) {
-    const item = el("li");
-    item.append(el("span", "name", t.name));
-    item.title = t.description;
-    if (t.preview) item.append(el("span", "badge", t.preview));
-    if (t.approval) item.append(el("span", "badge", "approval"));
-    list.append(item);
-  }
-}
-
-async function checkHealth() {
-  const badge = $("#health");
-  try {
-    const response = await fetch(`${API}/agent/health`);
-    const body = await response.json();
-    badge.textContent = body.status;
-    badge.className = `badge ${response.ok ? "ok" : "failed"}`;
-  } catch {
-    badge.textContent = "down";
-    badge.className = "badge failed";
-  }
-}
-
 // A new caller (or none): nothing of the previous one's stays on the page.
 async function refresh() {
   localStorage.setItem("callerId", caller());
@@ -378,13 +284,13 @@ async function refresh() {
     $("#tools").replaceChildren();
     return;
   }
-  await Promise.all([loadConversations(), loadTools(), loadUsage()]);
+  await Promise.all([conversations.load(), loadTools(), loadUsage()]);
 }
 
 let searching = 0;
 function search() {
   clearTimeout(searching);
-  searching = setTimeout(() => loadConversations().catch(report), 200);
+  searching = setTimeout(() => conversations.load().catch(report), 200);
 }
 
 function start() {

@@ -179,7 +179,7 @@ def test_the_page_is_served_only_by_the_dev_server_and_loads_nothing_from_elsewh
     page = httpx.get(f"{dev_app.url}/")
     assert page.status_code == 200 and "<title>RAG Orchestrator" in page.text
     local = re.compile(r"https?://(127\.0\.0\.1|localhost)[:/]")
-    for name in ("app.js", "api.js", "attachments.js", "turn.js", "markdown.js", "style.css", ""):
+    for name in [*(f.name for f in (ROOT / "devserver" / "static").iterdir() if f.suffix != ".html"), ""]:
         path = f"/static/{name}" if name else "/"
         asset = httpx.get(dev_app.url + path)
         assert asset.status_code == 200
