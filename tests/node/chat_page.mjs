@@ -1,7 +1,7 @@
 // Drives the dev chat page in headless Chromium at one viewport, as a user would, through everything
 // it offers: a turn with tools, a preview and a Markdown answer (with HTML in it, never run) whose
 // citation opens its passage; feedback; the automatic title in the list; regenerate; edit; stop; an
-// approval; rename, search and delete; the API docs page; the caller cleared. Saves screenshots and
+// approval; an error the service answers; rename, search and delete; the API docs page; the caller cleared. Saves screenshots and
 // prints what the page showed, with every request that would have left 127.0.0.1.
 //
 //   node chat_page.mjs <base-url> <screenshot-dir> <width>x<height> <caller-id> <context JSON> <questions JSON>
@@ -85,6 +85,13 @@ await withPage(
     await newTurn(page, () => page.click(".approval-card .approve"));
     out.approval.toolCards = await texts(page, `${last} .tool-card summary`);
     out.approval.answer = await page.textContent(`${last} .answer`);
+
+    // A question the service refuses: its error is shown under the composer.
+    await page.fill("#message", "word ".repeat(6_500));
+    await page.click("#send");
+    await page.waitForSelector("#composer-error:not([hidden])");
+    out.refused = await page.textContent("#composer-error");
+    await shot(page, "error");
 
     // Rename, search, delete.
     await openSidebar(page);
