@@ -8,19 +8,22 @@ each invocation. See bench/README.md.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
+from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "rag-orchestrator")
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "RagOrchestrator")
 
-# Seed 002: reasoning traces are logged for audit at TRACE, below DEBUG. The name must be registered
+# Reasoning traces are logged for audit at TRACE, below DEBUG (docs/audit.md). The name must be registered
 # before the Logger exists: Powertools hands LOG_LEVEL (or POWERTOOLS_LOG_LEVEL) to logging by name.
 TRACE = 5
 logging.addLevelName(TRACE, "TRACE")
@@ -77,6 +80,20 @@ def flush_metrics() -> None:
         metrics.flush_metrics()
         metrics.provider.clear_metrics()
         sys.stdout.flush()
+
+
+def publishes_metrics[Handler: Callable[..., Any]](handler: Handler) -> Handler:
+    """A Lambda handler whose metrics are published when it returns or fails; none added, nothing
+    published (Powertools' `log_metrics` would warn "No application metrics to publish")."""
+
+    @functools.wraps(handler)
+    def publishing(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return handler(*args, **kwargs)
+        finally:
+            flush_metrics()
+
+    return publishing  # type: ignore[return-value]
 
 
 def log_enabled(level: int) -> bool:

@@ -18,14 +18,13 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import AliasChoices, Field, field_validator
 
-from rag_orchestrator.api.agent_history import ClientHistory, stateless
+from rag_orchestrator.api.agent_history import ClientHistory, KeepingStore, stateless
 from rag_orchestrator.api.auth import FOR_ANOTHER_CALLER, check_claimed, get_caller
 from rag_orchestrator.api.deadlines import turn_deadline
 from rag_orchestrator.api.deps import get_orchestrator, get_settings, get_store
 from rag_orchestrator.api.sse import AGENT_STREAM, SSE_HEADERS, comment, event_stream
-from rag_orchestrator.api.turns import relayed
+from rag_orchestrator.api.stream_control import relayed
 from rag_orchestrator.config import Settings
-from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain import events as ev
 from rag_orchestrator.domain.base import new_id
 from rag_orchestrator.domain.callers import Caller
@@ -39,8 +38,8 @@ from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.errors import PayloadTooLarge
 from rag_orchestrator.loop.orchestrator import Orchestrator
-from rag_orchestrator.loop.ports import TurnRequest
-from rag_orchestrator.loop.turn import ActiveTurn
+from rag_orchestrator.loop.request import TurnRequest
+from rag_orchestrator.loop.turn import Turn
 from rag_orchestrator.providers.events import StreamingMode
 
 router = APIRouter(prefix="/api/v1/agent", tags=["agent"])
@@ -128,7 +127,7 @@ def agent_events(event: ev.StreamEvent, audit_id: str, sources: list[dict[str, A
             assert_never(event)
 
 
-async def _stream(turn: ActiveTurn, audit_id: str, keepalive_seconds: float) -> AsyncIterator[bytes]:
+async def _stream(turn: Turn, audit_id: str, keepalive_seconds: float) -> AsyncIterator[bytes]:
     """The turn's events as the agent chat's; a client that leaves stops the turn, which still
     records itself (audit, tokens) before the body ends."""
     sources: list[dict[str, Any]] = []
@@ -151,7 +150,7 @@ async def agent_chat(
     request: Request,
     caller: Caller = Depends(get_caller),
     orchestrator: Orchestrator = Depends(get_orchestrator),
-    store: ConversationStore = Depends(get_store),
+    store: KeepingStore = Depends(get_store),
     settings: Settings = Depends(get_settings),
 ) -> StreamingResponse:
     check_claimed(body.caller_id, caller)

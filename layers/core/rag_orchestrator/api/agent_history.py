@@ -10,40 +10,43 @@ Tools that need an approval are not offered: a decision needs a conversation to 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Protocol
 
-from rag_orchestrator.conversations.store import ConversationStore, TurnContext
-from rag_orchestrator.conversations.versions import Revision, Superseded
-from rag_orchestrator.domain.approvals import Decision, HeldCall, Resolution
+from rag_orchestrator.conversations.store import ConversationStore
+from rag_orchestrator.conversations.turn_data import Claim, TurnContext, TurnOutcome
+from rag_orchestrator.conversations.versions import Revision
+from rag_orchestrator.domain.approvals import Decision, Resolution
 from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage
 from rag_orchestrator.errors import ApprovalNotFound, Conflict
 from rag_orchestrator.loop.orchestrator import Orchestrator
-from rag_orchestrator.loop.ports import ToolChooser, Tools, Toolset, TurnRequest
+from rag_orchestrator.loop.ports import ToolChooser, Tools, Toolset, TurnStore
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.retrieval.query_vector import QueryVector
 
 STATELESS = {"route": "/api/v1/agent/chat"}  # the metadata of the conversation an audit record is kept in
 
 
+class KeepingStore(ConversationStore, TurnStore, Protocol):
+    """The store's parts a stateless turn writes through: a conversation made and deleted, a turn's outcome."""
+
+
 class ClientHistory:
     """The TurnStore of one stateless turn: reads from the client's history, writes only audit and usage."""
 
-    def __init__(
-        self, store: ConversationStore, caller: Caller, history: Sequence[ConversationMessage]
-    ) -> None:
+    def __init__(self, store: KeepingStore, caller: Caller, history: Sequence[ConversationMessage]) -> None:
         self._store = store
         self._caller = caller
         self._messages = list(history)
 
     async def start_turn(
         self,
-        conversation_id: str,
-        caller_id: str,
+        claim: Claim,
         user_message: ConversationMessage,
-        client_message_id: str | None,
-        lease_seconds: int,
+        client_message_id: str | None = None,
         spend: Spend | None = None,
     ) -> Resolution | None:
         """No lock to take: a limited caller's reserve is held on their day (429 at the limit)."""
@@ -53,69 +56,39 @@ class ClientHistory:
         return None
 
     async def decide_approval(
-        self,
-        conversation_id: str,
-        approval_id: str,
-        caller_id: str,
-        decision: Decision,
-        reason: str | None,
-        lease_seconds: int,
+        self, claim: Claim, approval_id: str, decision: Decision, reason: str | None
     ) -> Resolution:
         raise ApprovalNotFound(approval_id)
 
-    async def window(self, conversation_id: str, size: int) -> list[ConversationMessage]:
-        return self._messages[-size:]
+    async def start_revision(
+        self, claim: Claim, message_id: str, edit: ConversationMessage | None
+    ) -> Revision:
+        raise Conflict("A stateless chat has no earlier answer to revise")
 
     async def context(self, conversation_id: str, size: int) -> TurnContext:
         # `titled`: no title is ever made for it.
         return TurnContext(messages=self._messages[-size:], owner=self._caller.caller_id, titled=True)
 
-    async def finish_turn(
-        self,
-        conversation_id: str,
-        messages: Sequence[ConversationMessage],
-        *,
-        tool_calls: int,
-        tokens: int,
-        interrupted: bool = False,
-        audit: dict[str, Any] | None = None,
-        context: TurnContext | None = None,
-        supersede: Sequence[Superseded] = (),
-        held: HeldCall | None = None,
-        decided: Resolution | None = None,
-        spend: Spend | None = None,
-    ) -> None:
+    async def finish_turn(self, conversation_id: str, outcome: TurnOutcome) -> None:
         """The audit record and the tokens, in a conversation that holds no message and is deleted."""
         owner = self._caller.caller_id
         await self._store.create(
             Conversation(conversation_id=conversation_id, caller_id=owner, metadata=STATELESS)
         )
-        await self._store.finish_turn(
-            conversation_id, [], tool_calls=tool_calls, tokens=tokens, audit=audit, spend=spend
+        kept = TurnOutcome(
+            tool_calls=outcome.tool_calls, tokens=outcome.tokens, audit=outcome.audit, spend=outcome.spend
         )
+        await self._store.finish_turn(conversation_id, kept)
         await self._store.soft_delete(conversation_id, owner)
 
-    async def usage(self, caller_id: str, day: str) -> int:
-        return await self._store.usage(caller_id, day)
+    async def abort_turn(self, conversation_id: str) -> None:
+        """Nothing was locked."""
 
     async def reserve(self, spend: Spend) -> None:
         await self._store.reserve(spend)
 
     async def release(self, spend: Spend) -> None:
         await self._store.release(spend)
-
-    async def start_revision(
-        self,
-        conversation_id: str,
-        caller_id: str,
-        message_id: str,
-        edit: ConversationMessage | None,
-        lease_seconds: int,
-    ) -> Revision:
-        raise Conflict("A stateless chat has no earlier answer to revise")
-
-    async def abort_turn(self, conversation_id: str) -> None:
-        """Nothing was locked."""
 
 
 def without_approvals(choose: ToolChooser, tools: Tools) -> ToolChooser:
@@ -131,13 +104,13 @@ def without_approvals(choose: ToolChooser, tools: Tools) -> ToolChooser:
 
 def stateless(orchestrator: Orchestrator, history: ClientHistory) -> Orchestrator:
     """The orchestrator's parts over the client's history: no after-turn work (no title, no memory)."""
+    deps = orchestrator.deps
     return Orchestrator(
-        store=history,
-        strategy=orchestrator.strategy,
-        tools=orchestrator.tools,
-        settings=orchestrator.settings,
-        choose_tools=without_approvals(orchestrator.choose_tools, orchestrator.tools),
-        search=orchestrator.search,
-        finalizer=orchestrator.finalizer,
-        embedder=orchestrator.embedder,
+        dataclasses.replace(
+            deps,
+            store=history,
+            choose_tools=without_approvals(deps.choose_tools, deps.tools),
+            after_turn=(),
+            attachments=None,
+        )
     )

@@ -33,8 +33,8 @@ ROUTERS: dict[str, str] = {
     "ui_stream": "rag_orchestrator.api.ui_stream:router",
     "agent_chat": "rag_orchestrator.api.agent_chat:router",
     "revisions": "rag_orchestrator.api.revisions:stream_router",
-    "turns": "rag_orchestrator.api.turns:router",
-    "turn_events": "rag_orchestrator.api.turns:stream_router",
+    "turns": "rag_orchestrator.api.stream_control:router",
+    "turn_events": "rag_orchestrator.api.stream_control:stream_router",
     "approvals": "rag_orchestrator.api.approvals:stream_router",
     "usage": "rag_orchestrator.api.usage:router",
     # "answer" before "answer_stream": where both are mounted, the REST route owns /query/answer.
@@ -44,6 +44,7 @@ ROUTERS: dict[str, str] = {
     "guest": "rag_orchestrator.api.guest:router",
     "audit": "rag_orchestrator.api.audit:router",
     "documents": "rag_orchestrator.api.documents:router",
+    "mcp": "rag_orchestrator.api.mcp:router",
 }
 
 API_ROUTERS = (
@@ -61,6 +62,7 @@ API_ROUTERS = (
     "audit",
     "documents",
     "usage",
+    "mcp",
 )
 STREAM_ROUTERS = (
     "health",

@@ -21,7 +21,7 @@ from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.loop.orchestrator import Orchestrator
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.providers.events import StreamingMode
 
 APPROVAL_ID = Path(..., min_length=1, max_length=64)
@@ -55,7 +55,7 @@ async def decide(
     asked = decision_request(request, conversation_id, caller, settings)
     reason = (body.reason or "").strip() or None
     turn = await orchestrator.decide(asked, approval_id, body.decision, reason)
-    return stream_turn(turn, request, settings, started)
+    return stream_turn(turn, request, started)
 
 
 def decision_request(

@@ -16,16 +16,23 @@ from fastapi import Request
 from rag_orchestrator.config import Settings
 
 if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
+    from mcp.server import Server as McpServer
+
     from rag_orchestrator.attachments.service import Attachments
     from rag_orchestrator.attachments.turns import TurnAttachments
-    from rag_orchestrator.conversations.store import ConversationStore
+    from rag_orchestrator.conversations.dynamo import DynamoConversationStore
+    from rag_orchestrator.conversations.in_process import InProcessStore
+    from rag_orchestrator.loop.configuration import LoopConfig, StreamConfig
     from rag_orchestrator.loop.control import RunningTurns
     from rag_orchestrator.loop.orchestrator import Orchestrator
     from rag_orchestrator.loop.ports import AfterTurn
+    from rag_orchestrator.loop.turn import Turn
+    from rag_orchestrator.loop.turn_stream import TurnStream
     from rag_orchestrator.providers.strategies import ModelStrategy
     from rag_orchestrator.retrieval.fragments import FragmentIndex
+    from rag_orchestrator.stream_log.log import EventLog
+    from rag_orchestrator.tools.caller_assertions import CallerAssertions
     from rag_orchestrator.tools.toolbox import Toolbox
-    from rag_orchestrator.turns.log import EventLog
 
 
 class Services:
@@ -33,7 +40,9 @@ class Services:
         self.settings = settings
 
     @cached_property
-    def store(self) -> ConversationStore:
+    def store(self) -> DynamoConversationStore | InProcessStore:
+        """Either backend provides every part of the store: the routes' (conversations/store.py), a
+        turn's (loop/ports.py) and the title hook's (loop/titles.py)."""
         from rag_orchestrator.conversations.factory import create_store
 
         return create_store(self.settings)
@@ -54,8 +63,8 @@ class Services:
 
     @cached_property
     def event_log(self) -> EventLog:
-        """The log of streamed turns, beside the conversations (turns/)."""
-        from rag_orchestrator.turns.log import create_event_log
+        """The log of streamed turns, beside the conversations (stream_log/)."""
+        from rag_orchestrator.stream_log.factory import create_event_log
 
         return create_event_log(self.settings)
 
@@ -67,11 +76,27 @@ class Services:
         return RunningTurns()
 
     @cached_property
+    def caller_assertions(self) -> CallerAssertions | None:
+        """The signer of X-Caller-Assertion for tool servers with `identity: assertion` (docs/mcp.md).
+        None: this build signs none, and such tools' calls fail with a tool error saying so."""
+        return None
+
+    @cached_property
     def toolbox(self) -> Toolbox:
-        """rag_search and the catalogue's tools; building it validates the catalogue (ConfigError)."""
+        """rag_search, the catalogue's tools and MCP_SERVERS' (listed when first used); building it
+        validates the catalogue and MCP_SERVERS (ConfigError)."""
         from rag_orchestrator.tools.toolbox import build_toolbox
 
-        return build_toolbox(self.settings, attachment_links=self.turn_attachments)
+        return build_toolbox(
+            self.settings, attachment_links=self.turn_attachments, assertions=self.caller_assertions
+        )
+
+    @cached_property
+    def knowledge_mcp(self) -> McpServer:
+        """The knowledge base as an MCP server (POST /mcp): the SDK loads here, at the first request."""
+        from rag_orchestrator.api.knowledge_mcp import knowledge_server
+
+        return knowledge_server(self.settings, lambda: self.strategy)
 
     @cached_property
     def strategy(self) -> ModelStrategy:
@@ -91,6 +116,8 @@ class Services:
 
     @cached_property
     def orchestrator(self) -> Orchestrator:
+        """The turn's dependencies (loop/deps.py), built once and shared by every turn."""
+        from rag_orchestrator.loop.deps import TurnDeps
         from rag_orchestrator.loop.finalizers import FINALIZERS
         from rag_orchestrator.loop.orchestrator import Orchestrator
         from rag_orchestrator.loop.titles import AutoTitle
@@ -103,18 +130,55 @@ class Services:
             after_turn.append(AutoTitle(self.store, self.strategy))
         if self.memory is not None:
             after_turn.append(TurnMemory(self.memory))
-        return Orchestrator(
+        deps = TurnDeps(
             store=self.store,
             strategy=self.strategy,
             tools=toolbox.registry,
-            settings=self.settings,
             choose_tools=tool_chooser(toolbox.registry, toolbox.selector),
+            config=loop_config(self.settings),
             search=toolbox.search,
             finalizer=FINALIZERS[self.settings.loop_finalizer](),
-            after_turn=after_turn,
+            after_turn=tuple(after_turn),
             attachments=self.turn_attachments,
             embedder=toolbox.selector.embedder,
         )
+        return Orchestrator(deps)
+
+    def turn_stream(self, turn: Turn) -> TurnStream:
+        """A claimed turn as its own task, logging its events (loop/turn_stream.py); started by the caller."""
+        from rag_orchestrator.loop.turn_stream import TurnStream
+
+        return TurnStream(
+            turn, log=self.event_log, running=self.running_turns, config=stream_config(self.settings)
+        )
+
+
+def loop_config(settings: Settings) -> LoopConfig:
+    """What a turn reads of the settings."""
+    from rag_orchestrator.loop.configuration import LoopConfig
+
+    return LoopConfig(
+        max_iterations=settings.loop_max_iterations,
+        initial_search=settings.loop_initial_rag,
+        window=settings.conversation_rolling_window,
+        attachment_chars=settings.attachment_context_max_chars,
+        approval_ttl_minutes=settings.approval_ttl_minutes,
+        default_seconds=settings.turn_default_budget_seconds,
+        lease_margin_seconds=settings.turn_deadline_margin_seconds,
+        budgets=settings.budgets,
+        reserve_tokens=settings.budget_turn_reserve_tokens,
+    )
+
+
+def stream_config(settings: Settings) -> StreamConfig:
+    """What a streamed turn's task reads of the settings."""
+    from rag_orchestrator.loop.configuration import StreamConfig
+
+    return StreamConfig(
+        flush_seconds=settings.stream_log_flush_ms / 1000,
+        keepalive_seconds=settings.sse_keepalive_seconds,
+        stop_on_disconnect=settings.turn_stop_on_disconnect,
+    )
 
 
 def services(request: Request) -> Services:
@@ -125,7 +189,7 @@ def get_settings(request: Request) -> Settings:
     return services(request).settings
 
 
-def get_store(request: Request) -> ConversationStore:
+def get_store(request: Request) -> DynamoConversationStore | InProcessStore:
     return services(request).store
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rag_orchestrator.domain.approvals import Decision
 from rag_orchestrator.domain.attachments import MAX_PER_TURN, well_formed_ids
-from rag_orchestrator.domain.base import CamelModel
+from rag_orchestrator.domain.base import RequestBody
 from rag_orchestrator.domain.conversations import (
     MAX_ID_LENGTH,
     MAX_MESSAGE_CHARS,
@@ -98,10 +98,10 @@ class Answered:
     reason: str | None
 
 
-class UIChatRequest(CamelModel):
+class UIChatRequest(RequestBody):
     # Unknown fields are ignored rather than refused: the SDK's body may grow, and the caller is never
     # read from a body anyway.
-    model_config = CamelModel.model_config | {"extra": "ignore"}
+    model_config = RequestBody.model_config | {"extra": "ignore"}
 
     id: str | None = Field(None, max_length=MAX_ID_LENGTH, description="The SDK's chat id (not used)")
     messages: list[UIMessage] = Field(min_length=1, description="The chat; only the last message is read")

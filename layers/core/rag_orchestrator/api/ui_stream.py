@@ -23,7 +23,7 @@ from rag_orchestrator.api.chat import CONVERSATION_ID, turn_request
 from rag_orchestrator.api.deps import get_event_log, get_orchestrator, get_settings, get_store, services
 from rag_orchestrator.api.revisions import LAST_QUESTION_WINDOW, last_question
 from rag_orchestrator.api.sse import UI_STREAM, comment, event_stream
-from rag_orchestrator.api.turns import relayed
+from rag_orchestrator.api.stream_control import relayed
 from rag_orchestrator.api.ui_parts import DONE, HEADERS, UIParts, encode_part
 from rag_orchestrator.api.ui_request import UIChatRequest
 from rag_orchestrator.config import Settings
@@ -32,12 +32,11 @@ from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.events import stream_event_adapter
 from rag_orchestrator.domain.messages import Role
 from rag_orchestrator.loop.orchestrator import Orchestrator
-from rag_orchestrator.loop.revisions import begin_revision
-from rag_orchestrator.loop.turn import ActiveTurn
+from rag_orchestrator.loop.turn import Turn
 from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.providers.events import StreamingMode
-from rag_orchestrator.turns.follow import follow
-from rag_orchestrator.turns.log import EventLog, LoggedEvent
+from rag_orchestrator.stream_log.follow import follow
+from rag_orchestrator.stream_log.log import EventLog, LoggedEvent
 
 router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
 STREAMED: dict[int | str, dict[str, Any]] = {200: {"content": event_stream(UI_STREAM)}}
@@ -86,8 +85,7 @@ async def ui_stream(
     else:
         turn = await _begin(body, request, conversation_id, caller, orchestrator, store, settings)
         translation = UIParts(conversation_id, turn.turn_id, message_id=turn.turn_id)
-    parts = services(request)
-    stream = TurnStream(turn, log=parts.event_log, running=parts.running_turns, settings=settings)
+    stream = services(request).turn_stream(turn)
     stream.start()
     return StreamingResponse(_parts(stream, translation), media_type="text/event-stream", headers=HEADERS)
 
@@ -100,15 +98,15 @@ async def _begin(
     orchestrator: Orchestrator,
     store: ConversationStore,
     settings: Settings,
-) -> ActiveTurn:
+) -> Turn:
     """A new question's turn, or a revision of the last exchange (regenerate, edit)."""
     chat = body.chat_request()
     asked = turn_request(conversation_id, chat, caller, StreamingMode.PROGRESSIVE, request, settings)
     if body.trigger == "regenerate-message":  # the last exchange, answered again (docs/conversations.md)
         question = await last_question(store, conversation_id, caller, chat.message)
-        return await begin_revision(orchestrator, asked, question, edit=False)
+        return await orchestrator.revise(asked, question, edit=False)
     if body.edits and (sent := await _sent_as(store, conversation_id, caller, body.messages[-1].id)):
-        return await begin_revision(orchestrator, asked, sent, edit=True)
+        return await orchestrator.revise(asked, sent, edit=True)
     return await orchestrator.begin(asked)
 
 

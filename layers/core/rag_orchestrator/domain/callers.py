@@ -1,4 +1,4 @@
-"""Who is calling and what their roles allow (seed 002's assistants): one place for the role policy.
+"""Who is calling and what their roles allow (docs/auth.md): one place for the role policy.
 
 The caller is the authenticated principal (api/auth.py builds it); everything below the API reads
 only this: the role that decides the prompt, and whether tools may be offered at all. Roles are
@@ -8,7 +8,7 @@ normalised once, here, when a Caller is made: `moderator` reads as `mod` everywh
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 ADMIN, MOD, USER, ANONYMOUS = "admin", "mod", "user", "anonymous"
 DEFAULT_ROLE = USER
@@ -30,6 +30,8 @@ def normalise_roles(roles: Iterable[str]) -> tuple[str, ...]:
 class Caller:
     caller_id: str
     roles: tuple[str, ...] = (DEFAULT_ROLE,)
+    # The caller's own bearer token (AUTH_MODE=jwt), for tools whose server takes it (docs/mcp.md).
+    token: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "roles", normalise_roles(self.roles))
@@ -63,7 +65,7 @@ def is_anonymous(roles: Sequence[str]) -> bool:
 
 
 def may_use_tools(roles: Sequence[str]) -> bool:
-    """Anonymous callers get answers without tools (seed 002); so does a caller with no role at all."""
+    """Anonymous callers get answers without tools (docs/auth.md); so does a caller with no role at all."""
     return bool(roles) and not is_anonymous(roles)
 
 

@@ -1,4 +1,4 @@
-"""Conversations and their messages, as stored and as shown to clients (docs/conversations.md)."""
+"""Conversations and their messages (docs/conversations.md), as stored and as shown to clients."""
 
 from __future__ import annotations
 

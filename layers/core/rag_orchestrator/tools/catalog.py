@@ -1,10 +1,10 @@
-"""The tool catalogue (docs/tools.md): HTTP tools declared in YAML or JSON, validated at start.
+"""The tool catalogue (catalog.example.yaml, docs/operations.md): HTTP tools declared in YAML or JSON, validated at start.
 
 Every problem is a ConfigError that names the tool and the field. With no TOOL_CATALOG_PATH the
 catalogue is empty: only `rag_search` is offered. `catalog.example.yaml` beside this module documents
 every field. TOOL_CATALOG_PATH is a file, an S3 object (`s3://bucket/key.yaml`) or an SSM parameter
 (`ssm:/name`), read once when a function starts. `${NAME}` in a URL or header is the environment
-variable NAME; in Lambda, else the SSM parameter NAME_PARAM names, else `<TOOL_SECRETS_PREFIX>NAME`.
+variable NAME; in Lambda, else the secret NAME_PARAM names, else `<TOOL_SECRETS_PREFIX>NAME`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pydantic.alias_generators import to_camel
 from rag_orchestrator.config import Settings, in_lambda
 from rag_orchestrator.domain.callers import ANONYMOUS, normalise_roles
 from rag_orchestrator.errors import ConfigError
-from rag_orchestrator.ssm_params import ssm_secret
+from rag_orchestrator.ssm_params import read_secret
 from rag_orchestrator.tools.catalog_source import read_catalog_document
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 
@@ -109,7 +109,7 @@ class ToolSpec(_Strict):
         return PATH_PARAM.findall(self.http.url)
 
     def embed_text(self) -> str:
-        """Seed 004's embed text: `{name} — {description} | {example} | …`."""
+        """The text a tool is embedded by for selection: `{name} — {description} | {example} | …`."""
         return " | ".join([f"{self.name} — {self.description}", *self.example_queries])
 
 
@@ -119,8 +119,9 @@ class Catalog(_Strict):
 
 
 def environment_secret(name: str) -> str | None:
-    """`${NAME}`: the environment variable NAME, else in Lambda the SSM parameter `NAME_PARAM` names,
-    else the SSM parameter NAME under TOOL_SECRETS_PREFIX (the one path the template lets functions read)."""
+    """`${NAME}`: the environment variable NAME, else in Lambda the secret `NAME_PARAM` names, else the
+    secret NAME under TOOL_SECRETS_PREFIX (an SSM path or a Secrets Manager name prefix: the one place
+    the template lets functions read)."""
     value = os.environ.get(name)
     if value is not None:
         return value
@@ -129,9 +130,9 @@ def environment_secret(name: str) -> str | None:
     if not (parameter and in_lambda()):
         return None
     try:
-        return ssm_secret(parameter)
-    except Exception:  # Powertools' GetParameterError: missing, or not readable by this function
-        raise ValueError(f"${{{name}}}: the SSM parameter {parameter} cannot be read") from None
+        return read_secret(parameter)
+    except Exception:  # a bad reference, or Powertools' GetParameterError: missing, or not readable
+        raise ValueError(f"${{{name}}}: the secret {parameter} cannot be read") from None
 
 
 def resolve(text: str, lookup: Lookup = environment_secret) -> str:
@@ -167,7 +168,7 @@ def _problems(spec: ToolSpec, lookup: Lookup) -> Iterator[tuple[str, str]]:
     if spec.name == RAG_SEARCH:
         yield "name", f"{RAG_SEARCH} is built in; configure it under ragSearch"
     if spec.roles and ANONYMOUS in spec.roles:
-        yield "roles", "anonymous callers get no tools (seed 002)"
+        yield "roles", "anonymous callers get no tools (docs/auth.md)"
     yield from _schema_problems(spec.input_schema)
     properties = spec.input_schema.get("properties") or {}
     required = set(spec.input_schema.get("required") or ())
@@ -236,7 +237,7 @@ def parse_catalog(document: Any, source: str = "catalogue", lookup: Lookup = env
     except ValidationError as exc:
         raise ConfigError(f"{source}: {_describe(exc, 'ragSearch.')}") from None
     if rag.roles and ANONYMOUS in rag.roles:
-        raise ConfigError(f"{source}: ragSearch.roles: anonymous callers get no tools (seed 002)")
+        raise ConfigError(f"{source}: ragSearch.roles: anonymous callers get no tools (docs/auth.md)")
     raw_tools = document.get("tools") or []
     if not isinstance(raw_tools, list):
         raise ConfigError(f"{source}: tools: must be a list")
