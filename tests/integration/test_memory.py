@@ -117,7 +117,7 @@ def test_delete_removes_the_conversations_fragments(stack):
     assert "4711" not in later["message"]
 
 
-def test_the_purge_removes_what_a_failed_delete_left_behind(stack, chroma_url, monkeypatch):
+def test_the_purge_removes_what_a_failed_delete_left_behind(stack, chroma_url, monkeypatch, aws_clients):
     from rag_orchestrator.conversations.archival import run_archival
 
     c = client()
@@ -130,7 +130,10 @@ def test_the_purge_removes_what_a_failed_delete_left_behind(stack, chroma_url, m
 
     monkeypatch.setenv("MEMORY_ENABLED", "false")  # turned off since: what was indexed before still goes
     report = run_archival(
-        load_settings(deleted_retention_days=0), remaining_ms=lambda: 10**9, now=utcnow() + timedelta(days=1)
+        load_settings(deleted_retention_days=0),
+        aws_clients,
+        remaining_ms=lambda: 10**9,
+        now=utcnow() + timedelta(days=1),
     )
     assert report.purged >= 1 and report.failures == 0
     assert fragments({"conversationId": cid}) == 0

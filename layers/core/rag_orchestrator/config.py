@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag_orchestrator.domain.budgets import Budgets
 from rag_orchestrator.domain.callers import normalise_roles
 from rag_orchestrator.domain.usage import Prices
 from rag_orchestrator.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rag_orchestrator.ssm_params import SecretReader
 
 Strategy = Literal[
     "deepseek_single", "qwen_single_thinking", "qwen_single_instruct", "openai_compatible", "extractive"
@@ -168,6 +171,8 @@ class Settings(BaseSettings):
 
     port: int = Field(8000, ge=1, le=65535)
 
+    _secrets: SecretReader | None = PrivateAttr(None)  # given by the composition root (read_secrets_with)
+
     @model_validator(mode="before")
     @classmethod
     def _check_secret_references(cls, data: Any) -> Any:
@@ -273,6 +278,12 @@ class Settings(BaseSettings):
         """KB_WRITER_ROLES as roles (`moderator` is `mod`)."""
         return normalise_roles(self.kb_writer_roles.split(","))
 
+    def read_secrets_with(self, secrets: SecretReader) -> Settings:
+        """These settings, reading `<NAME>_PARAM` secrets through `secrets` (the composition root's)."""
+        bound = self.model_copy()
+        bound._secrets = secrets
+        return bound
+
     def secret(self, name: str) -> str | None:
         """A secret's value: from the environment, else, in AWS, the one `<NAME>_PARAM` names
         (an SSM parameter or a Secrets Manager secret)."""
@@ -281,9 +292,11 @@ class Settings(BaseSettings):
             return value.get_secret_value()
         reference = os.environ.get(f"{name.upper()}_PARAM")
         if reference and in_lambda():
-            from rag_orchestrator.ssm_params import read_secret
-
-            return read_secret(reference)
+            if self._secrets is None:
+                raise ConfigError(
+                    f"{name.upper()}_PARAM: these settings were given no AWS clients to read it"
+                )
+            return self._secrets.read(reference)
         return None
 
     def provider_configured(self) -> tuple[bool, str]:

@@ -17,6 +17,7 @@ from rag_orchestrator.api.middleware import (
     MetricsFlushMiddleware,
     RequestContextMiddleware,
 )
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings, load_settings
 
 # Router name -> "module:attribute". Imported only when a function serves it, so a function
@@ -78,9 +79,12 @@ STREAM_ROUTERS = (
 ALL_ROUTERS = tuple(ROUTERS)
 
 
-def create_app(routers: Iterable[str] = ALL_ROUTERS, settings: Settings | None = None) -> FastAPI:
-    """Build the app and its services; settings are validated here, so a bad setting stops start-up."""
-    services = Services(settings or load_settings())
+def create_app(
+    routers: Iterable[str] = ALL_ROUTERS, settings: Settings | None = None, aws: AwsClients | None = None
+) -> FastAPI:
+    """Build the app and its services (on `aws`, else the process's AWS clients); settings are
+    validated here, so a bad setting stops start-up."""
+    services = Services(settings or load_settings(), aws)
     app = FastAPI(
         title="RAG Orchestrator",
         version=__version__,

@@ -76,7 +76,7 @@ class Attachments:
         objects: AttachmentObjects,
         settings: Settings,
         *,
-        engines: Callable[[], Engines] | None = None,
+        engines: Callable[[], Engines],
         clock: Callable[[], float] = time.time,
         memory: FragmentIndex | None = None,
     ) -> None:
@@ -89,9 +89,8 @@ class Attachments:
 
     @cached_property
     def engines(self) -> Engines:
-        from rag_orchestrator.attachments.engines import build_engines
-
-        return self._build_engines() if self._build_engines else build_engines(self.settings)
+        """Made on the first file read: an API request that only creates or lists loads none."""
+        return self._build_engines()
 
     async def create(
         self, caller_id: str, conversation_id: str, request: CreateAttachmentRequest
