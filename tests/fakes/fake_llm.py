@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -33,6 +35,7 @@ from tests.fakes.llm_script import (
     HTTPError,
     Pause,
     Reply,
+    Reset,
     Stream,
     chunk,
     content_chunk,
@@ -61,6 +64,7 @@ __all__ = [
     "Image",
     "Pause",
     "Reply",
+    "Reset",
     "Stream",
     "chunk",
     "content_chunk",
@@ -91,6 +95,7 @@ class FakeLLM:
         self.default: Reply | None = None  # served when the script is empty; else HTTP 400
         self.deepseek_thinking = False  # refuse tool-call turns without reasoning_content, as DeepSeek does
         self.api_key: str | None = None  # when set, anything else gets HTTP 401
+        self.connections = 0  # connections accepted
         self.connections_closed = 0  # connections ended, by either side
         self.content_sent_at: list[float] = []  # time.monotonic() as each reply's first content was written
         self.request_at: list[float] = []  # time.monotonic() as each request's first line arrived
@@ -201,6 +206,7 @@ class FakeLLM:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        self.connections += 1
         try:
             while await self._exchange(reader, writer):
                 pass
@@ -261,6 +267,9 @@ class FakeLLM:
         if isinstance(reply, Echo):
             message = f"Invalid request body: {json.dumps(request)}"
             reply = HTTPError(reply.status, {"error": {"message": message, "type": "invalid_request_error"}})
+        if isinstance(reply, Reset):
+            _reset(writer)
+            return False
         if isinstance(reply, HTTPError):
             await self._send_json(writer, reply)
             return True
@@ -320,6 +329,10 @@ class FakeLLM:
                 case Drop():
                     writer.close()  # a FIN without the chunked terminator: an incomplete body
                     return False
+                case Reset():
+                    await writer.drain()
+                    _reset(writer)
+                    return False
         if reply.done:
             await self._send_chunk(writer, "data: [DONE]\n\n")
         writer.write(b"0\r\n\r\n")
@@ -331,6 +344,12 @@ class FakeLLM:
         data = text.encode()
         writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         await writer.drain()
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    """Ends the connection with a TCP RST (no linger), as a crashed server or a middlebox does."""
+    writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
 
 
 def _has_content(payload: object) -> bool:

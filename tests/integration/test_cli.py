@@ -62,6 +62,18 @@ def test_lines_on_stdin_are_turns_of_one_conversation(dev_app):
     assert done.stdout == "First.\nSecond.\n"
     listed = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers={"X-Caller-Id": "bob"}).json()
     assert len(listed["items"]) == 1 and listed["items"][0]["messageCount"] == 4
+    assert listed["items"][0]["memory"] is True
+
+
+def test_temporary_starts_a_chat_that_remembers_nothing(dev_app):
+    dev_app.llm.script(text_reply("Noted."))
+    done = cli("--url", dev_app.url, "--caller-id", "carol", "--temporary", "My code is 4711.")
+    assert done.returncode == 0, done.stderr
+    cid = done.stderr.splitlines()[0].removeprefix("conversation ")
+    read = httpx.get(f"{dev_app.url}/api/v1/chat/conversations/{cid}", headers={"X-Caller-Id": "carol"})
+    assert read.json()["memory"] is False
+    remembered = httpx.get(f"{dev_app.url}/api/v1/memory", headers={"X-Caller-Id": "carol"}).json()
+    assert remembered["items"] == []
 
 
 def test_exit_status_says_how_a_turn_ended(dev_app):

@@ -861,6 +861,6 @@ def test_snapstart_is_an_option_of_the_functions_whose_hooks_run(template, resou
             assert props["SnapStart"] == {"ApplyOn": {"Ref": "SnapStart"}}, logical_id
             assert props["AutoPublishAlias"] == "live", logical_id  # SnapStart needs published versions
             code = (REPO / props["CodeUri"] / "app.py").read_text()
-            assert "snapstart.register()" in code, logical_id
+            assert "snapstart.register(" in code, logical_id
         else:
             assert "SnapStart" not in props, logical_id

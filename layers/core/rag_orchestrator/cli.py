@@ -109,7 +109,8 @@ class Client:
 
     def create_conversation(self) -> str:
         try:
-            response = self.http.post(self.args.api_url.rstrip("/") + CHAT, json={})
+            body = {"memory": False} if self.args.temporary else {}
+            response = self.http.post(self.args.api_url.rstrip("/") + CHAT, json=body)
         except httpx.HTTPError as exc:
             raise Refused(f"cannot reach {self.args.api_url}: {exc}") from None
         if response.status_code != 201:
@@ -208,6 +209,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--roles", help="dev auth roles (X-Caller-Roles), comma-separated")
     chat.add_argument("--conversation", help="continue this conversation; a new one is created when absent")
+    chat.add_argument(
+        "--temporary",
+        action="store_true",
+        help="a new conversation that remembers nothing and recalls nothing (docs/memory.md)",
+    )
     chat.add_argument("--context-type", help="the turn's contextType, e.g. orders")
     chat.add_argument(
         "--context", type=json.loads, help='the turn\'s context as JSON, e.g. \'{"accountId": "a-1"}\''

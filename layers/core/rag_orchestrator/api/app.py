@@ -16,6 +16,7 @@ from rag_orchestrator.api.middleware import (
     MetricsFlushMiddleware,
     RequestContextMiddleware,
 )
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings, load_settings
 
 # Router name -> "module:attribute". Imported only when a function serves it, so a function
@@ -42,6 +43,7 @@ ROUTERS: dict[str, str] = {
     "guest": "rag_orchestrator.api.guest:router",
     "audit": "rag_orchestrator.api.audit:router",
     "documents": "rag_orchestrator.api.documents:router",
+    "memory": "rag_orchestrator.api.memory:router",
     "mcp": "rag_orchestrator.api.mcp:router",
 }
 
@@ -60,6 +62,7 @@ API_ROUTERS = (
     "audit",
     "documents",
     "usage",
+    "memory",
     "mcp",
 )
 STREAM_ROUTERS = (
@@ -75,9 +78,12 @@ STREAM_ROUTERS = (
 ALL_ROUTERS = tuple(ROUTERS)
 
 
-def create_app(routers: Iterable[str] = ALL_ROUTERS, settings: Settings | None = None) -> FastAPI:
-    """Build the app and its services; settings are validated here, so a bad setting stops start-up."""
-    services = Services(settings or load_settings())
+def create_app(
+    routers: Iterable[str] = ALL_ROUTERS, settings: Settings | None = None, aws: AwsClients | None = None
+) -> FastAPI:
+    """Build the app and its services (on `aws`, else the process's AWS clients); settings are
+    validated here, so a bad setting stops start-up."""
+    services = Services(settings or load_settings(), aws)
     app = FastAPI(
         title="RAG Orchestrator",
         version=__version__,

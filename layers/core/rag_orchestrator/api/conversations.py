@@ -1,5 +1,5 @@
 """Conversation endpoints (docs/conversations.md): create, list (by words of the title too), get,
-rename (PATCH), read messages (every version with ?versions=all), soft delete.
+rename or make temporary (PATCH), read messages (every version with ?versions=all), soft delete.
 
 Every route acts for the authenticated caller only (a signed-in caller or a guest): another caller's
 conversation answers 404, exactly like a missing one. DELETE answers 204 with no body; a second DELETE
@@ -92,15 +92,23 @@ async def get_conversation(
 
 
 @router.patch(
-    "/{conversation_id}", response_model=ConversationResponse, summary="Rename, or replace metadata"
+    "/{conversation_id}",
+    response_model=ConversationResponse,
+    summary="Rename, replace metadata, or make it a temporary chat",
 )
 async def update_conversation(
     body: UpdateConversationRequest,
     conversation_id: str = Depends(conversation_id),
     caller: Caller = Depends(get_owner),
     store: ConversationStore = Depends(get_store),
+    memory: FragmentIndex | None = Depends(get_memory),
 ) -> ConversationResponse:
-    updated = await store.update(conversation_id, caller.caller_id, title=body.title, metadata=body.metadata)
+    """`"memory": false` also forgets what was remembered of it: nothing of a temporary chat is."""
+    updated = await store.update(
+        conversation_id, caller.caller_id, title=body.title, metadata=body.metadata, memory=body.memory
+    )
+    if body.memory is False and memory is not None:
+        await _forget(memory, conversation_id)
     return ConversationResponse.of(updated)
 
 
@@ -144,6 +152,6 @@ async def _forget(memory: FragmentIndex, conversation_id: str) -> None:
         await asyncio.to_thread(memory.forget_conversation, conversation_id)
     except Exception as exc:
         logger.warning(
-            "conversation fragments left for the purge",
+            "conversation fragments not removed now (a deleted one's go with its purge)",
             extra={"conversation_id": conversation_id, "error_type": type(exc).__name__},
         )

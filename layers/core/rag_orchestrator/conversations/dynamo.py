@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.approvals import ApprovalWrites
 from rag_orchestrator.conversations.contents import ContentOffloader
@@ -78,14 +79,14 @@ class DynamoConversationStore:
         self._audit = AuditReads(shared, self._cursors, S3AuditTrails(s3, bucket))
 
     @classmethod
-    def from_settings(cls, settings: Settings, tracer: Tracer = NO_TRACER) -> DynamoConversationStore:
-        from rag_orchestrator import aws
-
+    def from_settings(
+        cls, settings: Settings, aws: AwsClients, tracer: Tracer = NO_TRACER
+    ) -> DynamoConversationStore:
         return cls(
             settings.conversations_table or "",
             settings.transcripts_bucket or "",
             dynamodb=aws.client("dynamodb"),
-            s3=aws.LazyClient("s3"),  # for large contents and transcripts: most turns never need it
+            s3=aws.lazy("s3"),  # for large contents and transcripts: most turns never need it
             cursor_secret=cursor_key(settings),
             deleted_retention_days=settings.deleted_retention_days,
             guest_ttl_hours=settings.guest_ttl_hours,
@@ -132,8 +133,9 @@ class DynamoConversationStore:
         *,
         title: str | None = None,
         metadata: dict[str, str] | None = None,
+        memory: bool | None = None,
     ) -> Conversation:
-        return self._titles.update(conversation_id, caller_id, title, metadata)
+        return self._titles.update(conversation_id, caller_id, title, metadata, memory)
 
     @in_worker_thread
     def messages(

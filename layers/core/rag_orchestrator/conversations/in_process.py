@@ -65,8 +65,9 @@ class InProcessStore:
         *,
         title: str | None = None,
         metadata: dict[str, str] | None = None,
+        memory: bool | None = None,
     ) -> Conversation:
-        return self._conversations.update(conversation_id, caller_id, title, metadata)
+        return self._conversations.update(conversation_id, caller_id, title, metadata, memory)
 
     async def messages(
         self,

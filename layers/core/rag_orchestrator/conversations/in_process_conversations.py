@@ -85,13 +85,20 @@ class InProcessConversations:
         return Page(items=page, next_cursor=following)
 
     def update(
-        self, conversation_id: str, caller_id: str, title: str | None, metadata: dict[str, str] | None
+        self,
+        conversation_id: str,
+        caller_id: str,
+        title: str | None,
+        metadata: dict[str, str] | None,
+        memory: bool | None = None,
     ) -> Conversation:
         changes: dict[str, Any] = {"updated_at": utcnow()}
         if title is not None:
             changes["title"] = title
         if metadata is not None:
             changes["metadata"] = dict(metadata)
+        if memory is not None:
+            changes["memory"] = memory
         with self._shelf.lock:
             record = self._shelf.owned(conversation_id, caller_id)
             record.conversation = record.conversation.model_copy(update=changes)
@@ -146,8 +153,11 @@ class InProcessConversations:
                 if message.superseded_by is None:
                     recent.append(message)
             head = record.audit_head
-            owner, titled = record.conversation.caller_id, record.conversation.title is not None
-        return TurnContext([own_message(m) for m in reversed(recent)], head, owner, titled)
+            conversation = record.conversation
+            owner, titled = conversation.caller_id, conversation.title is not None
+        return TurnContext(
+            [own_message(m) for m in reversed(recent)], head, owner, titled, conversation.memory
+        )
 
     def audit(self, conversation_id: str, limit: int, cursor: str | None) -> AuditTrail:
         """Deleted conversations included: nothing here is ever purged."""

@@ -51,8 +51,9 @@ class ConversationStore(Protocol):
         *,
         title: str | None = None,
         metadata: dict[str, str] | None = None,
+        memory: bool | None = None,
     ) -> Conversation:
-        """Replace the title and/or the metadata given; the conversation as it is now."""
+        """Replace the title, the metadata and/or the memory switch given; the conversation as it is now."""
         ...
 
     async def messages(

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.items import from_attributes, pk, to_attributes
 from rag_orchestrator.conversations.table import ConditionFailed, Table, in_worker_thread
@@ -26,9 +27,7 @@ class DynamoEventLog:
         self._clock = clock
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> DynamoEventLog:
-        from rag_orchestrator import aws
-
+    def from_settings(cls, settings: Settings, aws: AwsClients) -> DynamoEventLog:
         return cls(Table(aws.client("dynamodb"), settings.conversations_table or ""))
 
     @in_worker_thread
