@@ -246,7 +246,9 @@ async def _measure(turn: Turn, warmup: int, runs: int) -> list[float]:
 
 
 def run(quick: bool = False) -> Section:
-    section = Section("loop", packages=["langgraph", "langchain-core", "pydantic-ai-slim", "openai-agents", "pydantic"])
+    section = Section(
+        "loop", packages=["langgraph", "langchain-core", "pydantic-ai-slim", "openai-agents", "pydantic"]
+    )
     runs, warmup = (200, 30) if quick else (2000, 200)
     medians: dict[str, float] = {}
 
