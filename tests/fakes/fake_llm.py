@@ -18,7 +18,7 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from typing import Any
 
@@ -93,6 +93,8 @@ class FakeLLM:
         self.requests: list[dict[str, Any]] = []  # request bodies, in arrival order
         self.headers: list[dict[str, str]] = []  # request headers (lower-case names)
         self.default: Reply | None = None  # served when the script is empty; else HTTP 400
+        # Asked first, with each request's body: a reply of its own (e.g. to the title call), or None.
+        self.answer_first: Callable[[dict[str, Any]], Reply | None] | None = None
         self.deepseek_thinking = False  # refuse tool-call turns without reasoning_content, as DeepSeek does
         self.api_key: str | None = None  # when set, anything else gets HTTP 401
         self.connections = 0  # connections accepted
@@ -143,6 +145,7 @@ class FakeLLM:
             self.audio.clear()
         self._gates.clear()
         self.default, self.deepseek_thinking, self.api_key = None, False, None
+        self.answer_first = None
 
     def settings_for(self, strategy: str, api_key: str = "test-key", **overrides: Any) -> dict[str, Any]:
         """`load_settings` keyword arguments that point `strategy` at this server."""
@@ -263,7 +266,7 @@ class FakeLLM:
             return True
         with self._lock:
             self.images.extend(images)
-        reply = self._refusal(request, headers) or self._next_reply()
+        reply = self._refusal(request, headers) or self._next_reply(request)
         if isinstance(reply, Echo):
             message = f"Invalid request body: {json.dumps(request)}"
             reply = HTTPError(reply.status, {"error": {"message": message, "type": "invalid_request_error"}})
@@ -290,7 +293,9 @@ class FakeLLM:
                     return error_reply(400, DEEPSEEK_MISSING_REASONING)
         return None
 
-    def _next_reply(self) -> Reply:
+    def _next_reply(self, request: dict[str, Any]) -> Reply:
+        if self.answer_first is not None and (own := self.answer_first(request)) is not None:
+            return own
         with self._lock:
             if self._script:
                 return self._script.popleft()

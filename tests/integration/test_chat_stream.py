@@ -204,9 +204,15 @@ def test_turn_on_another_callers_conversation_is_404_and_repeated_client_message
 def test_bad_turn_bodies_are_refused_before_anything_is_stored(stack):
     c = client()
     cid = new_conversation(c)
-    for body in ({"message": "   "}, {"message": ""}, {}, {"message": "x", "callerId": "bob"}):
+    bodies = [
+        ({"message": "   "}, 422),  # JSON that breaks the schema (docs/errors.md)
+        ({"message": ""}, 422),
+        ({}, 422),
+        ({"message": "x", "callerId": "bob"}, 403),  # another caller named in the body
+    ]
+    for body, status in bodies:
         response = c.post(f"/api/v1/chat/conversations/{cid}/messages/stream", json=body, headers=ALICE)
-        assert response.status_code == 422, body  # JSON that breaks the schema (docs/errors.md)
+        assert response.status_code == status, body
         assert set(response.json()) == {"error", "message", "timestamp", "requestId"}
     assert c.get(f"/api/v1/chat/conversations/{cid}", headers=ALICE).json()["messageCount"] == 0
 

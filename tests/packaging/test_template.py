@@ -46,8 +46,6 @@ SHARED_ENV = {
     "CHROMA_URL",
     "CHROMA_TOKEN_PARAM",
     "TURN_DEADLINE_MARGIN_SECONDS",
-    "POWERTOOLS_SERVICE_NAME",
-    "POWERTOOLS_METRICS_NAMESPACE",
     "LOG_LEVEL",
 }
 # The functions that call models and mint guest tokens, and the references that go only to them.
@@ -246,8 +244,8 @@ def test_every_function_gets_the_shared_configuration(template):
         assert env["MEMORY_ENABLED"] == {"Ref": "MemoryEnabled"}
         assert env["AUTO_TITLE"] == {"Ref": "AutoTitle"}
         assert env["CONVERSATIONS_TABLE"] == {"Ref": "ConversationsTable"}
-        assert env["POWERTOOLS_SERVICE_NAME"] == "rag-orchestrator"
-        assert env["POWERTOOLS_METRICS_NAMESPACE"] == "RagOrchestrator"
+        # the alarms and the dashboard name the code's own service and namespace: nothing may replace them
+        assert "POWERTOOLS_SERVICE_NAME" not in env and "POWERTOOLS_METRICS_NAMESPACE" not in env
         assert env["LOG_LEVEL"] == {"Ref": "LogLevel"}
         assert env["TURN_DEADLINE_MARGIN_SECONDS"] == {"Ref": "TurnDeadlineMarginSeconds"}
         assert env["CHROMA_TOKEN_PARAM"] == {"Ref": "ChromaTokenParameter"}

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from rag_orchestrator import __version__
 from rag_orchestrator.api.deps import Services
+from rag_orchestrator.api.docs_page import install_docs
 from rag_orchestrator.api.errors import install_error_handlers
 from rag_orchestrator.api.middleware import (
     BodySizeLimitMiddleware,
@@ -31,6 +32,7 @@ ROUTERS: dict[str, str] = {
     "chat": "rag_orchestrator.api.chat:router",
     "chat_stream": "rag_orchestrator.api.chat:stream_router",
     "ui_stream": "rag_orchestrator.api.ui_stream:router",
+    "agent_chat": "rag_orchestrator.api.agent_chat:router",
     "revisions": "rag_orchestrator.api.revisions:stream_router",
     "turns": "rag_orchestrator.api.stream_control:router",
     "turn_events": "rag_orchestrator.api.stream_control:stream_router",
@@ -69,6 +71,7 @@ STREAM_ROUTERS = (
     "health",
     "chat_stream",
     "ui_stream",
+    "agent_chat",
     "revisions",
     "turns",
     "turn_events",
@@ -88,7 +91,10 @@ def create_app(
         title="RAG Orchestrator",
         version=__version__,
         description="Serverless RAG chat backend: conversations, streamed agentic turns, retrieval, answers.",
+        docs_url=None,  # FastAPI's own /docs and /redoc load their files from a CDN: ours does not
+        redoc_url=None,
     )
+    install_docs(app)
     app.state.services = services
     for name in routers:
         module_name, _, attribute = ROUTERS[name].partition(":")

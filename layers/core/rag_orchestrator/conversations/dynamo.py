@@ -34,6 +34,7 @@ from rag_orchestrator.conversations.dynamo_versions import RevisionWrites
 from rag_orchestrator.conversations.dynamo_writes import TurnWrites
 from rag_orchestrator.conversations.feedback import FeedbackWrites
 from rag_orchestrator.conversations.ledger import LedgerReads
+from rag_orchestrator.conversations.listing import EVERY, Listing
 from rag_orchestrator.conversations.message_items import MessageItems
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE
 from rag_orchestrator.conversations.table import Table, in_worker_thread
@@ -44,7 +45,7 @@ from rag_orchestrator.conversations.versions import Revision
 from rag_orchestrator.domain.approvals import Decision, Resolution
 from rag_orchestrator.domain.audit import AuditTrail
 from rag_orchestrator.domain.budgets import Spend
-from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
+from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, Page
 from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, Rating
 from rag_orchestrator.domain.usage import UsageLine
 from rag_orchestrator.tracing import NO_TRACER, Tracer
@@ -110,20 +111,11 @@ class DynamoConversationStore:
         self,
         caller_id: str,
         *,
-        status: ConversationStatus | None = None,
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
-        title_words: Sequence[str] = (),
+        where: Listing = EVERY,
     ) -> Page[Conversation]:
-        return list_page(
-            self._table,
-            self._cursors,
-            caller_id,
-            status=status,
-            limit=limit,
-            cursor=cursor,
-            title_words=title_words,
-        )
+        return list_page(self._table, self._cursors, caller_id, limit=limit, cursor=cursor, where=where)
 
     @in_worker_thread
     def update(

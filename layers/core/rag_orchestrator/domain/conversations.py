@@ -165,6 +165,13 @@ def _small_metadata(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
+def not_blank(value: str) -> str:
+    """A message's rule: some text besides white space."""
+    if not value.strip():
+        raise ValueError("Message cannot be blank")
+    return value
+
+
 def _strip_optional(value: str | None) -> str | None:
     if value is None:
         return None
@@ -177,6 +184,9 @@ def _strip_optional(value: str | None) -> str | None:
 class CreateConversationRequest(ClientBody):
     model_config = ClientBody.model_config | {"extra": "forbid"}
 
+    caller_id: str | None = Field(
+        None, max_length=MAX_ID_LENGTH, description="Optional; when given, the authenticated caller's id"
+    )
     user_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
     account_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
     initial_message: str | None = Field(None, max_length=MAX_MESSAGE_CHARS)
@@ -254,12 +264,7 @@ class ChatRequest(ClientBody):
     def _attachment_ids(cls, value: list[str]) -> list[str]:
         return well_formed_ids(value)
 
-    @field_validator("message")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("Message cannot be blank")
-        return value
+    _not_blank = field_validator("message")(not_blank)
 
 
 class ChatResponse(CamelModel):
