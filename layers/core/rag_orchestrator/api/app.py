@@ -40,6 +40,7 @@ ROUTERS: dict[str, str] = {
     "answer_stream": "rag_orchestrator.api.answers:stream_router",
     "tools": "rag_orchestrator.api.tools:router",
     "guest": "rag_orchestrator.api.guest:router",
+    "jwks": "rag_orchestrator.api.jwks:router",
     "audit": "rag_orchestrator.api.audit:router",
     "documents": "rag_orchestrator.api.documents:router",
 }
@@ -56,6 +57,7 @@ API_ROUTERS = (
     "answer",
     "tools",
     "guest",
+    "jwks",
     "audit",
     "documents",
     "usage",

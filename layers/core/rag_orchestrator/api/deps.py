@@ -19,11 +19,13 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.attachments.service import Attachments
     from rag_orchestrator.attachments.turns import TurnAttachments
     from rag_orchestrator.conversations.store import ConversationStore
+    from rag_orchestrator.conversations.window_counters import WindowCounter
     from rag_orchestrator.loop.control import RunningTurns
     from rag_orchestrator.loop.orchestrator import Orchestrator
     from rag_orchestrator.loop.ports import AfterTurn
     from rag_orchestrator.providers.strategies import ModelStrategy
     from rag_orchestrator.retrieval.fragments import FragmentIndex
+    from rag_orchestrator.tools.assertion import AssertionSigner
     from rag_orchestrator.tools.toolbox import Toolbox
     from rag_orchestrator.turns.log import EventLog
 
@@ -67,11 +69,25 @@ class Services:
         return RunningTurns()
 
     @cached_property
+    def window_counter(self) -> WindowCounter:
+        """Rate limits that hold across instances (guest tokens minted per address and hour)."""
+        from rag_orchestrator.conversations.window_counters import create_window_counter
+
+        return create_window_counter(self.settings)
+
+    @cached_property
+    def assertions(self) -> AssertionSigner:
+        """Signs the caller assertions tools send; its public key is GET /.well-known/jwks.json."""
+        from rag_orchestrator.tools.assertion import create_signer
+
+        return create_signer(self.settings)
+
+    @cached_property
     def toolbox(self) -> Toolbox:
         """rag_search and the catalogue's tools; building it validates the catalogue (ConfigError)."""
         from rag_orchestrator.tools.toolbox import build_toolbox
 
-        return build_toolbox(self.settings, attachment_links=self.turn_attachments)
+        return build_toolbox(self.settings, attachment_links=self.turn_attachments, signer=self.assertions)
 
     @cached_property
     def strategy(self) -> ModelStrategy:
@@ -155,3 +171,11 @@ def get_orchestrator(request: Request) -> Orchestrator:
 
 def get_memory(request: Request) -> FragmentIndex | None:
     return services(request).memory
+
+
+def get_window_counter(request: Request) -> WindowCounter:
+    return services(request).window_counter
+
+
+def get_assertions(request: Request) -> AssertionSigner:
+    return services(request).assertions

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from rag_orchestrator.domain.attachments import Attachment
 from rag_orchestrator.domain.callers import Caller
+from rag_orchestrator.domain.fences import Fence
 from rag_orchestrator.domain.messages import ToolCall, ToolResult
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.providers.events import StreamingMode
@@ -33,6 +34,7 @@ class TurnRequest:
     metadata: dict[str, str] = field(default_factory=dict)
     mode: StreamingMode = StreamingMode.PROGRESSIVE
     request_id: str | None = None  # the HTTP request's, for the audit record
+    client_request_id: str | None = None  # the client's X-Request-Id, kept beside it in the audit record
     attachment_ids: tuple[str, ...] = ()  # attachments of this conversation the message comes with
     deadline: float | None = None  # epoch seconds by which the turn must end; None: the default budget
 
@@ -44,16 +46,20 @@ class TurnRequest:
             roles=self.caller.roles,
             context_type=self.context_type,
             context=self.context,
+            claims=self.caller.claims,
+            token=self.caller.token,
         )
 
 
 @dataclass(frozen=True)
 class Toolset:
-    """The tools offered for one turn, with the system prompt that goes with them."""
+    """The tools offered for one turn, with the system prompt that goes with them and the turn's
+    fence for untrusted text, which that prompt names."""
 
     names: list[str]
     definitions: list[dict[str, Any]]
     system_prompt: str
+    fence: Fence = field(default_factory=Fence)
 
 
 class Tools(Protocol):

@@ -29,6 +29,11 @@ from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 EXAMPLE_PATH = Path(__file__).with_name("catalog.example.yaml")
 PreviewType = Literal["workflow_preview", "table_config_preview"]
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+Identity = Literal["assertion", "caller-token", "none"]
+CONTEXT_SOURCE, CLAIM_SOURCE = "context", "claim:"
+ASSERTION_HEADER = "X-Caller-Assertion"
+# The header each identity sends; a catalogue header of the same name would be overwritten.
+IDENTITY_HEADERS = {"assertion": ASSERTION_HEADER, "caller-token": "Authorization"}
 
 PATH_PARAM = re.compile(r"(?<!\$)\{([^{}]*)\}")
 SECRET_REF = re.compile(r"\$\{([^{}]*)\}")
@@ -62,13 +67,37 @@ class HttpSpec(_Strict):
     url: str = Field(min_length=1)
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_seconds: float | None = Field(None, gt=0, le=60)
-    context_params: tuple[str, ...] = ()
+    # Pinned parameters, name -> source (`context`, or `claim:<name>`): the service fills them, the
+    # model never sees nor sets them (docs/tools.md). The list form means `context` for each name.
+    context_params: dict[str, str] = Field(default_factory=dict)
     attachment_params: tuple[str, ...] = ()  # the model sends an attachment id; the tool gets a GET URL
+    identity: Identity = "assertion"  # how the tool's API learns who the caller is
 
     @field_validator("method", mode="before")
     @classmethod
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("context_params", mode="before")
+    @classmethod
+    def _sources(cls, value: object) -> object:
+        if isinstance(value, (list, tuple)):
+            if len(set(value)) != len(value):
+                raise ValueError("each parameter may be named once")
+            return dict.fromkeys(value, CONTEXT_SOURCE)
+        return value
+
+    @field_validator("context_params")
+    @classmethod
+    def _check_sources(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, source in value.items():
+            if source != CONTEXT_SOURCE and not (
+                source.startswith(CLAIM_SOURCE) and source[len(CLAIM_SOURCE) :]
+            ):
+                raise ValueError(
+                    f"{name}: the source must be 'context' or 'claim:<claim name>', not {source!r}"
+                )
+        return value
 
 
 class RagSearchSpec(_Strict):
@@ -109,7 +138,7 @@ class ToolSpec(_Strict):
         return PATH_PARAM.findall(self.http.url)
 
     def embed_text(self) -> str:
-        """Seed 004's embed text: `{name} — {description} | {example} | …`."""
+        """The text selection embeds: `{name} — {description} | {example} | …`."""
         return " | ".join([f"{self.name} — {self.description}", *self.example_queries])
 
 
@@ -167,7 +196,7 @@ def _problems(spec: ToolSpec, lookup: Lookup) -> Iterator[tuple[str, str]]:
     if spec.name == RAG_SEARCH:
         yield "name", f"{RAG_SEARCH} is built in; configure it under ragSearch"
     if spec.roles and ANONYMOUS in spec.roles:
-        yield "roles", "anonymous callers get no tools (seed 002)"
+        yield "roles", "anonymous callers get no tools"
     yield from _schema_problems(spec.input_schema)
     properties = spec.input_schema.get("properties") or {}
     required = set(spec.input_schema.get("required") or ())
@@ -192,7 +221,10 @@ def _problems(spec: ToolSpec, lookup: Lookup) -> Iterator[tuple[str, str]]:
         if param not in properties:
             yield "http.contextParams", f"{param} is not a property of inputSchema"
     yield from _attachment_problems(spec, properties)
+    identity_header = IDENTITY_HEADERS.get(spec.http.identity, "").lower()
     for header, value in spec.http.headers.items():
+        if header.lower() == identity_header:
+            yield f"http.headers.{header}", f"identity {spec.http.identity} sends this header itself"
         try:
             resolve(value, lookup)
         except ValueError as exc:
@@ -236,7 +268,7 @@ def parse_catalog(document: Any, source: str = "catalogue", lookup: Lookup = env
     except ValidationError as exc:
         raise ConfigError(f"{source}: {_describe(exc, 'ragSearch.')}") from None
     if rag.roles and ANONYMOUS in rag.roles:
-        raise ConfigError(f"{source}: ragSearch.roles: anonymous callers get no tools (seed 002)")
+        raise ConfigError(f"{source}: ragSearch.roles: anonymous callers get no tools")
     raw_tools = document.get("tools") or []
     if not isinstance(raw_tools, list):
         raise ConfigError(f"{source}: tools: must be a list")

@@ -1,10 +1,15 @@
-"""HttpTool: one catalogue entry executed over HTTP (seed 004 steps 11-16).
+"""HttpTool: one catalogue entry executed over HTTP (docs/tools.md).
 
 The request goes to the catalogue URL's scheme, host and port and nowhere else: path parameters are
 refused when they could climb out of their segment, and the built URL is checked against the
 catalogue's origin before anything is sent. Redirects are not followed and the environment's proxy
 and .netrc settings are ignored. Responses are read up to a byte limit; anything larger, any
 non-2xx answer, a timeout or a connection error becomes an unsuccessful result with a short message.
+
+Who the call is for is the service's to say, never the model's or the client's: pinned parameters
+(`contextParams`) replace whatever the model wrote, from the caller's verified claims or the
+request's context, and the caller's identity goes along as the tool's `identity` declares — a
+signed assertion (tools/assertion.py), the caller's own token, or nothing.
 """
 
 from __future__ import annotations
@@ -23,8 +28,12 @@ from rag_orchestrator.domain.messages import ToolPreview, ToolResult
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.observability import logger
 from rag_orchestrator.sanitize import strip_control, truncate
+from rag_orchestrator.tools.assertion import AssertionSigner, origin
 from rag_orchestrator.tools.base import AttachmentLinks, ToolContext, failure
 from rag_orchestrator.tools.catalog import (
+    ASSERTION_HEADER,
+    CLAIM_SOURCE,
+    CONTEXT_SOURCE,
     PATH_PARAM,
     SECRET_REF,
     Lookup,
@@ -103,17 +112,36 @@ def _query_value(value: Any) -> Any:
 
 
 def model_parameters(spec: ToolSpec) -> dict[str, Any]:
-    """The schema the model sees: context parameters are optional, since they are filled in for it;
+    """The schema the model sees: pinned parameters are not in it, since the service fills them;
     attachment parameters say they take an attachment id, unless the catalogue describes them."""
     schema = copy.deepcopy(spec.input_schema)
     for name in spec.http.attachment_params:
         schema["properties"][name].setdefault("description", ATTACHMENT_PARAM)
-    context_params = set(spec.http.context_params)
-    if context_params and "required" in schema:
-        schema["required"] = [name for name in schema["required"] if name not in context_params]
+    pinned = set(spec.http.context_params)
+    for name in pinned:
+        schema["properties"].pop(name, None)
+    if pinned and "required" in schema:
+        schema["required"] = [name for name in schema["required"] if name not in pinned]
         if not schema["required"]:
             del schema["required"]
     return schema
+
+
+def accepted_arguments(spec: ToolSpec, parameters: dict[str, Any]) -> dict[str, Any]:
+    """What a call's arguments are checked against before it runs: the model's schema, pinned names
+    let through (a model that still sends one has it replaced, not the call refused)."""
+    if not spec.http.context_params:
+        return parameters
+    schema = dict(parameters)
+    schema["properties"] = {
+        **parameters.get("properties", {}),
+        **{name: {} for name in spec.http.context_params},
+    }
+    return schema
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) and value != ""
 
 
 class HttpTool:
@@ -126,12 +154,15 @@ class HttpTool:
         default_timeout: float = 30.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         links: AttachmentLinks | None = None,
+        signer: AssertionSigner | None = None,
     ) -> None:
         self.spec = spec
         self._links = links
+        self._signer = signer
         self.name = spec.name
         self.description = spec.description
         self.parameters = model_parameters(spec)
+        self.arguments_schema = accepted_arguments(spec, self.parameters)
         self.preview = spec.preview
         self.approval_required = spec.approval == "required"
         self.timeout_seconds = spec.http.timeout_seconds or default_timeout
@@ -139,6 +170,7 @@ class HttpTool:
         self._pool = pool or ClientPool()
         self._url = resolve(spec.http.url, lookup)
         self._origin = _origin(httpx.URL(self._url))
+        self.audience = origin(self._url)
         declared = {header: resolve(value, lookup) for header, value in spec.http.headers.items()}
         self._headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **declared}
         refs = {
@@ -148,13 +180,46 @@ class HttpTool:
         self._secrets = sorted((v for v in values if v and len(v) >= 4), key=len, reverse=True)
 
     def _arguments(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        """Seed 004 step 12: context parameters the model left out come from the request's context."""
+        """The model's arguments with every pinned parameter set from its source, whatever the model
+        wrote; ValueError naming the first one whose source does not carry it."""
         filled = dict(arguments)
-        for name in self.spec.http.context_params:
-            value = ctx.context.get(name)
-            if filled.get(name) in (None, "") and isinstance(value, (str, int, float, bool)):
-                filled[name] = value
+        for name, source in self.spec.http.context_params.items():
+            if source == CONTEXT_SOURCE:
+                value, where = ctx.context.get(name), "the app's context"
+            else:
+                claim = source.removeprefix(CLAIM_SOURCE)
+                value, where = ctx.claims.get(claim), f"the caller's sign-in (claim {claim})"
+            if not _scalar(value):
+                raise ValueError(
+                    f"{name} comes from {where}, which does not carry it; the tool was not called"
+                )
+            filled[name] = value
         return filled
+
+    async def _identity(self, ctx: ToolContext) -> dict[str, str]:
+        """The header that tells the API who the call is for; ValueError when it cannot be made."""
+        identity = self.spec.http.identity
+        if identity == "none":
+            return {}
+        if identity == "caller-token":
+            if not ctx.token:
+                raise ValueError(
+                    "This tool acts with the caller's own sign-in token, which this request does not carry"
+                )
+            return {"Authorization": f"Bearer {ctx.token}"}
+        if self._signer is None:
+            raise ValueError("Caller assertions are not available here")
+        try:
+            # In a thread: the first call in a process may read the key from SSM.
+            assertion = await asyncio.to_thread(
+                self._signer.sign, ctx.caller, self.audience, self.name, ctx.conversation_id
+            )
+        except Exception as exc:
+            logger.error(
+                "caller assertion not signed", extra={"tool": self.name, "error_type": type(exc).__name__}
+            )
+            raise ValueError("The service could not sign the caller's identity for this tool") from None
+        return {ASSERTION_HEADER: assertion}
 
     def build_url(self, arguments: dict[str, Any]) -> tuple[httpx.URL, dict[str, Any]]:
         """The request URL and the arguments left for the query string or body."""
@@ -166,7 +231,10 @@ class HttpTool:
         return url, rest
 
     async def execute(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        filled = self._arguments(arguments, ctx)
+        try:
+            filled = self._arguments(arguments, ctx)
+        except ValueError as exc:
+            return failure(self.name, str(exc))
         problems = schema_errors(self.spec.input_schema, filled)
         if problems:
             return failure(self.name, "Invalid arguments: " + "; ".join(problems))
@@ -178,6 +246,10 @@ class HttpTool:
             url, rest = self.build_url(filled)
         except ValueError as exc:
             return failure(self.name, f"Invalid arguments: {exc}")
+        try:
+            identity = await self._identity(ctx)
+        except ValueError as exc:
+            return failure(self.name, f"{exc}; the tool was not called")
         method = self.spec.http.method
         body = None
         if method in _BODY_METHODS:
@@ -188,7 +260,7 @@ class HttpTool:
             )
         try:
             async with asyncio.timeout(self.timeout_seconds):
-                response, content = await self._send(method, url, body)
+                response, content = await self._send(method, url, body, identity)
         except TimeoutError:
             return failure(self.name, f"The service did not answer within {self.timeout_seconds:g}s")
         except ResponseTooLarge:
@@ -197,17 +269,20 @@ class HttpTool:
             logger.warning("http tool failed", extra={"tool": self.name, "error_type": type(exc).__name__})
             return failure(self.name, f"Could not reach the service ({type(exc).__name__})")
         logger.info("http tool called", extra={"tool": self.name, "status": response.status_code})
-        text = self._redact(content.decode(response.encoding or "utf-8", errors="replace"), linked)
+        text = self._redact(content.decode(response.encoding or "utf-8", errors="replace"), linked, identity)
         if not response.is_success:
             status = self._status_message(response)
             # The model may read the 4xx body's excerpt (it says which argument was wrong); a client never.
             return failure(self.name, self._with_excerpt(status, response, text), client_message=status)
         return self._result(response, text)
 
-    async def _send(self, method: str, url: httpx.URL, body: Any) -> tuple[httpx.Response, bytes]:
+    async def _send(
+        self, method: str, url: httpx.URL, body: Any, identity: dict[str, str]
+    ) -> tuple[httpx.Response, bytes]:
         client = self._pool.client()
+        headers = {**self._headers, **identity} if identity else self._headers
         request = client.build_request(
-            method, url, json=body, headers=self._headers, timeout=httpx.Timeout(self.timeout_seconds)
+            method, url, json=body, headers=headers, timeout=httpx.Timeout(self.timeout_seconds)
         )
         response = await client.send(request, stream=True)
         try:
@@ -275,8 +350,13 @@ class HttpTool:
             urls[url] = attachment_id
         return linked, urls
 
-    def _redact(self, text: str, linked: dict[str, str] | None = None) -> str:
-        for secret in self._secrets:
+    def _redact(
+        self, text: str, linked: dict[str, str] | None = None, identity: dict[str, str] | None = None
+    ) -> str:
+        """The answer without the catalogue's secrets, the caller's credentials (an API that echoes
+        its request), or the presigned URLs it was given."""
+        sent = [value.removeprefix("Bearer ") for value in (identity or {}).values()]
+        for secret in [*self._secrets, *sent]:
             text = text.replace(secret, "[redacted]")
         for url, attachment_id in (linked or {}).items():
             for form in url_forms(url):

@@ -10,6 +10,7 @@ import httpx
 from rag_orchestrator.config import Settings
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.embedders import Embedder
+from rag_orchestrator.tools.assertion import AssertionSigner, create_signer, require_key
 from rag_orchestrator.tools.base import AttachmentLinks, SearchTool
 from rag_orchestrator.tools.catalog import Catalog, Lookup, environment_secret, load_catalog
 from rag_orchestrator.tools.http_tool import ClientPool, HttpTool
@@ -87,14 +88,19 @@ def build_toolbox(
     lookup: Lookup = environment_secret,
     cache: Any = _DEFAULT,
     attachment_links: AttachmentLinks | None = None,
+    signer: AssertionSigner | None = None,
 ) -> Toolbox:
-    """Load and validate the catalogue (ConfigError on any problem) and wire its tools."""
+    """Load and validate the catalogue (ConfigError on any problem) and wire its tools; `signer`
+    signs their caller assertions (a signer of the settings' own when not given)."""
     catalog = load_catalog(settings, lookup)
     if rag_search is None:
         from rag_orchestrator.tools.rag_search import RagSearchTool
 
         rag_search = RagSearchTool(settings)
     pool = ClientPool(transport)
+    if any(spec.http.identity == "assertion" for spec in catalog.tools):
+        require_key(settings)
+    signer = signer or create_signer(settings)
     http_tools = [
         HttpTool(
             spec,
@@ -103,6 +109,7 @@ def build_toolbox(
             default_timeout=settings.tool_timeout_seconds,
             max_response_bytes=settings.tool_response_max_bytes,
             links=attachment_links,
+            signer=signer,
         )
         for spec in catalog.tools
     ]
