@@ -28,7 +28,7 @@ from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.approvals import ApprovalSteps, split_calls
 from rag_orchestrator.loop.attachments import AttachmentReading, model_view
 from rag_orchestrator.loop.control import TurnControl, TurnStopped
-from rag_orchestrator.loop.history import knowledge_message, well_formed
+from rag_orchestrator.loop.history import app_data, fenced, well_formed, with_app_data
 from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.prelude import Prelude
 from rag_orchestrator.loop.record import TurnRecord
@@ -113,12 +113,15 @@ class ActiveTurn(ApprovalSteps, TurnStart, TurnFinish):
         self.record.remember(self.attachments.passages())
         window, question = self.revision.history(context.messages), self.question
         asked = question.message_id if question is not None else ""
-        history = model_view(window, asked, self.attachments, settings.attachment_context_max_chars)
+        history = model_view(
+            window, asked, self.attachments, settings.attachment_context_max_chars, toolset.fence
+        )
         tool_ctx = request.tool_context()
         if question is None and self.record.decided is not None:  # the held call's result first
             async for event in self._act_on(self.record.decided, tool_ctx, toolset.names, history):
                 yield event
         messages = [Message(role=Role.SYSTEM, content=toolset.system_prompt), *well_formed(history)]
+        found = None
         if prelude.found is not None and RAG_SEARCH in toolset.names:
             yield self._event(ev.StatusUpdate, status="Searching the knowledge base")
             found = await self._initial_search(prelude.found)
@@ -126,8 +129,8 @@ class ActiveTurn(ApprovalSteps, TurnStart, TurnFinish):
                 yield self._event(
                     ev.StatusUpdate, status="Knowledge base unavailable", details="continuing without it"
                 )
-            elif found:
-                messages.append(knowledge_message(found))
+        data = app_data(toolset.fence, request.context_type, request.context, found)
+        messages = with_app_data(messages, data)
         limit, after_tools = settings.loop_max_iterations, False
         while True:
             iteration = self.record.iterations + 1
@@ -135,7 +138,7 @@ class ActiveTurn(ApprovalSteps, TurnStart, TurnFinish):
             offered = toolset.definitions if not last_call else []
             yield self._iteration_status(iteration, limit, cut=last_call and after_tools)
             response = ModelResponse()
-            async for item in self._call_model(messages, offered, iteration):
+            async for item in self._call_model(fenced(messages, toolset.fence), offered, iteration):
                 if isinstance(item, ModelResponse):
                     response = item
                 else:
