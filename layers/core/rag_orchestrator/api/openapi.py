@@ -44,7 +44,7 @@ _WHY = {
     415: "The body was not sent as JSON (Content-Type: application/json)",
     422: "The JSON breaks the body's or a parameter's schema",
     429: "The caller's token budget for the UTC day is spent, or held by its running turns "
-    "(BUDGET_TOKENS_PER_DAY)",
+    "(BUDGET_TOKENS_PER_DAY; a guest's GUEST_TOKENS_PER_DAY, all guests' GUEST_TOKENS_PER_DAY_TOTAL)",
     502: "The model provider failed",
     503: "A dependency failed or is throttled: storage, the knowledge base, the embedder or the identity "
     "provider's signing keys",
@@ -142,7 +142,7 @@ def refusals(route: RouteContext, settings: Settings) -> dict[int, str]:
         found[404] = _WHY[404]
     if get_orchestrator in calls:
         found[409] = _WHY[409]
-        if settings.budgets.configured:  # a turn route answers 429 only where budgets are set
+        if settings.budgets.configured or settings.allow_anonymous:  # 429 only where budgets apply (guests')
             found[429] = _WHY[429]
         if not _streams(route):
             found[502] = _WHY[502]

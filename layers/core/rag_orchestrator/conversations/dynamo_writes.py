@@ -25,7 +25,7 @@ from rag_orchestrator.conversations.table import (
     ConditionFailed,
     Table,
 )
-from rag_orchestrator.conversations.usage import refused_budget, reservation, settlement
+from rag_orchestrator.conversations.usage import GuestPool, pooled, refused_budget, reservation, settlement
 from rag_orchestrator.conversations.versions import Superseded
 from rag_orchestrator.domain.approvals import HeldCall, Resolution
 from rag_orchestrator.domain.audit import GENESIS, seal
@@ -80,7 +80,31 @@ class TurnWrites:
         lease_seconds: int,
         spend: Spend | None = None,
     ) -> Resolution | None:
-        """A held call that expired is answered as denied first, in the same write (one more request)."""
+        """A held call that expired is answered as denied first, in the same write (one more request).
+        A guest's turn holds its share of all guests' day first (GuestPool), given back if refused."""
+        if not pooled(spend):
+            return self._start(
+                conversation_id, caller_id, user_message, client_message_id, lease_seconds, spend
+            )
+        assert spend is not None
+        GuestPool(self._table).hold(spend)
+        try:
+            return self._start(
+                conversation_id, caller_id, user_message, client_message_id, lease_seconds, spend
+            )
+        except BaseException:
+            GuestPool(self._table).release(spend)
+            raise
+
+    def _start(
+        self,
+        conversation_id: str,
+        caller_id: str,
+        user_message: ConversationMessage,
+        client_message_id: str | None,
+        lease_seconds: int,
+        spend: Spend | None,
+    ) -> Resolution | None:
         expired: Resolution | None = None
         while True:
             now = int(time.time())
@@ -196,6 +220,8 @@ class TurnWrites:
             ) + extra_actions
             try:
                 self._write([update, *extra, *(_supersede(conversation_id, s) for s in supersede)], puts)
+                if pooled(spend) and (tokens or spend.reserve):
+                    GuestPool(self._table).settle(spend, tokens)
                 return
             except ConditionFailed as failed:
                 found = failed.old(0)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag_orchestrator.conversations.audit_trail import audit_scope, held_page
+from rag_orchestrator.conversations.audit_trail import TrailHead, audit_scope, held_page
 from rag_orchestrator.conversations.cursors import CursorCodec
 from rag_orchestrator.conversations.keys import activity_key, iso, list_scope, messages_scope
 from rag_orchestrator.conversations.memory_features import MemoryFeatures
@@ -186,7 +186,8 @@ class MemoryConversationStore(MemoryFeatures, MemoryHolds):
             if record is None:
                 raise ConversationNotFound(conversation_id)
             records, head = copy.deepcopy(record.audits), record.audit_head
-        return held_page(records, head, limit, cursor, self._cursors, audit_scope(conversation_id))
+        trail_head = TrailHead(None if head == GENESIS else head, len(records))
+        return held_page(records, trail_head, limit, cursor, self._cursors, audit_scope(conversation_id))
 
     async def start_turn(
         self,
@@ -215,7 +216,7 @@ class MemoryConversationStore(MemoryFeatures, MemoryHolds):
             if client_message_id:
                 record.markers[client_message_id] = (user_message.message_id, iso(user_message.created_at))
             if spend is not None and spend.limited:
-                self._day(spend)[1] += spend.reserve
+                self._settle(spend, 0, spend.reserve)
             if expired is not None:
                 self._resolve(record, expired)
                 refusal = ConversationMessage.of(conversation_id, expired.tool_message())
@@ -260,9 +261,7 @@ class MemoryConversationStore(MemoryFeatures, MemoryHolds):
             if held is not None:
                 record.held, record.approvals[held.approval_id] = held, PENDING
             if spend is not None:
-                day = self._day(spend)
-                day[0] += tokens
-                day[1] += tokens - spend.reserve
+                self._settle(spend, tokens, tokens - spend.reserve)
 
     async def abort_turn(self, conversation_id: str) -> None:
         with self._lock:

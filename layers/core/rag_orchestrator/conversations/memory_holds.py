@@ -21,7 +21,7 @@ class MemoryHolds:
 
     _lock: threading.Lock
     _clock: Callable[[], float]
-    _usage: dict[tuple[str, str], list[int]]  # (callerId, day) -> [used, committed]
+    _usage: dict[tuple[str, str], list[int]]  # (meter's owner, day) -> [used, committed]
 
     if TYPE_CHECKING:
 
@@ -61,19 +61,24 @@ class MemoryHolds:
     async def reserve(self, spend: Spend) -> None:
         with self._lock:
             self._check_budget(spend)
-            self._day(spend)[1] += spend.reserve
+            self._settle(spend, 0, spend.reserve)
 
     async def release(self, spend: Spend) -> None:
         with self._lock:
-            self._day(spend)[1] -= spend.reserve
+            self._settle(spend, 0, -spend.reserve)
 
-    def _day(self, spend: Spend) -> list[int]:
-        return self._usage.setdefault((spend.caller_id, spend.day), [0, 0])
+    def _settle(self, spend: Spend, used: int, committed: int) -> None:
+        """Add to each of the spend's meters' days (the caller's; all guests' for a guest)."""
+        for meter in spend.meters():
+            day = self._usage.setdefault((meter.owner, spend.day), [0, 0])
+            day[0] += used
+            day[1] += committed
 
     def _check_budget(self, spend: Spend) -> None:
-        used, committed = self._usage.get((spend.caller_id, spend.day), [0, 0])
-        if committed >= (spend.limit or 0):
-            raise exhausted(spend, used)
+        for meter in spend.meters():
+            used, committed = self._usage.get((meter.owner, spend.day), [0, 0])
+            if committed >= (meter.limit or 0):
+                raise exhausted(spend, used, meter)
 
     @staticmethod
     def _resolve(record: _Record, resolution: Resolution) -> None:

@@ -115,10 +115,10 @@ class Orchestrator:
         return TurnControl(request.deadline or time.time() + self.settings.turn_default_budget_seconds)
 
     def spend(self, request: TurnRequest) -> Spend | None:
-        """Where the turn's tokens count: nowhere while no budget is configured."""
+        """Where the turn's tokens count: nowhere while no budget is configured (a guest's always)."""
         budgets = self.settings.budgets
         reserve = self.settings.budget_turn_reserve_tokens
-        return Spend.today(request.caller, budgets, reserve) if budgets.configured else None
+        return Spend.today(request.caller, budgets, reserve) if budgets.counts(request.caller) else None
 
     @asynccontextmanager
     async def holding(self, spend: Spend | None) -> AsyncIterator[None]:
