@@ -54,6 +54,7 @@ async def decide(
     started = time.perf_counter()
     turn_request = TurnRequest(
         request_id=getattr(request.state, "request_id", None),
+        client_request_id=getattr(request.state, "client_request_id", None),
         conversation_id=conversation_id,
         caller=caller,
         message="",

@@ -39,7 +39,7 @@ def meta_update(
     index's partition key is simply not in that index. `reactivate` (the ByArchive prefix): an
     ARCHIVED conversation that goes on is ACTIVE again, so archival finds it again (its s3Key
     stays: the transcript keeps the older messages). `chain` (head read, new head): the audit
-    head moves only from the one the turn read.
+    head moves only from the one the turn read, and `auditCount` counts the record it seals.
     """
     now = utcnow()
     messages, tokens, tool_calls = counts
@@ -68,6 +68,9 @@ def meta_update(
     if action == "SET":
         assignments.append(clause)
     expression = "SET " + ", ".join(assignments) + " ADD messageCount :m, totalTokens :t, toolCallsCount :c"
+    if chain:  # the records the trail must hold: the audit read compares (docs/audit.md)
+        expression += ", auditCount :one"
+        values = values | {":one": 1}
     removed = [clause] if action == "REMOVE" else []
     removed += removes
     if removed:

@@ -79,6 +79,7 @@ def turn_entry(
     actor: Caller,
     request_id: str | None,
     moment: datetime,
+    client_request_id: str | None = None,
     question: ConversationMessage | None,
     stored: Sequence[ConversationMessage],
     tool_success: Mapping[str, bool],
@@ -110,6 +111,7 @@ def turn_entry(
         "conversationId": conversation_id,
         "time": moment.isoformat().replace("+00:00", "Z"),
         "requestId": request_id,
+        "clientRequestId": client_request_id,  # the client's X-Request-Id, never our requestId
         "actor": {"callerId": actor.caller_id, "roles": list(actor.roles)},
         "outcome": outcome,
         "finishReason": finish_reason,
