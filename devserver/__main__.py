@@ -10,7 +10,14 @@ import time
 from pathlib import Path
 
 from devserver.demo_tools import use_demo_catalog
-from devserver.stack import ROOT, S3_EVENTS_PATH, apply_local_defaults, start_chroma, start_moto
+from devserver.stack import (
+    ROOT,
+    S3_EVENTS_PATH,
+    apply_local_defaults,
+    start_chroma,
+    start_moto,
+    use_assertion_key,
+)
 
 
 def _interrupt(*_: object) -> None:
@@ -22,6 +29,8 @@ def main() -> int:
     use_demo_catalog(env.get("PORT") or "8000", env)  # a bad PORT is named by the settings below
     sys.path.insert(0, str(ROOT / "layers" / "core"))
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "layers" / "core"), str(ROOT)]))
+    local = Path(os.environ.get("DEVSERVER_LOCAL_DIR", ROOT / ".local"))
+    use_assertion_key(local / "assertion-key.pem", env)
     from rag_orchestrator.config import get_settings
     from rag_orchestrator.errors import ConfigError
 
@@ -31,7 +40,6 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    local = Path(os.environ.get("DEVSERVER_LOCAL_DIR", ROOT / ".local"))
     services = []
 
     def stop(*_: object) -> None:

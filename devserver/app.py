@@ -11,7 +11,7 @@ from fastapi import BackgroundTasks, FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from devserver.demo_tools import MOUNT, demo_tools_app
+from devserver.demo_tools import MOUNT, demo_tools_app, service_url
 from devserver.stack import S3_EVENTS_PATH
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.attachments.events import process_event
@@ -40,5 +40,6 @@ def build_app() -> FastAPI:
         return {"accepted": len(event.get("Records") or [])}
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    app.mount(MOUNT, demo_tools_app(), name="demo-tools")
+    issuer = app.state.services.settings.assertion_issuer
+    app.mount(MOUNT, demo_tools_app(service_url(), issuer), name="demo-tools")
     return app

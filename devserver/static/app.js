@@ -13,6 +13,9 @@ function callerHeaders(json) {
   const headers = { "X-Caller-Id": $("#caller-id").value.trim() };
   const roles = $("#caller-roles").value.trim();
   if (roles) headers["X-Caller-Roles"] = roles;
+  // The dev stand-in for the token's claims: pinned tool parameters (the demo tools' accountId) come from them.
+  const claims = $("#caller-claims").value.trim();
+  if (claims) headers["X-Caller-Claims"] = claims;
   if (json) headers["Content-Type"] = "application/json";
   return headers;
 }
@@ -406,6 +409,7 @@ function pickFiles(event) {
 async function refresh() {
   localStorage.setItem("callerId", $("#caller-id").value.trim());
   localStorage.setItem("callerRoles", $("#caller-roles").value.trim());
+  localStorage.setItem("callerClaims", $("#caller-claims").value.trim());
   state.conversationId = null;
   $("#transcript").replaceChildren();
   $("#send").disabled = true;
@@ -451,6 +455,9 @@ async function checkHealth() {
 function start() {
   $("#caller-id").value = localStorage.getItem("callerId") || "alice";
   $("#caller-roles").value = localStorage.getItem("callerRoles") || "";
+  // alice's account in the demo tool API (devserver/demo_tools.py), until the field is changed
+  $("#caller-claims").value = localStorage.getItem("callerClaims") ?? '{"accountId": "acct-1001"}';
+  $("#caller-claims").addEventListener("change", () => refresh().catch((e) => showError(e.message)));
   $("#caller-id").addEventListener("change", () => refresh().catch((e) => showError(e.message)));
   $("#caller-roles").addEventListener("change", () => refresh().catch((e) => showError(e.message)));
   $("#new-conversation").addEventListener("click", () => newConversation().catch((e) => showError(e.message)));

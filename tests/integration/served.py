@@ -7,6 +7,7 @@ with serve_dev_app(port) as base:       # http://127.0.0.1:<port>
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 import time
@@ -42,8 +43,10 @@ def serve_dev_app(port: int) -> Iterator[str]:
         thread.join(10)
 
 
-def run_node(script: str, *args: str, timeout: float = 120) -> dict[str, Any]:
-    """Run a client under tests/node and return the JSON it prints last."""
+def run_node(
+    script: str, *args: str, timeout: float = 120, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Run a client under tests/node (`env` added to its environment) and return the JSON it prints last."""
     if not (NODE_DIR / "node_modules").is_dir():
         raise RuntimeError("tests/node has no node_modules: run `make test` (devserver/bootstrap.sh node)")
     done = subprocess.run(
@@ -52,6 +55,7 @@ def run_node(script: str, *args: str, timeout: float = 120) -> dict[str, Any]:
         capture_output=True,
         text=True,
         timeout=timeout,
+        env={**os.environ, **(env or {})},
     )
     assert done.returncode == 0, f"{script} failed:\n{done.stdout}\n{done.stderr}"
     return json.loads(done.stdout.strip().splitlines()[-1])

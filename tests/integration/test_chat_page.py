@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from devserver.stack import ROOT
+from rag_orchestrator.domain.fences import blocks
 from tests.fakes.attachments import render_png
 from tests.fakes.llm_script import text_reply, tool_calls_reply
 from tests.integration.served import run_node
@@ -137,9 +138,9 @@ def test_the_page_decides_an_approval_and_shows_the_continuation(aws_stack, dev_
         tool_calls_reply([("cancel_order", {"orderId": "A-1002"}, "call_cancel")]),
         text_reply("Order A-1002 is cancelled."),
     )
-    context = json.dumps({"accountId": "acct-1001"})
+    claims = json.dumps({"accountId": "acct-1001"})  # alice's account in the demo tool API
     page = run_node(
-        "approval_page.mjs", dev_app.url, "alice", "Cancel order A-1002", context, "approve", "yes"
+        "approval_page.mjs", dev_app.url, "alice", "Cancel order A-1002", claims, "approve", "yes"
     )
     assert page["consoleErrors"] == [] and page["errors"] == []
     assert page["asked"] == {
@@ -148,5 +149,6 @@ def test_the_page_decides_an_approval_and_shows_the_continuation(aws_stack, dev_
     }
     assert page["toolCards"] == ["✓ cancel_order"]
     assert page["answers"][-1] == "Order A-1002 is cancelled."
-    order = httpx.get(f"{dev_app.url}/demo-tools/orders/A-1002", params={"accountId": "acct-1001"}).json()
-    assert order["status"] == "cancelled"  # the demo tool API ran the approved call
+    # The demo tool API ran the approved call, for alice's account (its answer, as the model read it).
+    results = [m["content"] for m in dev_app.llm.requests[-1]["messages"] if m["role"] == "tool"]
+    assert blocks(results[-1], "tool-result") == ['{"orderId":"A-1002","status":"cancelled"}']

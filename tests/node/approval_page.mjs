@@ -2,14 +2,13 @@
 // tool call, decides it on the approval card (with a reason), waits for the continuation to complete,
 // and prints what the page showed.
 //
-//   node approval_page.mjs <base-url> <caller-id> <message> <context JSON> <approve|deny> <reason>
+//   node approval_page.mjs <base-url> <caller-id> <message> <claims JSON> <approve|deny> <reason>
 import { newConversationAs, texts as textsOf, withPage } from "./browser.mjs";
 
-const [base, callerId, message, context, decision, reason] = process.argv.slice(2);
+const [base, callerId, message, claims, decision, reason] = process.argv.slice(2);
 await withPage(async (page, consoleErrors) => {
   await newConversationAs(page, base, callerId);
-  await page.click("#composer details summary");
-  await page.fill("#context", context);
+  await page.fill("#caller-claims", claims); // read for each request: the turn's tools get its accountId
   await page.fill("#message", message);
   await page.click("#send");
   await page.waitForSelector(".approval-card button", { timeout: 60_000 });

@@ -2,7 +2,7 @@
 // framework binding wraps) with DefaultChatTransport posting to our ui-stream route, the SDK parsing
 // the stream (uiMessageChunkSchema) and assembling the message. Prints what the app would hold.
 //
-//   node ui_stream_client.mjs <url> <caller-id> <message> [<body JSON>] [stop]
+//   [CALLER_CLAIMS=<claims JSON>] node ui_stream_client.mjs <url> <caller-id> <message> [<body JSON>] [stop]
 //
 // `stop`: once the answer's first text has arrived, press Stop as an app would: POST the turn's cancel
 // route with the turnId the stream's `start` part carries in the message's metadata.
@@ -35,6 +35,8 @@ class Chat extends AbstractChat {
 }
 
 const [url, callerId, text, extra, stop] = process.argv.slice(2);
+// The dev caller's token claims, where pinned tool parameters come from (X-Caller-Claims).
+const claims = process.env.CALLER_CLAIMS ? { "X-Caller-Claims": process.env.CALLER_CLAIMS } : {};
 const data = [];
 const errors = [];
 const cancels = [];
@@ -47,7 +49,7 @@ const pressStop = (message) => {
   cancels.push(fetch(cancelUrl, { method: "POST", headers: { "X-Caller-Id": callerId } }).then((r) => r.status));
 };
 const chat = new Chat({
-  transport: new DefaultChatTransport({ api: url, headers: { "X-Caller-Id": callerId } }),
+  transport: new DefaultChatTransport({ api: url, headers: { "X-Caller-Id": callerId, ...claims } }),
   onData: (part) => data.push(part),
   onError: (error) => errors.push(error.message),
 }, pressStop);

@@ -65,6 +65,7 @@ SECRET_PARAMETERS = {
     "ATTACHMENT_CAPTION_API_KEY_PARAM": "AttachmentCaptionApiKeyParameter",
     "ATTACHMENT_WHISPER_API_KEY_PARAM": "AttachmentWhisperApiKeyParameter",
     "GUEST_TOKEN_SECRET_PARAM": "GuestTokenSecretParameter",
+    "ASSERTION_PRIVATE_KEY_PARAM": "AssertionKeyParameter",
 }
 ALLOWED_MANAGED_POLICIES = {
     "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
@@ -337,6 +338,7 @@ def test_api_routes_public_ones_and_guests_without_the_authorizer_everything_els
         ("GET", "/docs"),
         ("GET", "/openapi.json"),
         ("POST", "/api/v1/auth/guest"),
+        ("GET", "/.well-known/jwks.json"),
         ("ANY", "/api/v1/chat/{proxy+}"),
         ("GET", "/api/v1/agent/tools"),
     }
@@ -692,6 +694,7 @@ def test_guests_reach_the_app_past_api_gateway_after_the_sam_transform(transform
     assert paths["/{proxy+}"][any_method]["security"] == [{"JwtAuthorizer": []}]
     for path, method in (
         ("/api/v1/auth/guest", "post"),
+        ("/.well-known/jwks.json", "get"),
         ("/api/v1/chat/{proxy+}", any_method),
         ("/api/v1/agent/tools", "get"),
     ):
