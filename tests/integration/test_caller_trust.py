@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import jwt
 import pytest
 import yaml
@@ -234,3 +235,30 @@ def test_no_text_of_the_context_or_the_metadata_reaches_a_system_message(aws_sta
         assert json.loads(context)["context"] == {"screen": markers["context"], "note": markers["override"]}
         assert messages[-1] == {"role": "user", "content": "Hello"}
         assert "META-MARK-77c" not in json.dumps(messages) and "MSG-META-MARK-9" not in json.dumps(messages)
+
+
+def test_make_dev_shows_the_rule_the_demo_api_serves_only_the_callers_account(dev_app):
+    """The dev server's demo tool API verifies each call's assertion against the dev server's key set
+    and serves only the account its directory gives the caller, whatever the claims header says."""
+    cid = httpx.post(f"{dev_app.url}{BASE}", json={}, headers={"X-Caller-Id": "alice"}).json()[
+        "conversationId"
+    ]
+
+    def ask(claims: dict) -> dict:
+        dev_app.llm.script(
+            tool_calls_reply([("list_orders", {"accountId": THEIRS}, "call_1")]), text_reply("Here they are.")
+        )
+        headers = {"X-Caller-Id": "alice", "X-Caller-Claims": json.dumps(claims)}
+        body = {"message": "Show my orders", "contextType": "orders", "context": {"accountId": THEIRS}}
+        response = httpx.post(f"{dev_app.url}{BASE}/{cid}/messages", json=body, headers=headers, timeout=60)
+        assert response.status_code == 200, response.text
+        results = [m["content"] for m in dev_app.llm.requests[-1]["messages"] if m["role"] == "tool"]
+        return {"content": blocks(results[-1], "tool-result")[0]}  # this turn's: the last one
+
+    mine = json.loads(ask({"accountId": MINE})["content"])
+    assert mine["accountId"] == MINE and {o["orderId"] for o in mine["orders"]} == {"A-1001", "A-1002"}
+    # Dev claims are whatever the header says; the API still decides from the verified caller.
+    refused = ask({"accountId": THEIRS})["content"]
+    assert "HTTP 403" in refused and f"Account {THEIRS} is not the caller's" in refused
+    unsigned = httpx.get(f"{dev_app.url}/demo-tools/accounts/{MINE}/orders")
+    assert unsigned.status_code == 401  # no assertion, no answer

@@ -5,7 +5,7 @@ caller) the service signs `iss` ASSERTION_ISSUER, `aud` the tool's origin, `sub`
 `roles`, `conversationId`, `tool`, `jti`, `iat` and an `exp` LIFETIME_SECONDS later; the API checks
 it against the public key at `GET /.well-known/jwks.json`. The key is the PEM in
 ASSERTION_PRIVATE_KEY (in AWS, the SSM SecureString ASSERTION_PRIVATE_KEY_PARAM names), read again
-when it changes (a rotation); outside Lambda with none set, a random key of this signer's own (a
+every KEY_MAX_AGE_SECONDS (a rotation is picked up); outside Lambda with none set, a random key of this signer's own (a
 test, a quick start: the process that signs also serves the key set).
 """
 
@@ -30,6 +30,7 @@ from rag_orchestrator.errors import ConfigError
 
 ALGORITHM = "ES256"
 LIFETIME_SECONDS = 60
+KEY_MAX_AGE_SECONDS = 300  # as long as SSM parameters are cached (ssm_params.py)
 KEY_SETTING = "ASSERTION_PRIVATE_KEY"
 
 
@@ -89,14 +90,20 @@ class AssertionSigner:
         ephemeral: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """`key_pem` reads the configured PEM (None: none configured); `ephemeral`: then use a key
-        of this signer's own rather than fail."""
+        """`key_pem` reads the configured PEM (None: none configured; it may call SSM); `ephemeral`:
+        then use a key of this signer's own rather than fail."""
         self.issuer = issuer
         self._key_pem = key_pem
         self._ephemeral = ephemeral
         self._clock = clock
         self._key: SigningKey | None = None
+        self._read_at = 0.0
         self._lock = threading.Lock()
+
+    def fresh(self) -> bool:
+        """Whether signing now reads nothing (the key was read less than KEY_MAX_AGE_SECONDS ago):
+        then it is a few hundred microseconds of CPU, fine on the event loop."""
+        return self._key is not None and self._clock() - self._read_at < KEY_MAX_AGE_SECONDS
 
     def sign(self, caller: Caller, audience: str, tool: str, conversation_id: str) -> str:
         """The assertion for one call of `tool` made for `caller`; ConfigError without a key."""
@@ -122,16 +129,18 @@ class AssertionSigner:
         return {"keys": [self.key().jwk]}
 
     def key(self) -> SigningKey:
-        """The current key: parsed once per PEM text, so a rotated parameter is picked up."""
+        """The current key, read again once KEY_MAX_AGE_SECONDS old and parsed again only when its
+        PEM changed: a rotated parameter is picked up."""
+        if self.fresh():
+            assert self._key is not None
+            return self._key
         pem = self._key_pem()
         with self._lock:
-            if self._key is not None and ((pem is None and self._ephemeral) or self._key.pem == pem):
-                return self._key
-            if pem is None:
-                if not self._ephemeral:
+            if self._key is None or not ((pem is None and self._ephemeral) or self._key.pem == pem):
+                if pem is None and not self._ephemeral:
                     raise ConfigError(f"{KEY_SETTING}_PARAM is not set: caller assertions cannot be signed")
-                pem = generate_key_pem()
-            self._key = load_key(pem)
+                self._key = load_key(pem or generate_key_pem())
+            self._read_at = self._clock()
             return self._key
 
 

@@ -210,10 +210,9 @@ class HttpTool:
         if self._signer is None:
             raise ValueError("Caller assertions are not available here")
         try:
-            # In a thread: the first call in a process may read the key from SSM.
-            assertion = await asyncio.to_thread(
-                self._signer.sign, ctx.caller, self.audience, self.name, ctx.conversation_id
-            )
+            if not self._signer.fresh():  # the key is read (from SSM, in AWS) in a thread, not on the loop
+                await asyncio.to_thread(self._signer.key)
+            assertion = self._signer.sign(ctx.caller, self.audience, self.name, ctx.conversation_id)
         except Exception as exc:
             logger.error(
                 "caller assertion not signed", extra={"tool": self.name, "error_type": type(exc).__name__}
