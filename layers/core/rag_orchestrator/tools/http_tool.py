@@ -6,10 +6,9 @@ catalogue's origin before anything is sent. Redirects are not followed and the e
 and .netrc settings are ignored. Responses are read up to a byte limit; anything larger, any
 non-2xx answer, a timeout or a connection error becomes an unsuccessful result with a short message.
 
-Who the call is for is the service's to say, never the model's or the client's: pinned parameters
-(`contextParams`) replace whatever the model wrote, from the caller's verified claims or the
-request's context, and the caller's identity goes along as the tool's `identity` declares — a
-signed assertion (tools/assertion.py), the caller's own token, or nothing.
+Who the call is for is the service's to say, never the model's or the client's (tools/caller_binding.py):
+pinned parameters (`contextParams`) replace whatever the model wrote, and the caller's identity goes
+along as the tool's `identity` declares — a signed assertion, the caller's own token, or nothing.
 """
 
 from __future__ import annotations
@@ -30,10 +29,14 @@ from rag_orchestrator.observability import logger
 from rag_orchestrator.sanitize import strip_control, truncate
 from rag_orchestrator.tools.assertion import AssertionSigner, origin
 from rag_orchestrator.tools.base import AttachmentLinks, ToolContext, failure
+from rag_orchestrator.tools.caller_binding import (
+    accepting_pinned,
+    credentials,
+    hide_pinned,
+    identity_headers,
+    pin,
+)
 from rag_orchestrator.tools.catalog import (
-    ASSERTION_HEADER,
-    CLAIM_SOURCE,
-    CONTEXT_SOURCE,
     PATH_PARAM,
     SECRET_REF,
     Lookup,
@@ -117,31 +120,8 @@ def model_parameters(spec: ToolSpec) -> dict[str, Any]:
     schema = copy.deepcopy(spec.input_schema)
     for name in spec.http.attachment_params:
         schema["properties"][name].setdefault("description", ATTACHMENT_PARAM)
-    pinned = set(spec.http.context_params)
-    for name in pinned:
-        schema["properties"].pop(name, None)
-    if pinned and "required" in schema:
-        schema["required"] = [name for name in schema["required"] if name not in pinned]
-        if not schema["required"]:
-            del schema["required"]
+    hide_pinned(schema, spec.http.context_params)
     return schema
-
-
-def accepted_arguments(spec: ToolSpec, parameters: dict[str, Any]) -> dict[str, Any]:
-    """What a call's arguments are checked against before it runs: the model's schema, pinned names
-    let through (a model that still sends one has it replaced, not the call refused)."""
-    if not spec.http.context_params:
-        return parameters
-    schema = dict(parameters)
-    schema["properties"] = {
-        **parameters.get("properties", {}),
-        **{name: {} for name in spec.http.context_params},
-    }
-    return schema
-
-
-def _scalar(value: Any) -> bool:
-    return isinstance(value, (str, int, float, bool)) and value != ""
 
 
 class HttpTool:
@@ -162,7 +142,7 @@ class HttpTool:
         self.name = spec.name
         self.description = spec.description
         self.parameters = model_parameters(spec)
-        self.arguments_schema = accepted_arguments(spec, self.parameters)
+        self.arguments_schema = accepting_pinned(self.parameters, spec.http.context_params)
         self.preview = spec.preview
         self.approval_required = spec.approval == "required"
         self.timeout_seconds = spec.http.timeout_seconds or default_timeout
@@ -179,47 +159,6 @@ class HttpTool:
         values = (lookup(name) for name in refs)
         self._secrets = sorted((v for v in values if v and len(v) >= 4), key=len, reverse=True)
 
-    def _arguments(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        """The model's arguments with every pinned parameter set from its source, whatever the model
-        wrote; ValueError naming the first one whose source does not carry it."""
-        filled = dict(arguments)
-        for name, source in self.spec.http.context_params.items():
-            if source == CONTEXT_SOURCE:
-                value, where = ctx.context.get(name), "the app's context"
-            else:
-                claim = source.removeprefix(CLAIM_SOURCE)
-                value, where = ctx.claims.get(claim), f"the caller's sign-in (claim {claim})"
-            if not _scalar(value):
-                raise ValueError(
-                    f"{name} comes from {where}, which does not carry it; the tool was not called"
-                )
-            filled[name] = value
-        return filled
-
-    async def _identity(self, ctx: ToolContext) -> dict[str, str]:
-        """The header that tells the API who the call is for; ValueError when it cannot be made."""
-        identity = self.spec.http.identity
-        if identity == "none":
-            return {}
-        if identity == "caller-token":
-            if not ctx.token:
-                raise ValueError(
-                    "This tool acts with the caller's own sign-in token, which this request does not carry"
-                )
-            return {"Authorization": f"Bearer {ctx.token}"}
-        if self._signer is None:
-            raise ValueError("Caller assertions are not available here")
-        try:
-            if not self._signer.fresh():  # the key is read (from SSM, in AWS) in a thread, not on the loop
-                await asyncio.to_thread(self._signer.key)
-            assertion = self._signer.sign(ctx.caller, self.audience, self.name, ctx.conversation_id)
-        except Exception as exc:
-            logger.error(
-                "caller assertion not signed", extra={"tool": self.name, "error_type": type(exc).__name__}
-            )
-            raise ValueError("The service could not sign the caller's identity for this tool") from None
-        return {ASSERTION_HEADER: assertion}
-
     def build_url(self, arguments: dict[str, Any]) -> tuple[httpx.URL, dict[str, Any]]:
         """The request URL and the arguments left for the query string or body."""
         rest = dict(arguments)
@@ -231,7 +170,7 @@ class HttpTool:
 
     async def execute(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         try:
-            filled = self._arguments(arguments, ctx)
+            filled = pin(arguments, self.spec.http.context_params, ctx)
         except ValueError as exc:
             return failure(self.name, str(exc))
         problems = schema_errors(self.spec.input_schema, filled)
@@ -246,7 +185,9 @@ class HttpTool:
         except ValueError as exc:
             return failure(self.name, f"Invalid arguments: {exc}")
         try:
-            identity = await self._identity(ctx)
+            identity = await identity_headers(
+                self.spec.http.identity, ctx, self._signer, self.audience, self.name
+            )
         except ValueError as exc:
             return failure(self.name, f"{exc}; the tool was not called")
         method = self.spec.http.method
@@ -354,8 +295,7 @@ class HttpTool:
     ) -> str:
         """The answer without the catalogue's secrets, the caller's credentials (an API that echoes
         its request), or the presigned URLs it was given."""
-        sent = [value.removeprefix("Bearer ") for value in (identity or {}).values()]
-        for secret in [*self._secrets, *sent]:
+        for secret in [*self._secrets, *credentials(identity or {})]:
             text = text.replace(secret, "[redacted]")
         for url, attachment_id in (linked or {}).items():
             for form in url_forms(url):
