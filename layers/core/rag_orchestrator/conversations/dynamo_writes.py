@@ -25,7 +25,14 @@ from rag_orchestrator.conversations.table import (
     ConditionFailed,
     Table,
 )
-from rag_orchestrator.conversations.usage import GuestPool, pooled, refused_budget, reservation, settlement
+from rag_orchestrator.conversations.usage import (
+    GuestPool,
+    holding_guests_day,
+    pooled,
+    refused_budget,
+    reservation,
+    settlement,
+)
 from rag_orchestrator.conversations.versions import Superseded
 from rag_orchestrator.domain.approvals import HeldCall, Resolution
 from rag_orchestrator.domain.audit import GENESIS, seal
@@ -71,6 +78,7 @@ class TurnWrites:
         return puts
 
     @in_worker_thread
+    @holding_guests_day
     def start_turn(
         self,
         conversation_id: str,
@@ -80,31 +88,7 @@ class TurnWrites:
         lease_seconds: int,
         spend: Spend | None = None,
     ) -> Resolution | None:
-        """A held call that expired is answered as denied first, in the same write (one more request).
-        A guest's turn holds its share of all guests' day first (GuestPool), given back if refused."""
-        if not pooled(spend):
-            return self._start(
-                conversation_id, caller_id, user_message, client_message_id, lease_seconds, spend
-            )
-        assert spend is not None
-        GuestPool(self._table).hold(spend)
-        try:
-            return self._start(
-                conversation_id, caller_id, user_message, client_message_id, lease_seconds, spend
-            )
-        except BaseException:
-            GuestPool(self._table).release(spend)
-            raise
-
-    def _start(
-        self,
-        conversation_id: str,
-        caller_id: str,
-        user_message: ConversationMessage,
-        client_message_id: str | None,
-        lease_seconds: int,
-        spend: Spend | None,
-    ) -> Resolution | None:
+        """A held call that expired is answered as denied first, in the same write (one more request)."""
         expired: Resolution | None = None
         while True:
             now = int(time.time())

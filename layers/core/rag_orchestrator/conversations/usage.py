@@ -11,8 +11,11 @@ turn is also counted on all guests' day (`USAGE#guest:*`), by a request before a
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, TypeGuard
+from typing import Any, Concatenate, Protocol, TypeGuard
 
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.store import in_worker_thread
@@ -115,9 +118,36 @@ class GuestPool:
             logger.warning("guests' usage not counted", extra={"error_type": type(exc).__name__})
 
 
-def pooled(spend: Spend | None) -> TypeGuard[Spend]:
-    """Whether the turn counts on all guests' day too."""
-    return spend is not None and spend.limited and spend.pool_limit is not None
+def pooled(spend: object) -> TypeGuard[Spend]:
+    """Whether the turn counts on all guests' day too (a limited guest's spend)."""
+    return isinstance(spend, Spend) and spend.limited and spend.pool_limit is not None
+
+
+class _OnTable(Protocol):
+    _table: Table
+
+
+def holding_guests_day[S: _OnTable, **P, T](
+    start: Callable[Concatenate[S, P], T],
+) -> Callable[Concatenate[S, P], T]:
+    """A store's start_turn that first holds a guest's turn's share of all guests' day (one request,
+    BudgetExhausted when spent), given back when the start is refused."""
+    position = list(inspect.signature(start).parameters).index("spend") - 1  # among the arguments after self
+
+    @functools.wraps(start)
+    def run(self: S, *args: P.args, **kwargs: P.kwargs) -> T:
+        spend = kwargs["spend"] if "spend" in kwargs else args[position] if len(args) > position else None
+        if not pooled(spend):
+            return start(self, *args, **kwargs)
+        pool = GuestPool(self._table)
+        pool.hold(spend)
+        try:
+            return start(self, *args, **kwargs)
+        except BaseException:
+            pool.release(spend)
+            raise
+
+    return run
 
 
 class UsageReads:
