@@ -47,7 +47,8 @@ ORDERS: dict[str, dict[str, Any]] = {
 }
 WORKFLOWS: dict[str, list[str]] = {"wf-onboarding": ["form submitted", "manager approval", "account created"]}
 # This API's own users: whose account each caller is. The service tells it who the caller is; which
-# account that caller may see is this API's to decide.
+# account that caller may see is this API's to decide. `alice-<anything>` is alice too, so each test,
+# or each person sharing a dev stack, can keep conversations of its own.
 ACCOUNTS = {"alice": "acct-1001", "bob": "acct-2002"}
 
 
@@ -95,9 +96,10 @@ def demo_tools_app(service_url: str, issuer: str) -> FastAPI:
     def account(x_caller_assertion: Annotated[str | None, Header()] = None) -> str:
         """The caller's own account; 403 for a caller this API does not know."""
         caller = assertions.caller(x_caller_assertion)
-        if caller not in ACCOUNTS:
+        user = caller.split("-", 1)[0]
+        if user not in ACCOUNTS:
             raise HTTPException(403, f"{caller} has no account here")
-        return ACCOUNTS[caller]
+        return ACCOUNTS[user]
 
     def own(requested: str, mine: str) -> None:
         if requested != mine:

@@ -46,7 +46,7 @@ def test_the_page_streams_a_turn_with_tools_a_preview_and_sources(aws_stack, dev
     )
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     SCREENSHOT.unlink(missing_ok=True)
-    context = json.dumps({"accountId": "acct-1001", "workflowId": "wf-onboarding"})
+    context = json.dumps({"workflowId": "wf-onboarding"})  # the account is alice's claim (the page's default)
     caller = new_caller()
     page = run_node(
         "chat_page.mjs",
@@ -109,7 +109,10 @@ def test_the_page_uploads_an_attachment_to_s3_and_sends_it_with_the_next_message
     assert page["answer"] == answer and page["reopened"]["attached"] == ["Attached: 1 file"]
     # The file went to S3, not through the API, and the model read its text in the user message.
     seen = [m for m in dev_app.llm.requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
-    assert seen.startswith(f"{question}\n\n[Attached files] ") and "4711" in seen
+    (files,) = blocks(seen, "attachments")  # the files' text, enclosed as data
+    assert (
+        seen.startswith(f"{question}\n\n<data-") and files.startswith("[Attached files] ") and "4711" in files
+    )
     owner = {"X-Caller-Id": caller}
     (conversation,) = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers=owner).json()["items"]
     cid = conversation["conversationId"]
