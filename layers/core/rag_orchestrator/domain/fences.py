@@ -32,8 +32,9 @@ class Fence:
 
     def enclose(self, text: str, kind: str) -> str:
         """`text` as one block of data of `kind` (`app-context`, `knowledge`, `tool-result`, …)."""
-        body = re.sub(re.escape(self.token), DEFUSED, text, flags=re.IGNORECASE)
-        return f'<{self.tag} kind="{kind}">\n{body}\n</{self.tag}>'
+        if self.token in text.lower():  # found fast first; the case-blind replace walks char by char
+            text = re.sub(re.escape(self.token), DEFUSED, text, flags=re.IGNORECASE)
+        return f'<{self.tag} kind="{kind}">\n{text}\n</{self.tag}>'
 
     def rule(self) -> str:
         """What the system message says of the blocks."""

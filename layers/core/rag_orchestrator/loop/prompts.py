@@ -98,12 +98,9 @@ def context_data(context_type: str | None, context: dict[str, Any] | None) -> st
     """The app's context as the JSON the model reads: `{"contextType", "context"}`, None without either."""
     if not context_type and not context:
         return None
-    data: dict[str, Any] = {}
-    if context_type:
-        data["contextType"] = sanitize_metadata(context_type, MAX_KEY)
-    if context:
-        data["context"] = json.loads(context_json(context))
-    return _dumps(data)
+    members = [f'"contextType":{_dumps(sanitize_metadata(context_type, MAX_KEY))}'] if context_type else []
+    members += [f'"context":{context_json(context)}'] if context else []
+    return "{" + ",".join(members) + "}"
 
 
 def system_prompt(roles: Sequence[str], fence: Fence, *, previews: bool = False) -> str:
