@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from rag_orchestrator import aws
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError
+from rag_orchestrator.tools.assertion import create_signer, generate_key_pem, load_key
 from rag_orchestrator.tools.catalog import load_catalog
 from rag_orchestrator.tools.toolbox import build_toolbox
 from tests.fakes.scripted import MemorySearchTool
@@ -18,6 +19,8 @@ pytestmark = pytest.mark.integration
 
 PREFIX = "/rag-orchestrator/tools/"
 TOKEN = "orders-token-0a1b2c3d"
+ASSERTION_KEY = "/rag-orchestrator/assertion-key"
+PEM = generate_key_pem()
 CATALOG = {
     "tools": [
         {
@@ -49,6 +52,8 @@ def deployed(aws_stack, in_lambda, monkeypatch) -> dict[str, str]:
     ssm = aws.client("ssm")
     ssm.put_parameter(Name="/rag-orchestrator/tool-catalog", Type="String", Value=text, Overwrite=True)
     ssm.put_parameter(Name=f"{PREFIX}ORDERS_API_TOKEN", Type="SecureString", Value=TOKEN, Overwrite=True)
+    ssm.put_parameter(Name=ASSERTION_KEY, Type="SecureString", Value=PEM, Overwrite=True)
+    monkeypatch.setenv("ASSERTION_PRIVATE_KEY_PARAM", ASSERTION_KEY)  # as template.yaml passes it
     return {"s3": f"s3://{bucket}/config/tools.yaml", "ssm": "ssm:/rag-orchestrator/tool-catalog"}
 
 
@@ -99,3 +104,15 @@ def test_a_secret_missing_under_the_prefix_names_the_parameter(deployed):
     aws.client("ssm").delete_parameter(Name=f"{PREFIX}ORDERS_API_TOKEN")
     with pytest.raises(ConfigError, match=rf"the SSM parameter {PREFIX}ORDERS_API_TOKEN cannot be read"):
         load_catalog(load_settings(tool_catalog_path=deployed["ssm"]))
+
+
+def test_the_assertion_key_is_read_from_ssm_and_a_catalogue_that_needs_it_refuses_to_start_without(
+    deployed, monkeypatch
+):
+    settings = load_settings(tool_catalog_path=deployed["ssm"])
+    toolbox = build_toolbox(settings, rag_search=MemorySearchTool([]), embedder=None, cache=None)
+    assert toolbox.registry.get("get_order_status") is not None
+    assert create_signer(settings).jwks() == {"keys": [load_key(PEM).jwk]}  # the key the operator put
+    monkeypatch.delenv("ASSERTION_PRIVATE_KEY_PARAM")
+    with pytest.raises(ConfigError, match="ASSERTION_PRIVATE_KEY_PARAM is required"):
+        build_toolbox(load_settings(tool_catalog_path=deployed["ssm"]), rag_search=MemorySearchTool([]))
