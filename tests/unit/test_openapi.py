@@ -74,10 +74,13 @@ def test_dependency_failures_say_when_to_try_again_and_401_how_to_authenticate()
 
 def test_security_schemes_follow_auth_mode(monkeypatch):
     dev = build()
-    assert set(dev["components"]["securitySchemes"]) == {"bearer", "callerId", "callerRoles"}
+    assert set(dev["components"]["securitySchemes"]) == {"bearer", "callerId", "callerRoles", "callerClaims"}
     assert dev["components"]["securitySchemes"]["callerId"]["name"] == "X-Caller-Id"
+    assert dev["components"]["securitySchemes"]["callerClaims"]["name"] == "X-Caller-Claims"
     security = dev["paths"]["/api/v1/chat/conversations"]["post"]["security"]
     assert {"callerId": []} in security and {"bearer": []} in security
+    assert {"callerId": [], "callerRoles": [], "callerClaims": []} in security
+    assert "security" not in dev["paths"]["/.well-known/jwks.json"]["get"]  # the key set needs no caller
     assert "security" not in dev["paths"]["/api/v1/agent/health"]["get"]
 
     monkeypatch.setenv("AUTH_MODE", "jwt")

@@ -17,7 +17,8 @@ derived from what each route has, so a route added later is described with no ed
 FastAPI's own 422 body (`{detail}`), which this service never sends, goes. 401 declares
 `WWW-Authenticate`, 429/502/503 `Retry-After`. A 200 of `text/event-stream` with no schema of its own
 is the native chat stream. Security: bearer tokens always (identity JWTs and guest tokens); the
-dev caller headers only when AUTH_MODE=dev, so "Try it out" on /docs works under `make dev`.
+dev caller headers (id, roles, claims) only when AUTH_MODE=dev, so "Try it out" on /docs works
+under `make dev`.
 """
 
 from __future__ import annotations
@@ -186,6 +187,13 @@ def security_schemes(settings: Settings) -> dict[str, Any]:
             "name": "X-Caller-Roles",
             "description": "AUTH_MODE=dev only: the caller's roles, comma-separated (default user)",
         }
+        schemes["callerClaims"] = {
+            "type": "apiKey",
+            "in": "header",
+            "name": "X-Caller-Claims",
+            "description": "AUTH_MODE=dev only: the caller's token claims as a JSON object, where pinned "
+            "tool parameters come from (docs/tools.md)",
+        }
     return schemes
 
 
@@ -195,7 +203,11 @@ def _security(route: RouteContext, settings: Settings) -> list[dict[str, list[st
         return []
     alternatives: list[dict[str, list[str]]] = [{"bearer": []}]
     if settings.auth_mode == "dev":
-        alternatives += [{"callerId": [], "callerRoles": []}, {"callerId": []}]
+        alternatives += [
+            {"callerId": [], "callerRoles": [], "callerClaims": []},
+            {"callerId": [], "callerRoles": []},
+            {"callerId": []},
+        ]
     if settings.allow_anonymous and auth.get_owner not in calls:
         alternatives.append({})  # no credentials: the anonymous caller
     return alternatives
