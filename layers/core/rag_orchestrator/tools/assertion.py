@@ -11,6 +11,7 @@ test, a quick start: the process that signs also serves the key set).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -27,6 +28,7 @@ import httpx
 from rag_orchestrator.config import Settings, in_lambda
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.errors import ConfigError
+from rag_orchestrator.tools.base import ToolContext
 
 ALGORITHM = "ES256"
 LIFETIME_SECONDS = 60
@@ -123,6 +125,13 @@ class AssertionSigner:
             "exp": now + LIFETIME_SECONDS,
         }
         return jwt.encode(claims, key.private, algorithm=ALGORITHM, headers={"kid": key.kid, "typ": "JWT"})
+
+    async def assertion(self, ctx: ToolContext, *, audience: str, tool: str) -> str:
+        """The assertion for one call of `tool` made for the caller of `ctx` (tools/caller_assertions.py).
+        A key due to be read is read in a thread (from SSM, in AWS); signing itself stays on the loop."""
+        if not self.fresh():
+            await asyncio.to_thread(self.key)
+        return self.sign(ctx.caller, audience, tool, ctx.conversation_id)
 
     def jwks(self) -> dict[str, Any]:
         """The public key set tool APIs verify assertions against."""

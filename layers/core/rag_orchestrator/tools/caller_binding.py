@@ -8,7 +8,6 @@ leaves them out. The identity (`assertion`, `caller-token`, `none`) becomes one 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -70,9 +69,7 @@ async def identity_headers(
     if signer is None:
         raise ValueError("Caller assertions are not available here")
     try:
-        if not signer.fresh():  # the key is read (from SSM, in AWS) in a thread, not on the loop
-            await asyncio.to_thread(signer.key)
-        assertion = signer.sign(ctx.caller, audience, tool, ctx.conversation_id)
+        assertion = await signer.assertion(ctx, audience=audience, tool=tool)
     except Exception as exc:
         logger.error("caller assertion not signed", extra={"tool": tool, "error_type": type(exc).__name__})
         raise ValueError("The service could not sign the caller's identity for this tool") from None
