@@ -55,7 +55,7 @@ def _tool(identity: str):
     spec = parse_catalog({"tools": [entry]}).tools[0]
     transport = httpx.MockTransport(lambda request: httpx.Response(200, json={"orders": []}))
     signer = AssertionSigner("rag-orchestrator", lambda: None, ephemeral=True)
-    return HttpTool(spec, pool=ClientPool(transport), signer=signer)
+    return HttpTool(spec, pool=ClientPool(transport), assertions=signer)
 
 
 def run(quick: bool = False) -> Section:

@@ -52,6 +52,11 @@ WORKFLOWS: dict[str, list[str]] = {"wf-onboarding": ["form submitted", "manager 
 ACCOUNTS = {"alice": "acct-1001", "bob": "acct-2002"}
 
 
+def account_of(caller: str) -> str | None:
+    """The caller's own account in this API's directory (`alice-<anything>` is alice)."""
+    return ACCOUNTS.get(caller.split("-", 1)[0])
+
+
 class Cancellation(BaseModel):
     account_id: str = Field(alias="accountId", min_length=1, max_length=100)
 
@@ -70,8 +75,15 @@ class Assertions:
 
     def caller(self, assertion: str | None) -> str:
         """The caller the assertion names; 401 when there is none or it does not verify."""
+        try:
+            return self.verified(assertion)
+        except ValueError as exc:
+            raise HTTPException(401, str(exc)) from None
+
+    def verified(self, assertion: str | None) -> str:
+        """The caller the assertion names; ValueError when there is none or it does not verify."""
         if not assertion:
-            raise HTTPException(401, "X-Caller-Assertion is required")
+            raise ValueError("X-Caller-Assertion is required")
         try:
             key = self.keys.get_signing_key_from_jwt(assertion)
             claims = jwt.decode(
@@ -83,7 +95,7 @@ class Assertions:
                 options={"require": ["exp", "sub", "aud", "iss"]},
             )
         except jwt.PyJWTError as exc:
-            raise HTTPException(401, f"The caller assertion does not verify: {exc}") from None
+            raise ValueError(f"The caller assertion does not verify: {exc}") from None
         return str(claims["sub"])
 
 
@@ -96,10 +108,10 @@ def demo_tools_app(service_url: str, issuer: str) -> FastAPI:
     def account(x_caller_assertion: Annotated[str | None, Header()] = None) -> str:
         """The caller's own account; 403 for a caller this API does not know."""
         caller = assertions.caller(x_caller_assertion)
-        user = caller.split("-", 1)[0]
-        if user not in ACCOUNTS:
+        found = account_of(caller)
+        if found is None:
             raise HTTPException(403, f"{caller} has no account here")
-        return ACCOUNTS[user]
+        return found
 
     def own(requested: str, mine: str) -> None:
         if requested != mine:

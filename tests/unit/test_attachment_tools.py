@@ -62,7 +62,7 @@ def tool(answer, links=None, **http) -> tuple[HttpTool, list[httpx.Request]]:
     spec = parse_catalog({"tools": [entry(**http)]}).tools[0]
     pool = ClientPool(httpx.MockTransport(handler))
     return HttpTool(
-        spec, pool=pool, links=links, signer=AssertionSigner("test", lambda: None, ephemeral=True)
+        spec, pool=pool, links=links, assertions=AssertionSigner("test", lambda: None, ephemeral=True)
     ), sent
 
 

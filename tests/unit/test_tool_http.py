@@ -63,7 +63,9 @@ class Recorder:
 
 def make(recorder, max_bytes=1024, **spec_args):
     pool = ClientPool(httpx.MockTransport(recorder))
-    return HttpTool(spec(**spec_args), pool=pool, lookup=LOOKUP, max_response_bytes=max_bytes, signer=SIGNER)
+    return HttpTool(
+        spec(**spec_args), pool=pool, lookup=LOOKUP, max_response_bytes=max_bytes, assertions=SIGNER
+    )
 
 
 async def test_get_puts_path_parameters_in_the_path_and_the_rest_in_the_query():
@@ -166,7 +168,7 @@ async def test_the_assertion_names_the_caller_for_this_tools_origin_and_verifies
 async def test_caller_token_forwards_the_callers_own_token_and_none_sends_no_identity():
     rec = Recorder()
     forwarding = make(rec, http={"identity": "caller-token", "headers": {}})
-    signed_in = ToolContext("c1", "alice", context={"accountId": "acc-42"}, token="eyJ.caller.token")
+    signed_in = ToolContext("c1", "alice", context={"accountId": "acc-42"}, caller_token="eyJ.caller.token")
     assert (await forwarding.execute({"orderId": "1"}, signed_in)).success
     refused = await forwarding.execute({"orderId": "1"}, CTX)  # dev mode: no token to forward
     assert not refused.success and "sign-in token" in refused.error

@@ -43,6 +43,7 @@ ROUTERS: dict[str, str] = {
     "jwks": "rag_orchestrator.api.jwks:router",
     "audit": "rag_orchestrator.api.audit:router",
     "documents": "rag_orchestrator.api.documents:router",
+    "mcp": "rag_orchestrator.api.mcp:router",
 }
 
 API_ROUTERS = (
@@ -61,6 +62,7 @@ API_ROUTERS = (
     "audit",
     "documents",
     "usage",
+    "mcp",
 )
 STREAM_ROUTERS = (
     "health",

@@ -119,7 +119,7 @@ def resolve_caller(request: Request, settings: Settings) -> Caller | None:
             return guest_caller(token, settings)
     if settings.auth_mode == "dev":
         return _dev_caller(request)
-    return _jwt_caller(request, token, settings)
+    return _jwt_caller(request, token, settings)  # with the token, for tools with identity caller-token
 
 
 def get_caller(request: Request, settings: Settings = Depends(get_settings)) -> Caller:

@@ -16,6 +16,8 @@ from fastapi import Request
 from rag_orchestrator.config import Settings
 
 if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
+    from mcp.server import Server as McpServer
+
     from rag_orchestrator.attachments.service import Attachments
     from rag_orchestrator.attachments.turns import TurnAttachments
     from rag_orchestrator.conversations.store import ConversationStore
@@ -76,18 +78,29 @@ class Services:
         return create_window_counter(self.settings)
 
     @cached_property
-    def assertions(self) -> AssertionSigner:
-        """Signs the caller assertions tools send; its public key is GET /.well-known/jwks.json."""
+    def caller_assertions(self) -> AssertionSigner:
+        """Signs the X-Caller-Assertion of HTTP tools and MCP servers with `identity: assertion`
+        (docs/tools.md, docs/mcp.md); its public key is GET /.well-known/jwks.json."""
         from rag_orchestrator.tools.assertion import create_signer
 
         return create_signer(self.settings)
 
     @cached_property
     def toolbox(self) -> Toolbox:
-        """rag_search and the catalogue's tools; building it validates the catalogue (ConfigError)."""
+        """rag_search, the catalogue's tools and MCP_SERVERS' (listed when first used); building it
+        validates the catalogue and MCP_SERVERS (ConfigError)."""
         from rag_orchestrator.tools.toolbox import build_toolbox
 
-        return build_toolbox(self.settings, attachment_links=self.turn_attachments, signer=self.assertions)
+        return build_toolbox(
+            self.settings, attachment_links=self.turn_attachments, assertions=self.caller_assertions
+        )
+
+    @cached_property
+    def knowledge_mcp(self) -> McpServer:
+        """The knowledge base as an MCP server (POST /mcp): the SDK loads here, at the first request."""
+        from rag_orchestrator.api.knowledge_mcp import knowledge_server
+
+        return knowledge_server(self.settings, lambda: self.strategy)
 
     @cached_property
     def strategy(self) -> ModelStrategy:
@@ -178,4 +191,4 @@ def get_window_counter(request: Request) -> WindowCounter:
 
 
 def get_assertions(request: Request) -> AssertionSigner:
-    return services(request).assertions
+    return services(request).caller_assertions

@@ -14,7 +14,7 @@ from rag_orchestrator.retrieval.query_vector import QueryVector
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a tool may know about the turn it runs in: `claims` and `token` are the caller's
+    """What a tool may know about the turn it runs in: `claims` and `caller_token` are the caller's
     (domain/callers.py), `context` the request's, which the client chose."""
 
     conversation_id: str
@@ -23,11 +23,12 @@ class ToolContext:
     context_type: str | None = None
     context: dict[str, Any] = field(default_factory=dict)
     claims: Mapping[str, Any] = field(default_factory=dict, repr=False)
-    token: str | None = field(default=None, repr=False)
+    caller_token: str | None = field(default=None, repr=False)  # the caller's bearer token (AUTH_MODE=jwt)
+    deadline: float | None = None  # epoch seconds by which the turn must end
 
     @property
     def caller(self) -> Caller:
-        return Caller(self.caller_id, self.roles, self.claims, self.token)
+        return Caller(self.caller_id, self.roles, self.claims, self.caller_token)
 
 
 @runtime_checkable

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rag_orchestrator.observability import logger
-from rag_orchestrator.tools.assertion import AssertionSigner
 from rag_orchestrator.tools.base import ToolContext
+from rag_orchestrator.tools.caller_assertions import CallerAssertions
 from rag_orchestrator.tools.catalog import ASSERTION_HEADER, CLAIM_SOURCE, CONTEXT_SOURCE
 
 Pinned = Mapping[str, str]  # parameter name -> its source
@@ -55,21 +55,21 @@ def pin(arguments: dict[str, Any], pinned: Pinned, ctx: ToolContext) -> dict[str
 
 
 async def identity_headers(
-    identity: str, ctx: ToolContext, signer: AssertionSigner | None, audience: str, tool: str
+    identity: str, ctx: ToolContext, assertions: CallerAssertions | None, audience: str, tool: str
 ) -> dict[str, str]:
     """The header that tells the API who the call is for; ValueError when it cannot be made."""
     if identity == "none":
         return {}
     if identity == "caller-token":
-        if not ctx.token:
+        if not ctx.caller_token:
             raise ValueError(
                 "This tool acts with the caller's own sign-in token, which this request does not carry"
             )
-        return {"Authorization": f"Bearer {ctx.token}"}
-    if signer is None:
+        return {"Authorization": f"Bearer {ctx.caller_token}"}
+    if assertions is None:
         raise ValueError("Caller assertions are not available here")
     try:
-        assertion = await signer.assertion(ctx, audience=audience, tool=tool)
+        assertion = await assertions.assertion(ctx, audience=audience, tool=tool)
     except Exception as exc:
         logger.error("caller assertion not signed", extra={"tool": tool, "error_type": type(exc).__name__})
         raise ValueError("The service could not sign the caller's identity for this tool") from None
@@ -79,3 +79,10 @@ async def identity_headers(
 def credentials(headers: Mapping[str, str]) -> list[str]:
     """The secrets identity headers carry, to redact from an answer that echoes its request."""
     return [value.removeprefix("Bearer ") for value in headers.values()]
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """`text` with each secret of four characters or more replaced, longest first."""
+    for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
+        text = text.replace(secret, "[redacted]")
+    return text

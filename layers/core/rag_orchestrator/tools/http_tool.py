@@ -27,14 +27,16 @@ from rag_orchestrator.domain.messages import ToolPreview, ToolResult
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.observability import logger
 from rag_orchestrator.sanitize import strip_control, truncate
-from rag_orchestrator.tools.assertion import AssertionSigner, origin
+from rag_orchestrator.tools.assertion import origin
 from rag_orchestrator.tools.base import AttachmentLinks, ToolContext, failure
+from rag_orchestrator.tools.caller_assertions import CallerAssertions
 from rag_orchestrator.tools.caller_binding import (
     accepting_pinned,
     credentials,
     hide_pinned,
     identity_headers,
     pin,
+    redact,
 )
 from rag_orchestrator.tools.catalog import (
     PATH_PARAM,
@@ -134,11 +136,11 @@ class HttpTool:
         default_timeout: float = 30.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         links: AttachmentLinks | None = None,
-        signer: AssertionSigner | None = None,
+        assertions: CallerAssertions | None = None,
     ) -> None:
         self.spec = spec
         self._links = links
-        self._signer = signer
+        self._assertions = assertions
         self.name = spec.name
         self.description = spec.description
         self.parameters = model_parameters(spec)
@@ -186,7 +188,7 @@ class HttpTool:
             return failure(self.name, f"Invalid arguments: {exc}")
         try:
             identity = await identity_headers(
-                self.spec.http.identity, ctx, self._signer, self.audience, self.name
+                self.spec.http.identity, ctx, self._assertions, self.audience, self.name
             )
         except ValueError as exc:
             return failure(self.name, f"{exc}; the tool was not called")
@@ -295,8 +297,7 @@ class HttpTool:
     ) -> str:
         """The answer without the catalogue's secrets, the caller's credentials (an API that echoes
         its request), or the presigned URLs it was given."""
-        for secret in [*self._secrets, *credentials(identity or {})]:
-            text = text.replace(secret, "[redacted]")
+        text = redact(text, [*self._secrets, *credentials(identity or {})])
         for url, attachment_id in (linked or {}).items():
             for form in url_forms(url):
                 text = text.replace(form, attachment_id)
