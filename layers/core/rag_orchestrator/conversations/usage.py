@@ -18,7 +18,6 @@ from datetime import timedelta
 from typing import Any, Concatenate, Protocol, TypeGuard
 
 from rag_orchestrator.conversations import items as it
-from rag_orchestrator.conversations.store import in_worker_thread
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.domain.budgets import Meter, Spend, day_end, exhausted
 from rag_orchestrator.errors import BudgetExhausted
@@ -154,9 +153,9 @@ class UsageReads:
     """The DynamoDB store's read of a caller's day (GET /api/v1/usage), and the hold a decision
     takes on it (decisions have no start transaction to carry it)."""
 
-    _table: Table
+    def __init__(self, table: Table) -> None:
+        self._table = table
 
-    @in_worker_thread
     def reserve(self, spend: Spend) -> None:
         if pooled(spend):
             GuestPool(self._table).hold(spend)
@@ -167,7 +166,6 @@ class UsageReads:
                 GuestPool(self._table).release(spend)
             raise exhausted(spend, int(failed.old(0).get("tokensUsed", 0))) from None
 
-    @in_worker_thread
     def release(self, spend: Spend) -> None:
         """Let go of a turn's holds when it ends without finishing (it stored nothing)."""
         if spend.reserve:
@@ -180,7 +178,6 @@ class UsageReads:
             if pooled(spend):
                 GuestPool(self._table).release(spend)
 
-    @in_worker_thread
     def usage(self, caller_id: str, day: str) -> int:
         response = self._table.call("get_item", Key=usage_key(caller_id, day), ConsistentRead=True)
         return int(it.from_attributes(response.get("Item") or {}).get("tokensUsed", 0))

@@ -9,12 +9,12 @@ in-process counter does the same under a lock, for CONVERSATION_STORAGE=memory.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Protocol
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations import items as it
-from rag_orchestrator.conversations.store import in_worker_thread
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 
 
@@ -28,8 +28,10 @@ class DynamoWindowCounter:
     def __init__(self, table: Table) -> None:
         self._table = table
 
-    @in_worker_thread
-    def hit(self, name: str, key: str, window: str, limit: int, expires_at: int) -> bool:
+    async def hit(self, name: str, key: str, window: str, limit: int, expires_at: int) -> bool:
+        return await asyncio.to_thread(self._hit, name, key, window, limit, expires_at)
+
+    def _hit(self, name: str, key: str, window: str, limit: int, expires_at: int) -> bool:
         try:
             self._table.call(
                 "update_item",
@@ -45,7 +47,7 @@ class DynamoWindowCounter:
         return True
 
 
-class MemoryWindowCounter:
+class InProcessWindowCounter:
     def __init__(self) -> None:
         self._window = ""
         self._hits: dict[tuple[str, str], int] = {}
@@ -65,7 +67,7 @@ class MemoryWindowCounter:
 def create_window_counter(settings: Settings) -> WindowCounter:
     """On the table CONVERSATION_STORAGE uses, or in this process."""
     if settings.conversation_storage == "memory":
-        return MemoryWindowCounter()
+        return InProcessWindowCounter()
     from rag_orchestrator import aws
 
     return DynamoWindowCounter(Table(aws.client("dynamodb"), settings.conversations_table or ""))

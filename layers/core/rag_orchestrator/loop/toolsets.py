@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from rag_orchestrator.domain.fences import Fence
-from rag_orchestrator.loop.ports import ToolChooser, Toolset, TurnRequest
+from rag_orchestrator.loop.ports import ToolChooser, Toolset
 from rag_orchestrator.loop.prompts import system_prompt
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.registry import ToolRegistry
 from rag_orchestrator.tools.selection import ToolSelector
 
 
 def tool_chooser(registry: ToolRegistry, selector: ToolSelector | None = None) -> ToolChooser:
-    """Callers who may not use tools get none; others what the selector picks for the message,
-    context type and roles, or every registered tool when there is no selector. The turn's fence is
-    made here, fresh, with the system prompt that names it."""
+    """Callers who may not use tools get none (docs/auth.md); others what the selector picks for the
+    message, context type and roles, or every registered tool when there is no selector. The turn's
+    fence is made here, fresh, with the system prompt that names it."""
 
     async def choose(request: TurnRequest, vector: QueryVector | None = None) -> Toolset:
         caller = request.caller

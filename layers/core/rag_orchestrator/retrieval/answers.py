@@ -1,6 +1,6 @@
-"""Generative answers with citations (seed 003): retrieval, one model call, citation check.
+"""Generative answers with citations (docs/answers.md): retrieval, one model call, citation check.
 
-`answer_events` is the one code path for both modes (seed 003 R-05). It yields
+`answer_events` is the one code path for both modes, so a streamed and a whole answer never disagree. It yields
 
     sources   the passages retrieved and put in the prompt (first; empty when nothing matched)
     delta     text increments, already citation-checked
@@ -139,7 +139,7 @@ async def _answer(
     )
     passages = found[: settings.rag_topk_max]
     yield SourcesEvent([Source.of(p) for p in passages])
-    if not passages:  # CL-01: no model call
+    if not passages:  # nothing to ground an answer on: no model call
         yield DeltaEvent(NO_CONTEXT_ANSWER)
         yield DoneEvent(_finish(NO_CONTEXT_ANSWER, [], [], Usage(), started, keys))
         return
@@ -239,7 +239,7 @@ def _failed(exc: Exception, keys: dict, started: float) -> RagError:
         return exc
     logger.error("answer failed", extra={**detail, "detail": exc.message})
     metrics.add_metric(name="AnswerFailures", unit="Count", value=1)
-    # CL-02: a generic message; the provider's own text stays in the log.
+    # The model failed: a generic message; the provider's own text stays in the log.
     if isinstance(exc, ProviderError):
         return ProviderError(MODEL_FAILURE, retryable=exc.retryable, retry_after=exc.retry_after)
     return exc

@@ -1,4 +1,4 @@
-"""rag_search: the knowledge-base search tool (seed 000's RAGTool) over the vector store.
+"""rag_search: the knowledge-base search tool over the vector store.
 
 With MEMORY_ENABLED, the caller's own fragments (earlier turns, attachments' segments) rank together
 with the knowledge base; `modality` narrows both to the modalities named.

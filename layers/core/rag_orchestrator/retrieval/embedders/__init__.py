@@ -1,4 +1,4 @@
-"""Embedders (seed 004's Embedder): text in, vectors out. `get_embedder` picks one by EMBEDDING_PROVIDER.
+"""Embedders: text in, vectors out. `get_embedder` picks one by EMBEDDING_PROVIDER.
 
 Every embedder is synchronous; async code calls it through `asyncio.to_thread`, together with the
 vector store, so a request makes one thread hop for its whole retrieval.
