@@ -99,6 +99,7 @@ class Turn:
         deps, state = self.deps, self.state
         config, emit, record = deps.config, state.events, state.record
         context, toolset = await open_turn(deps, state)
+        state.fence = toolset.fence
         prelude = state.prelude
         assert prelude is not None  # open_turn starts a continuation's
         state.context, record.titled = context, context.titled
@@ -109,8 +110,9 @@ class Turn:
         match opening:
             case Question(message=question, revision=revision):
                 window = revision.history(context.messages)
-                view = model_view(window, question.message_id, state.attachments, chars, toolset.fence)
-                state.messages = view
+                state.messages = model_view(
+                    window, question.message_id, state.attachments, chars, toolset.fence
+                )
             case Continuation(decided=decided):  # the held call's result first
                 state.messages = model_view(context.messages, "", state.attachments, chars, toolset.fence)
                 async for event in act_on(deps, state, decided, toolset.names):
@@ -118,7 +120,7 @@ class Turn:
             case _:
                 assert_never(opening)
         system = Message(role=Role.SYSTEM, content=toolset.system_prompt)
-        state.messages, state.fence = [system, *well_formed(state.messages)], toolset.fence
+        state.messages = [system, *well_formed(state.messages)]
         found = None
         if prelude.found is not None and RAG_SEARCH in toolset.names:
             yield emit.status("Searching the knowledge base")
