@@ -55,8 +55,8 @@ def deployed(aws_stack, in_lambda, monkeypatch) -> dict[str, str]:
     ssm = aws.client("ssm")
     ssm.put_parameter(Name="/rag-orchestrator/tool-catalog", Type="String", Value=text, Overwrite=True)
     ssm.put_parameter(Name=f"{PREFIX}ORDERS_API_TOKEN", Type="SecureString", Value=TOKEN, Overwrite=True)
-    ssm.put_parameter(Name=ASSERTION_KEY, Type="SecureString", Value=PEM, Overwrite=True)
-    monkeypatch.setenv("ASSERTION_PRIVATE_KEY_PARAM", ASSERTION_KEY)  # as template.yaml passes it
+    # The operator's key, where the template lets the functions read: under TOOL_SECRETS_PREFIX
+    ssm.put_parameter(Name=f"{PREFIX}ASSERTION_PRIVATE_KEY", Type="SecureString", Value=PEM, Overwrite=True)
     return {"s3": f"s3://{bucket}/config/tools.yaml", "ssm": "ssm:/rag-orchestrator/tool-catalog"}
 
 
@@ -132,6 +132,9 @@ def test_the_assertion_key_is_read_from_ssm_and_a_catalogue_that_needs_it_refuse
     toolbox = build_toolbox(settings, rag_search=MemorySearchTool([]), embedder=None, cache=None)
     assert toolbox.registry.get("get_order_status") is not None
     assert create_signer(settings).jwks() == {"keys": [load_key(PEM).jwk]}  # the key the operator put
-    monkeypatch.delenv("ASSERTION_PRIVATE_KEY_PARAM")
-    with pytest.raises(ConfigError, match="ASSERTION_PRIVATE_KEY_PARAM is required"):
+    monkeypatch.setenv("ORDERS_API_TOKEN_PARAM", f"{PREFIX}ORDERS_API_TOKEN")  # the catalogue's own secret
+    monkeypatch.delenv("TOOL_SECRETS_PREFIX")
+    with pytest.raises(
+        ConfigError, match=r"ASSERTION_PRIVATE_KEY_PARAM \(or TOOL_SECRETS_PREFIX\) is required"
+    ):
         build_toolbox(load_settings(tool_catalog_path=deployed["ssm"]), rag_search=MemorySearchTool([]))

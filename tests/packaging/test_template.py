@@ -61,7 +61,6 @@ SECRET_PARAMETERS = {
     "ATTACHMENT_CAPTION_API_KEY_PARAM": "AttachmentCaptionApiKeyParameter",
     "ATTACHMENT_WHISPER_API_KEY_PARAM": "AttachmentWhisperApiKeyParameter",
     "GUEST_TOKEN_SECRET_PARAM": "GuestTokenSecretParameter",
-    "ASSERTION_PRIVATE_KEY_PARAM": "AssertionKeyParameter",
 }
 OWN_MANAGED_POLICIES = {
     "TurnSecretsAccess",

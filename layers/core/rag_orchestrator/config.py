@@ -160,7 +160,7 @@ class Settings(BaseSettings):
     guest_tokens_per_day_total: int = Field(GUEST_TOKENS_PER_DAY_TOTAL, ge=1)
     guest_mints_per_hour: int = Field(20, ge=1, le=100_000)
     # Caller assertions HTTP tools send (docs/tools.md): the PEM of the service's ES256 key (in AWS:
-    # ASSERTION_PRIVATE_KEY_PARAM, an SSM SecureString), and the `iss` tool APIs expect.
+    # ASSERTION_PRIVATE_KEY under TOOL_SECRETS_PREFIX, or what ASSERTION_PRIVATE_KEY_PARAM names), and the `iss` tool APIs expect.
     assertion_private_key: SecretStr | None = None
     assertion_issuer: str = Field("rag-orchestrator", min_length=1, max_length=200)
     kb_writer_roles: str = "admin"  # comma-separated: who may change the knowledge base

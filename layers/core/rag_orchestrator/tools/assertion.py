@@ -4,7 +4,7 @@ For each call of an HTTP tool with `identity: assertion` (and, later, of other t
 caller) the service signs `iss` ASSERTION_ISSUER, `aud` the tool's origin, `sub` the caller id,
 `roles`, `conversationId`, `tool`, `jti`, `iat` and an `exp` LIFETIME_SECONDS later; the API checks
 it against the public key at `GET /.well-known/jwks.json`. The key is the PEM in
-ASSERTION_PRIVATE_KEY (in AWS, the SSM SecureString ASSERTION_PRIVATE_KEY_PARAM names), read again
+ASSERTION_PRIVATE_KEY (in AWS, the secret of that name under TOOL_SECRETS_PREFIX), read again
 every KEY_MAX_AGE_SECONDS (a rotation is picked up); outside Lambda with none set, a random key of this signer's own (a
 test, a quick start: the process that signs also serves the key set).
 """
@@ -154,18 +154,23 @@ class AssertionSigner:
 
 
 def require_key(settings: Settings) -> None:
-    """At start, in AWS: the key's parameter is named (ConfigError otherwise); it is read when first used."""
-    if in_lambda() and not (settings.assertion_private_key or os.environ.get(f"{KEY_SETTING}_PARAM")):
+    """At start, in AWS: the key's secret is named, by ASSERTION_PRIVATE_KEY_PARAM or as
+    ASSERTION_PRIVATE_KEY under TOOL_SECRETS_PREFIX (ConfigError otherwise); it is read when first used."""
+    named = os.environ.get(f"{KEY_SETTING}_PARAM") or os.environ.get("TOOL_SECRETS_PREFIX")
+    if in_lambda() and not (settings.assertion_private_key or named):
         raise ConfigError(
-            f"{KEY_SETTING}_PARAM is required: the catalogue has tools with identity: assertion"
+            f"{KEY_SETTING}_PARAM (or TOOL_SECRETS_PREFIX) is required: tools have identity: assertion"
         )
 
 
 def create_signer(settings: Settings) -> AssertionSigner:
-    """The app's signer: ASSERTION_PRIVATE_KEY (or its SSM parameter in AWS); outside Lambda, with
-    neither, a key of its own."""
+    """The app's signer: ASSERTION_PRIVATE_KEY, read like a catalogue's `${NAME}` (in AWS the secret
+    ASSERTION_PRIVATE_KEY_PARAM names, else ASSERTION_PRIVATE_KEY under TOOL_SECRETS_PREFIX, where the
+    functions may read); outside Lambda, with none, a key of its own."""
+    from rag_orchestrator.tools.catalog import environment_secret
+
     return AssertionSigner(
         settings.assertion_issuer,
-        lambda: settings.secret("assertion_private_key"),
+        lambda: settings.secret("assertion_private_key") or environment_secret(KEY_SETTING),
         ephemeral=not in_lambda(),
     )
