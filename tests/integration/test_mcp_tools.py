@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 from mcp_types import Tool
 
 from rag_orchestrator.api.app import create_app
-from rag_orchestrator.api.deps import loop_config
+from rag_orchestrator.api.deps import loop_config, process_aws
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
@@ -104,13 +104,16 @@ class Harness:
         )
         # The composition root's signer, whose public key the app serves (api/deps.py, api/jwks.py)
         self.app = TestClient(create_app(["jwks"], self.settings))
-        self.assertions = self.app.app.state.services.caller_assertions
+        services = self.app.app.state.services
+        self.assertions = services.caller_assertions
         self.toolbox = build_toolbox(
             self.settings,
             rag_search=MemorySearchTool([]),
             embedder=HashingEmbedder(),
             cache=None,
             assertions=self.assertions,
+            aws=services.aws,  # the root's: MCP servers' header secrets are read through them
+            secrets=services.secrets,
         )
         self.clock = Clock()
         assert self.toolbox.mcp is not None
@@ -423,7 +426,7 @@ def test_mcp_servers_is_read_from_an_ssm_parameter_or_an_s3_object(aws_stack):
         "ssm:/rag-orchestrator/mcp-servers",
         f"s3://{aws_stack['DOCUMENTS_BUCKET']}/config/mcp.json",
     ):
-        (server,) = load_servers(load_settings(mcp_servers=location))
+        (server,) = load_servers(load_settings(mcp_servers=location), process_aws())
         assert server.name == "wiki" and server.identity == "assertion"
     with pytest.raises(ConfigError, match="MCP_SERVERS: cannot read ssm:/rag-orchestrator/none"):
-        load_servers(load_settings(mcp_servers="ssm:/rag-orchestrator/none"))
+        load_servers(load_settings(mcp_servers="ssm:/rag-orchestrator/none"), process_aws())

@@ -13,6 +13,7 @@ import asyncio
 import threading
 from typing import Protocol
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.table import ConditionFailed, Table
@@ -64,10 +65,8 @@ class InProcessWindowCounter:
             return True
 
 
-def create_window_counter(settings: Settings) -> WindowCounter:
-    """On the table CONVERSATION_STORAGE uses, or in this process."""
+def create_window_counter(settings: Settings, aws: AwsClients) -> WindowCounter:
+    """On the table CONVERSATION_STORAGE uses, through the composition root's clients, or in this process."""
     if settings.conversation_storage == "memory":
         return InProcessWindowCounter()
-    from rag_orchestrator import aws
-
     return DynamoWindowCounter(Table(aws.client("dynamodb"), settings.conversations_table or ""))

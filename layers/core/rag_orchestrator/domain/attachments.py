@@ -116,6 +116,7 @@ class Attachment(CamelModel):
     # those bytes; another object at its key is never read or handed to a tool (docs/attachments.md).
     etag: str | None = None
     version_id: str | None = None
+    remembered: bool = True  # false: declared in a temporary chat, its segments are never indexed
 
     @property
     def kind(self) -> Kind:

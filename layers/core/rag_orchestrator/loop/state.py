@@ -36,6 +36,7 @@ class TurnState:
     messages: list[Message] = field(default_factory=list)  # what the next model call is sent
     fence: Fence = field(default_factory=Fence)  # the turn's, which its toolset's system prompt names
     partial: list[str] = field(default_factory=list)  # the text streamed by the current model call
+    headed: bool = False  # the finalizer's prologue has been streamed
     finished: bool = False  # stored (or given up): the after-turn hooks may run
     events: TurnEvents = field(init=False)
     record: TurnRecord = field(init=False)

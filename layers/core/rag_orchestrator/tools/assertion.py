@@ -28,6 +28,7 @@ import httpx
 from rag_orchestrator.config import Settings, in_lambda
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.errors import ConfigError
+from rag_orchestrator.ssm_params import SecretReader
 from rag_orchestrator.tools.base import ToolContext
 
 ALGORITHM = "ES256"
@@ -163,14 +164,15 @@ def require_key(settings: Settings) -> None:
         )
 
 
-def create_signer(settings: Settings) -> AssertionSigner:
-    """The app's signer: ASSERTION_PRIVATE_KEY, read like a catalogue's `${NAME}` (in AWS the secret
-    ASSERTION_PRIVATE_KEY_PARAM names, else ASSERTION_PRIVATE_KEY under TOOL_SECRETS_PREFIX, where the
-    functions may read); outside Lambda, with none, a key of its own."""
-    from rag_orchestrator.tools.catalog import environment_secret
+def create_signer(settings: Settings, secrets: SecretReader | None = None) -> AssertionSigner:
+    """The app's signer: ASSERTION_PRIVATE_KEY, read like a catalogue's `${NAME}` through `secrets` (the
+    composition root's): in AWS the secret ASSERTION_PRIVATE_KEY_PARAM names, else ASSERTION_PRIVATE_KEY
+    under TOOL_SECRETS_PREFIX, where the functions may read; outside Lambda, with none, a key of its own."""
+    from rag_orchestrator.tools.catalog import environment_secrets
 
+    configured = environment_secrets(secrets)
     return AssertionSigner(
         settings.assertion_issuer,
-        lambda: settings.secret("assertion_private_key") or environment_secret(KEY_SETTING),
+        lambda: settings.secret("assertion_private_key") or configured(KEY_SETTING),
         ephemeral=not in_lambda(),
     )
