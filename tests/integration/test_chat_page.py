@@ -9,6 +9,7 @@ turn. The screenshots go to .local/screenshots/."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import uuid
 
@@ -16,7 +17,9 @@ import httpx
 import pytest
 
 from devserver.stack import ROOT
+from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.fences import blocks
+from rag_orchestrator.tools.assertion import AssertionSigner
 from tests.fakes.attachments import render_png
 from tests.fakes.llm_script import text_reply, tool_calls_reply
 from tests.integration.served import run_node
@@ -117,7 +120,14 @@ def test_the_page_does_what_a_chat_app_does_at_both_sizes(titled, aws_stack, dev
     # What the page did is what the service holds.
     owner = {"X-Caller-Id": caller}
     assert httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers=owner).json()["items"] == []
-    order = httpx.get(f"{dev_app.url}/demo-tools/orders/A-1002", params={"accountId": "acct-1001"}).json()
+    # read as the tool would, with the caller's assertion signed by the service's key
+    signer = AssertionSigner("rag-orchestrator", lambda: os.environ["ASSERTION_PRIVATE_KEY"])
+    assertion = signer.sign(Caller(caller), dev_app.url, "get_order_status", "check")
+    order = httpx.get(
+        f"{dev_app.url}/demo-tools/orders/A-1002",
+        params={"accountId": "acct-1001"},
+        headers={"X-Caller-Assertion": assertion},
+    ).json()
     assert order["status"] == "cancelled"
     for name in ("chat", "passage", "list", "approval", "error", "docs"):
         assert (SHOTS / f"{name}-{size.split('x')[0]}.png").stat().st_size > 5_000

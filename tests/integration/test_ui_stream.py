@@ -236,7 +236,9 @@ def test_an_approval_is_the_sdks_own_and_its_answer_continues_the_turn(dev_app, 
         dev_app.llm.script(tool_calls_reply([("cancel_order", CANCEL, "call_c")]), text_reply(answer))
         cid = new_conversation(dev_app.url)
         url = dev_app.conversation_url(cid, "ui-stream")
-        out = use_chat(major, url, "alice", "Cancel order A-1002", ORDERS, f"{decision}:not today")
+        out = use_chat(
+            major, url, "alice", "Cancel order A-1002", ORDERS, f"{decision}:not today", env=ALICE_CLAIMS
+        )
         assert (out["status"], out["error"], out["errors"]) == ("ready", None, []), out
         (asked,) = tool_parts(out["before"][-1])
         assert (asked["state"], asked["toolName"], asked["input"]) == (
