@@ -35,7 +35,10 @@ const conversations = new ConversationList($("#conversations"), $("#search"), {
   current: () => state.conversationId,
   open: (id) => openConversation(id).catch(report),
   renamed: (id) => id === state.conversationId && showTitle(),
-  deleted: (id) => id === state.conversationId && closeConversation(),
+  deleted: (id) => {
+    if (id === state.conversationId) closeConversation();
+    memory.load().catch(report); // a deleted conversation's fragments went with it
+  },
   report,
 });
 

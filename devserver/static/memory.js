@@ -16,6 +16,7 @@ export class MemoryPanel {
     this.search = search;
     this.page = page;
     this.searching = 0;
+    this.asked = 0;
     search.addEventListener("input", () => {
       clearTimeout(this.searching);
       this.searching = setTimeout(() => this.load().catch(page.report), 200);
@@ -25,16 +26,20 @@ export class MemoryPanel {
   }
 
   // Drawn only while the panel is open (or to clear it): a closed panel asks the service nothing.
+  // A later load (another search, another caller) wins over an answer still on its way.
   async load() {
+    const asked = ++this.asked;
     if (!caller()) return this.clear();
     if (!this.root.open) return;
     const q = this.search.value.trim();
     const page = await api("GET", `/memory?limit=50${q ? `&q=${encodeURIComponent(q)}` : ""}`);
+    if (asked !== this.asked || !this.root.open) return;
     this.list.replaceChildren(...page.items.map((f) => this.item(f)));
     if (!page.items.length) this.list.append(el("li", "empty muted", q ? "Nothing remembered matches." : "Nothing remembered."));
   }
 
   clear() {
+    this.asked++;
     this.search.value = "";
     this.list.replaceChildren();
     this.root.open = false;

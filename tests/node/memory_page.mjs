@@ -38,6 +38,9 @@ async function reopen(page, count) {
 await withPage(
   async (page, consoleErrors, offsite) => {
     const out = {};
+    // Every refused or failed response, to tell the page's own requests from the health probe's.
+    const failures = [];
+    page.on("response", (r) => r.status() >= 400 && failures.push(`${r.status()} ${new URL(r.url()).pathname}`));
     // A temporary chat first: marked in the list and the header; its turn adds nothing to memory.
     await newConversationAs(page, base, callerId);
     await openSidebar(page);
@@ -94,6 +97,7 @@ await withPage(
     out.cleared = { open: await page.evaluate(() => document.querySelector("#memory-panel").open), items: await listed(page) };
     out.overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     out.consoleErrors = consoleErrors;
+    out.failures = failures;
     out.offsite = offsite;
     console.log(JSON.stringify(out));
   },
