@@ -36,7 +36,8 @@ export async function api(method, path, body) {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (!response.ok) throw await failure(response);
-  return response.status === 204 ? null : response.json();
+  const text = await response.text(); // a 204, or a 202 (forget all), has no body
+  return text ? JSON.parse(text) : null;
 }
 
 // Server-sent events from a fetch body: blocks split on a blank line, `data:` lines joined.
