@@ -27,7 +27,9 @@ ALICE = Caller(caller_id="alice", roles=("user",))
 
 
 def msg(role: Role, text: str, index: int, **extra) -> ConversationMessage:
-    return ConversationMessage(conversation_id="c", role=role, content=text, message_id=f"M{index:03d}", **extra)
+    return ConversationMessage(
+        conversation_id="c", role=role, content=text, message_id=f"M{index:03d}", **extra
+    )
 
 
 def exchanges(count: int, chars: int = 400) -> list[ConversationMessage]:
@@ -124,7 +126,10 @@ async def test_the_model_summarises_the_folded_messages_with_a_small_cap_and_no_
     read = await compacted(InProcessStore(), strategy, history)
     fold = select(None, history, 1000)
     assert fold is not None
-    assert (read.summary, read.summarized_through) == ("Ten questions about refunds.", fold.folded[-1].message_id)
+    assert (read.summary, read.summarized_through) == (
+        "Ten questions about refunds.",
+        fold.folded[-1].message_id,
+    )
     ((messages, tools, ctx),) = strategy.requests
     assert tools == [] and ctx.max_tokens == SUMMARY_MAX_TOKENS and not ctx.allow_tools
     assert "Question 0." in messages[-1].content and fold.kept[0].content not in messages[-1].content
