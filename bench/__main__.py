@@ -32,6 +32,7 @@ BENCHMARKS = {
     "turns": "bench.turns",
     "cost": "bench.cost",
     "selection": "bench.selection",
+    "assertion": "bench.assertion",
     "history": "bench.history",
     "concurrency": "bench.concurrency",
     "archival": "bench.archival",

@@ -13,6 +13,9 @@ export function callerHeaders(json) {
   const headers = { "X-Caller-Id": caller() };
   const roles = $("#caller-roles").value.trim();
   if (roles) headers["X-Caller-Roles"] = roles;
+  // The dev stand-in for the token's claims: pinned tool parameters (the demo tools' accountId) come from them.
+  const claims = $("#caller-claims").value.trim();
+  if (claims) headers["X-Caller-Claims"] = claims;
   if (json) headers["Content-Type"] = "application/json";
   return headers;
 }

@@ -275,6 +275,7 @@ async function resumeRunning() {
 async function refresh() {
   localStorage.setItem("callerId", caller());
   localStorage.setItem("callerRoles", $("#caller-roles").value.trim());
+  localStorage.setItem("callerClaims", $("#caller-claims").value.trim());
   closeConversation();
   showError("");
   $("#new-conversation").disabled = !caller();
@@ -296,8 +297,11 @@ function search() {
 function start() {
   $("#caller-id").value = localStorage.getItem("callerId") ?? "alice";
   $("#caller-roles").value = localStorage.getItem("callerRoles") || "";
+  // alice's account in the demo tool API (devserver/demo_tools.py), until the field is changed
+  $("#caller-claims").value = localStorage.getItem("callerClaims") ?? '{"accountId": "acct-1001"}';
   $("#caller-id").addEventListener("change", () => refresh().catch(report));
   $("#caller-roles").addEventListener("change", () => refresh().catch(report));
+  $("#caller-claims").addEventListener("change", () => refresh().catch(report));
   $("#new-conversation").addEventListener("click", () => newConversation().catch(report));
   $("#search").addEventListener("input", search);
   $("#composer").addEventListener("submit", submit);

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.config import load_settings
+from rag_orchestrator.domain.fences import blocks
 from rag_orchestrator.errors import AttachmentNotReady
 from rag_orchestrator.retrieval.fragments import get_fragment_index
 from rag_orchestrator.retrieval.ingestion import ingest_documents
@@ -117,7 +118,8 @@ async def test_a_streamed_turn_reads_an_image_a_pdf_and_a_voice_note_and_the_mod
         ("Iteration 1 of 10", None)
     )
     seen = user_message(fake_llm.requests[0])
-    assert seen.startswith("What do my files say?\n\n[Attached files] ")
+    assert seen.startswith("What do my files say?\n\n<data-")
+    assert blocks(seen, "attachments")[0].startswith("[Attached files] ")
     assert (
         f'<attachment citation="[source:attachment:{png}#0]" attachmentId="{png}" file="invoice.png" '
         'modality="image-ocr">' in seen

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from devserver.stack import ROOT
+from rag_orchestrator.domain.fences import blocks
 from tests.fakes.attachments import render_png
 from tests.fakes.llm_script import text_reply, tool_calls_reply
 from tests.integration.served import run_node
@@ -75,7 +76,7 @@ def test_the_page_does_what_a_chat_app_does_at_both_sizes(titled, aws_stack, dev
     )
     SHOTS.mkdir(parents=True, exist_ok=True)
     caller = new_caller()
-    context = json.dumps({"accountId": "acct-1001", "workflowId": "wf-onboarding"})
+    context = json.dumps({"workflowId": "wf-onboarding"})  # the account is the page's default claim
     page = run_node("chat_page.mjs", dev_app.url, str(SHOTS), size, caller, context, json.dumps(QUESTIONS))
     print(f"screenshots: {SHOTS}")
     # The one message in the console is the browser's own line for the refused question's 422.
@@ -167,7 +168,10 @@ def test_the_page_uploads_an_attachment_to_s3_and_sends_it_with_the_next_message
     assert page["answer"] == answer and page["reopened"]["attached"] == ["Attached: 1 file"]
     # The file went to S3, not through the API, and the model read its text in the user message.
     seen = [m for m in dev_app.llm.requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
-    assert seen.startswith(f"{question}\n\n[Attached files] ") and "4711" in seen
+    (files,) = blocks(seen, "attachments")  # the files' text, enclosed as data
+    assert (
+        seen.startswith(f"{question}\n\n<data-") and files.startswith("[Attached files] ") and "4711" in files
+    )
     owner = {"X-Caller-Id": caller}
     (conversation,) = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers=owner).json()["items"]
     cid = conversation["conversationId"]

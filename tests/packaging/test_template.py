@@ -376,6 +376,7 @@ def test_api_routes_public_ones_and_guests_without_the_authorizer_everything_els
         ("GET", "/docs"),
         ("GET", "/openapi.json"),
         ("POST", "/api/v1/auth/guest"),
+        ("GET", "/.well-known/jwks.json"),
         ("ANY", "/api/v1/chat/{proxy+}"),
         ("GET", "/api/v1/agent/tools"),
         ("POST", "/mcp"),
@@ -773,6 +774,7 @@ def test_guests_reach_the_app_past_api_gateway_after_the_sam_transform(transform
     assert paths["/{proxy+}"][any_method]["security"] == [{"JwtAuthorizer": []}]
     for path, method in (
         ("/api/v1/auth/guest", "post"),
+        ("/.well-known/jwks.json", "get"),
         ("/api/v1/chat/{proxy+}", any_method),
         ("/api/v1/agent/tools", "get"),
         ("/mcp", "post"),

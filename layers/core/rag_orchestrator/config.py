@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from rag_orchestrator.domain.budgets import Budgets
+from rag_orchestrator.domain.budgets import GUEST_TOKENS_PER_DAY, GUEST_TOKENS_PER_DAY_TOTAL, Budgets
 from rag_orchestrator.domain.callers import normalise_roles
 from rag_orchestrator.domain.usage import Prices
 from rag_orchestrator.errors import ConfigError
@@ -32,6 +32,7 @@ SECRET_FIELDS = (
     "attachment_caption_api_key",
     "attachment_whisper_api_key",
     "guest_token_secret",
+    "assertion_private_key",
     "cursor_secret",
 )
 
@@ -161,6 +162,15 @@ class Settings(BaseSettings):
     allow_anonymous: bool = False
     guest_token_secret: SecretStr | None = Field(None, min_length=32)  # signs guest tokens (HS256)
     guest_ttl_hours: int = Field(24, ge=1, le=168)  # a guest token's life, and its conversations'
+    # Guests' limits (docs/auth.md): tokens per guest and for all guests per UTC day, always enforced;
+    # guest tokens minted per source address per hour.
+    guest_tokens_per_day: int = Field(GUEST_TOKENS_PER_DAY, ge=1)
+    guest_tokens_per_day_total: int = Field(GUEST_TOKENS_PER_DAY_TOTAL, ge=1)
+    guest_mints_per_hour: int = Field(20, ge=1, le=100_000)
+    # Caller assertions HTTP tools send (docs/tools.md): the PEM of the service's ES256 key (in AWS:
+    # ASSERTION_PRIVATE_KEY under TOOL_SECRETS_PREFIX, or what ASSERTION_PRIVATE_KEY_PARAM names), and the `iss` tool APIs expect.
+    assertion_private_key: SecretStr | None = None
+    assertion_issuer: str = Field("rag-orchestrator", min_length=1, max_length=200)
     kb_writer_roles: str = "admin"  # comma-separated: who may change the knowledge base
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
@@ -271,7 +281,8 @@ class Settings(BaseSettings):
 
     @property
     def budgets(self) -> Budgets:
-        return Budgets.parse(self.budget_tokens_per_day)
+        parsed = Budgets.parse(self.budget_tokens_per_day)
+        return parsed.with_guests(self.guest_tokens_per_day, self.guest_tokens_per_day_total)
 
     @property
     def prices(self) -> Prices:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.attachments.turns import TurnAttachments
     from rag_orchestrator.conversations.dynamo import DynamoConversationStore
     from rag_orchestrator.conversations.in_process import InProcessStore
+    from rag_orchestrator.conversations.window_counters import WindowCounter
     from rag_orchestrator.loop.configuration import LoopConfig, StreamConfig
     from rag_orchestrator.loop.control import RunningTurns
     from rag_orchestrator.loop.orchestrator import Orchestrator
@@ -36,7 +37,7 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.providers.strategies import ModelStrategy
     from rag_orchestrator.retrieval.fragments import FragmentIndex
     from rag_orchestrator.stream_log.log import EventLog
-    from rag_orchestrator.tools.caller_assertions import CallerAssertions
+    from rag_orchestrator.tools.assertion import AssertionSigner
     from rag_orchestrator.tools.toolbox import Toolbox
 
 
@@ -105,10 +106,19 @@ class Services:
         return RunningTurns()
 
     @cached_property
-    def caller_assertions(self) -> CallerAssertions | None:
-        """The signer of X-Caller-Assertion for tool servers with `identity: assertion` (docs/mcp.md).
-        None: this build signs none, and such tools' calls fail with a tool error saying so."""
-        return None
+    def window_counter(self) -> WindowCounter:
+        """Rate limits that hold across instances (guest tokens minted per address and hour)."""
+        from rag_orchestrator.conversations.window_counters import create_window_counter
+
+        return create_window_counter(self.settings, self.aws)
+
+    @cached_property
+    def caller_assertions(self) -> AssertionSigner:
+        """Signs the X-Caller-Assertion of HTTP tools and MCP servers with `identity: assertion`
+        (docs/tools.md, docs/mcp.md); its public key is GET /.well-known/jwks.json."""
+        from rag_orchestrator.tools.assertion import create_signer
+
+        return create_signer(self.settings, self.secrets)
 
     @cached_property
     def toolbox(self) -> Toolbox:
@@ -256,3 +266,11 @@ def get_orchestrator(request: Request) -> Orchestrator:
 
 def get_memory(request: Request) -> FragmentIndex | None:
     return services(request).memory
+
+
+def get_window_counter(request: Request) -> WindowCounter:
+    return services(request).window_counter
+
+
+def get_assertions(request: Request) -> AssertionSigner:
+    return services(request).caller_assertions

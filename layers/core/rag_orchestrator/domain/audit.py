@@ -92,6 +92,7 @@ class TurnFacts:
     outcome: Outcome
     finish_reason: str | None
     error: str | None = None
+    client_request_id: str | None = None  # the client's X-Request-Id, never our requestId
 
 
 def turn_entry(facts: TurnFacts) -> dict[str, Any]:
@@ -115,6 +116,7 @@ def turn_entry(facts: TurnFacts) -> dict[str, Any]:
         "conversationId": facts.conversation_id,
         "time": facts.moment.isoformat().replace("+00:00", "Z"),
         "requestId": facts.request_id,
+        "clientRequestId": facts.client_request_id,
         "actor": {"callerId": facts.actor.caller_id, "roles": list(facts.actor.roles)},
         "outcome": facts.outcome,
         "finishReason": facts.finish_reason,

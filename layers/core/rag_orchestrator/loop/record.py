@@ -95,6 +95,7 @@ class TurnRecord:
                 conversation_id=self.conversation_id,
                 actor=request.caller,
                 request_id=request.request_id,
+                client_request_id=request.client_request_id,
                 moment=utcnow(),
                 question=question,
                 stored=stored,

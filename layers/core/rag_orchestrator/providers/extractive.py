@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 from rag_orchestrator.domain.attachment_formats import attachment_passages, question_of
+from rag_orchestrator.domain.fences import blocks
 from rag_orchestrator.domain.messages import FunctionCall, Message, Role, ToolCall
 from rag_orchestrator.domain.passage_formats import context_passages
 from rag_orchestrator.providers.events import (
@@ -116,11 +117,13 @@ class ExtractiveStrategy:
             yield ToolCallsComplete((call,), "", None)
             yield IterationComplete(Usage.estimate(prompt_chars, len(arguments)))
             return
-        knowledge = [m for m in messages if m.role is Role.SYSTEM]
+        # The answer prompt's passages (a system message), the initial search's (the app's data message).
+        knowledge = [m.content for m in messages if m.role is Role.SYSTEM]
+        knowledge += [b for m in messages if m.role is Role.USER for b in blocks(m.content, "knowledge")]
         # The message's own files first: rag_search may return their segments too (conversation
         # memory), and a passage counts once, where it ranks first.
         passages = [Passage(*found, whole=True) for found in attachment_passages(asked)]
-        passages += [p for m in [*results, *knowledge] for p in parse_knowledge(m.content)]
+        passages += [p for text in [*(m.content for m in results), *knowledge] for p in parse_knowledge(text)]
         answer = compose_answer(question, passages, self.embed)
         if ctx.progressive:
             for word in re.findall(r"\s*\S+", answer):

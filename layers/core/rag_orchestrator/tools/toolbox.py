@@ -14,6 +14,7 @@ from rag_orchestrator.domain.callers import may_use_tools
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.embedders import Embedder
 from rag_orchestrator.ssm_params import SecretReader
+from rag_orchestrator.tools.assertion import create_signer, require_key
 from rag_orchestrator.tools.base import AttachmentLinks, SearchTool, Tool
 from rag_orchestrator.tools.caller_assertions import CallerAssertions
 from rag_orchestrator.tools.catalog import Catalog, Lookup, environment_secrets, load_catalog
@@ -108,7 +109,8 @@ def build_toolbox(
     """Load and validate the catalogue and MCP_SERVERS (ConfigError on any problem) and wire their
     tools; MCP servers are listed when first used, not here. `aws` reads a catalogue or MCP_SERVERS in
     S3 or SSM and keeps the tool index in S3 (TOOL_INDEX_CACHE); `secrets` reads the secrets the
-    catalogue (unless `lookup` is given) and the servers' headers name."""
+    catalogue (unless `lookup` is given), the servers' headers and the assertion key name; `assertions`
+    signs the caller assertions of both (the composition root's; one of these settings' own if not given)."""
     lookup = lookup or environment_secrets(secrets)
     catalog = load_catalog(settings, lookup, aws)
     servers = _servers(settings, aws)
@@ -117,6 +119,10 @@ def build_toolbox(
 
         rag_search = RagSearchTool(settings)
     pool = ClientPool(transport)
+    identities = [spec.http.identity for spec in catalog.tools] + [server.identity for server in servers]
+    if "assertion" in identities:
+        require_key(settings)
+    assertions = assertions or create_signer(settings, secrets)
     http_tools = [
         HttpTool(
             spec,
@@ -125,6 +131,7 @@ def build_toolbox(
             default_timeout=settings.tool_timeout_seconds,
             max_response_bytes=settings.tool_response_max_bytes,
             links=attachment_links,
+            assertions=assertions,
         )
         for spec in catalog.tools
     ]
