@@ -86,6 +86,8 @@ class Settings(BaseSettings):
     budget_turn_reserve_tokens: int = Field(8000, ge=0, le=10_000_000)  # held by a running limited turn
 
     conversation_rolling_window: int = Field(20, ge=1, le=500)
+    # Past this many estimated tokens of history, older messages fold into a running summary (loop/summaries.py)
+    context_token_budget: int = Field(24_000, ge=1000, le=1_000_000)
     conversation_storage: Literal["dynamodb", "memory"] = "dynamodb"
     conversations_table: str | None = None
     transcripts_bucket: str | None = None

@@ -163,6 +163,7 @@ class Services:
         from rag_orchestrator.loop.deps import TurnDeps
         from rag_orchestrator.loop.finalizers import FINALIZERS
         from rag_orchestrator.loop.orchestrator import Orchestrator
+        from rag_orchestrator.loop.summaries import Compaction
         from rag_orchestrator.loop.titles import AutoTitle
         from rag_orchestrator.loop.toolsets import tool_chooser
         from rag_orchestrator.loop.turn_memory import TurnMemory
@@ -173,6 +174,7 @@ class Services:
             after_turn.append(AutoTitle(self.store, self.strategy))
         if self.memory is not None:
             after_turn.append(TurnMemory(self.memory))
+        after_turn.append(Compaction(self.store, self.strategy, self.settings.context_token_budget))
         deps = TurnDeps(
             store=self.store,
             strategy=self.strategy,

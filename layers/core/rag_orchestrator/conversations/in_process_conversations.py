@@ -115,6 +115,20 @@ class InProcessConversations:
             record.conversation = record.conversation.model_copy(update={"title": title})
             return True
 
+    def set_summary(self, conversation_id: str, summary: str, through: str, previous: str | None) -> bool:
+        with self._shelf.lock:
+            record = self._shelf.records.get(conversation_id)
+            if (
+                record is None
+                or record.conversation.status is DELETED
+                or record.conversation.summarized_through != previous
+            ):
+                return False
+            record.conversation = record.conversation.model_copy(
+                update={"summary": summary, "summarized_through": through}
+            )
+            return True
+
     def soft_delete(self, conversation_id: str, caller_id: str) -> None:
         with self._shelf.lock:
             record = self._shelf.owned(conversation_id, caller_id)
@@ -154,7 +168,13 @@ class InProcessConversations:
             conversation = record.conversation
             owner, titled = conversation.caller_id, conversation.title is not None
         return TurnContext(
-            [own_message(m) for m in reversed(recent)], head, owner, titled, conversation.memory
+            [own_message(m) for m in reversed(recent)],
+            head,
+            owner,
+            titled,
+            conversation.memory,
+            conversation.summary,
+            conversation.summarized_through,
         )
 
     def audit(self, conversation_id: str, limit: int, cursor: str | None) -> AuditTrail:

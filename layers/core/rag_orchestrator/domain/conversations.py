@@ -52,6 +52,8 @@ class Conversation(CamelModel):
     title: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
     memory: bool = True  # false: a temporary chat, nothing of it remembered, nothing recalled into it
+    summary: str | None = None  # the running summary of the messages through `summarized_through`
+    summarized_through: str | None = None  # the id of the last message the summary folds in
     archived_at: datetime | None = None
     deleted_at: datetime | None = None
 
@@ -152,6 +154,10 @@ class ConversationResponse(CamelModel):
     title: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
     memory: bool = True
+    summary: str | None = Field(None, description="The running summary of the earlier messages (compaction)")
+    summarized_through: str | None = Field(
+        None, description="The id of the last message the summary folds in"
+    )
 
     @classmethod
     def of(cls, conversation: Conversation) -> ConversationResponse:

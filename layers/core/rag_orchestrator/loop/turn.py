@@ -21,6 +21,7 @@ from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.approvals import act_on, hold_call, needs_approval
 from rag_orchestrator.loop.attachments import model_view
+from rag_orchestrator.loop.compaction import after_summary, summary_message
 from rag_orchestrator.loop.control import TurnControl, TurnStopped
 from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.finish import after, complete, persist
@@ -109,6 +110,8 @@ class Turn:
         prelude = state.prelude
         assert prelude is not None  # open_turn starts a continuation's
         state.context, record.titled = context, context.titled
+        record.summary, record.summarized_through = context.summary, context.summarized_through
+        recent = after_summary(context.messages, context.summarized_through)
         if not context.memory:  # a temporary chat: its searches and its after-turn work leave memory alone
             state.request = dataclasses.replace(state.request, memory=False)
         async for status, details in state.attachments.statuses(state.control.wait):
@@ -117,18 +120,20 @@ class Turn:
         opening, chars = state.opening, config.attachment_chars
         match opening:
             case Question(message=question, revision=revision):
-                window = revision.history(context.messages)
+                window = record.history = revision.history(recent)
                 state.messages = model_view(
                     window, question.message_id, state.attachments, chars, toolset.fence
                 )
             case Continuation(decided=decided):  # the held call's result first
-                state.messages = model_view(context.messages, "", state.attachments, chars, toolset.fence)
+                record.history = recent
+                state.messages = model_view(recent, "", state.attachments, chars, toolset.fence)
                 async for event in act_on(deps, state, decided, toolset.names):
                     yield event
             case _:
                 assert_never(opening)
         system = Message(role=Role.SYSTEM, content=toolset.system_prompt)
-        state.messages = [system, *well_formed(state.messages)]
+        summary = [summary_message(context.summary)] if context.summary else []
+        state.messages = [system, *summary, *well_formed(state.messages)]
         found = None
         if prelude.found is not None and RAG_SEARCH in toolset.names:
             yield emit.status("Searching the knowledge base")
