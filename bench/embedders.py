@@ -43,7 +43,7 @@ def _fresh(provider: str) -> dict[str, float]:
 
 
 def _texts() -> list[str]:
-    from eval.scoring import corpus_documents
+    from eval.questions import corpus_documents
     from rag_orchestrator.retrieval.chunking import split_text
 
     return [chunk for d in corpus_documents() for chunk in split_text(d["text"], 800, 120)]
