@@ -86,8 +86,11 @@ class LocalStack:
         )
         _put_secrets()
         from rag_orchestrator.retrieval.ingestion import ingest_documents
+        from rag_orchestrator.retrieval.knowledge_base import create_knowledge_base
 
-        ingest_documents([{"documentId": "guide", "title": "Guide", "text": GUIDE}], self.settings())
+        ingest_documents(
+            [{"documentId": "guide", "title": "Guide", "text": GUIDE}], create_knowledge_base(self.settings())
+        )
         return self
 
     def stop(self) -> None:

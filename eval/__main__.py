@@ -75,9 +75,12 @@ def settings_for(embedder: str, collection: str, chroma_url: str, **overrides):
 def ingest(embedder: str, chroma_url: str) -> None:
     from devserver.sample import sample_documents
     from rag_orchestrator.retrieval.ingestion import ingest_documents
+    from rag_orchestrator.retrieval.knowledge_base import create_knowledge_base
 
-    ingest_documents(corpus_documents(), settings_for(embedder, "eval", chroma_url))
-    ingest_documents(sample_documents(), settings_for(embedder, "eval-sample", chroma_url))
+    ingest_documents(corpus_documents(), create_knowledge_base(settings_for(embedder, "eval", chroma_url)))
+    ingest_documents(
+        sample_documents(), create_knowledge_base(settings_for(embedder, "eval-sample", chroma_url))
+    )
 
 
 def measure(sets: list[QuestionSet], embedder: str, chroma_url: str, **config) -> dict[str, Tally]:

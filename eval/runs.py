@@ -23,21 +23,20 @@ class Asker:
         self.services = Services(settings)
 
     async def ranked(self, question: str) -> list[str]:
-        from rag_orchestrator.retrieval.search import search
+        from rag_orchestrator.retrieval.search import SearchQuery
 
-        found = await search(
-            question, top_k=self.settings.rag_topk_default, threshold=0.0, settings=self.settings
+        found = await self.services.retriever.search(
+            SearchQuery(question, self.settings.rag_topk_default, 0.0)
         )
         return ranked_documents([p.document_id for p in found])
 
     async def answer(self, question: str) -> str:
-        from rag_orchestrator.retrieval.answers import AnswerQuery, answer_events, collect_answer
+        from rag_orchestrator.retrieval.answers import AnswerQuery, collect_answer
 
         request = AnswerQuery(
             question, top_k=self.settings.rag_topk_default, threshold=self.settings.rag_similarity_threshold
         )
-        answer = await collect_answer(answer_events(request, self.settings, self.services.strategy))
-        return answer.answer
+        return (await collect_answer(self.services.answerer.events(request))).answer
 
     async def converse(self, questions: list[str]) -> list[str]:
         """Each question as a turn of one new conversation; the text each turn streamed."""

@@ -11,8 +11,12 @@ with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/s
     from rag_orchestrator.attachments.factory import create_attachments
     from rag_orchestrator.config import get_settings
     from rag_orchestrator.observability import logger, metrics
+    from rag_orchestrator.retrieval.embedders import create_embedder
+    from rag_orchestrator.retrieval.fragments import create_fragment_index
 
-    attachments = create_attachments(get_settings())  # a bad setting fails the cold start, naming it
+    settings = get_settings()  # a bad setting fails the cold start, naming it
+    memory = create_fragment_index(settings, create_embedder(settings)) if settings.memory_enabled else None
+    attachments = create_attachments(settings, memory)
 
 
 @logger.inject_lambda_context(clear_state=True)

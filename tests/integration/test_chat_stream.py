@@ -9,9 +9,9 @@ from fastapi.testclient import TestClient
 
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.retrieval.ingestion import ingest_documents
 from tests.fakes.llm_script import error_reply, text_reply, tool_calls_reply
 from tests.fakes.sse import parse_sse
+from tests.integration.knowledge import ingest
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ def no_leak(text: str) -> None:
 def stack(aws_stack, chroma_url, monkeypatch):
     monkeypatch.setenv("CHROMA_COLLECTION", f"chat-{id(monkeypatch)}")
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
-    ingest_documents(
+    ingest(
         [{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs", "tags": ["dev"]}],
         load_settings(),
     )

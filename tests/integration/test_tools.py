@@ -369,7 +369,9 @@ async def test_the_index_is_cached_in_s3_and_reused(aws_stack, catalog_path):
     )
     lookup = {"TOOL_API_URL": "http://127.0.0.1:9", "TOOL_API_TOKEN": TOKEN}.get
 
-    first = build_toolbox(settings, embedder=HashingEmbedder(), lookup=lookup)
+    first = build_toolbox(
+        settings, rag_search=MemorySearchTool([]), embedder=HashingEmbedder(), lookup=lookup
+    )
     await first.selector.select("where is my order", "orders", ("user",))
     s3 = boto3.client("s3", endpoint_url=aws_stack["endpoint"])
     listed = s3.list_objects_v2(Bucket=aws_stack["TRANSCRIPTS_BUCKET"], Prefix=PREFIX)["Contents"]
@@ -379,6 +381,6 @@ async def test_the_index_is_cached_in_s3_and_reused(aws_stack, catalog_path):
         def embed_batch(self, texts):
             raise AssertionError("the cached index should have been used")
 
-    second = build_toolbox(settings, embedder=NoBatch(), lookup=lookup)
+    second = build_toolbox(settings, rag_search=MemorySearchTool([]), embedder=NoBatch(), lookup=lookup)
     offered = await second.selector.select("When will order 204 arrive?", "orders", ("user",))
     assert "get_order_status" in offered and len(offered) == 8  # ranked, not the degraded full list

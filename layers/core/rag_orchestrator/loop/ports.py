@@ -15,6 +15,7 @@ from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.messages import ToolCall, ToolResult
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.providers.events import StreamingMode
+from rag_orchestrator.retrieval.followup import Said
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.base import Tool, ToolContext
 
@@ -72,7 +73,12 @@ class KnowledgeSearch(Protocol):
     """The initial knowledge search before the first model call (LOOP_INITIAL_RAG), as rag_search for the caller."""
 
     async def search(
-        self, query: str, *, caller_id: str | None = None, vector: QueryVector | None = None
+        self,
+        query: str,
+        *,
+        caller_id: str | None = None,
+        vector: QueryVector | None = None,
+        history: Sequence[Said] = (),  # the conversation before the message (a follow-up's meaning)
     ) -> list[Passage]: ...
 
 

@@ -10,12 +10,14 @@ claim, and the window read runs beside them. Nothing here writes, so a failed cl
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.ports import Toolset, TurnRequest
 from rag_orchestrator.observability import logger
+from rag_orchestrator.retrieval.followup import Said, earlier_questions
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 
@@ -38,7 +40,14 @@ class Prelude:
         if orchestrator.settings.loop_initial_rag and orchestrator.search is not None:
             self.found = asyncio.create_task(self._search())
 
-    async def _search(self) -> list[Passage] | None:
+    def follow_up(self, window: Sequence[Said]) -> None:
+        """Once the window is read: a message after earlier questions is searched again with them, as
+        the question it means ("And on Saturdays?"); the search of its words alone is dropped."""
+        if self.found is not None and earlier_questions(self._request.message, window):
+            _drop(self.found)
+            self.found = asyncio.create_task(self._search(window))
+
+    async def _search(self, window: Sequence[Said] = ()) -> list[Passage] | None:
         """The initial search's passages, or None when the knowledge base failed; [] when not run."""
         if RAG_SEARCH not in (await asyncio.shield(self.toolset)).names:
             return []
@@ -46,7 +55,7 @@ class Prelude:
         assert search is not None  # only started with one
         try:
             return await search.search(
-                request.message, caller_id=request.caller.caller_id, vector=self._vector
+                request.message, caller_id=request.caller.caller_id, vector=self._vector, history=window
             )
         except RagError as exc:
             logger.warning("initial knowledge search failed", extra={"error": exc.message})
@@ -55,8 +64,11 @@ class Prelude:
     def cancel(self) -> None:
         """Stop what is still running (the claim failed, or the turn ended early)."""
         for task in (self.toolset, self.found):
-            if task is None:
-                continue
-            if task.done() and not task.cancelled():
-                task.exception()  # retrieved: no one is left to want it
-            task.cancel()
+            if task is not None:
+                _drop(task)
+
+
+def _drop(task: asyncio.Task) -> None:
+    if task.done() and not task.cancelled():
+        task.exception()  # retrieved: no one is left to want it
+    task.cancel()

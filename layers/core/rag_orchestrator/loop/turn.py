@@ -107,6 +107,7 @@ class ActiveTurn(ApprovalSteps, TurnStart, TurnFinish):
         context, toolset = await self._read()
         request, prelude = self.request, self.prelude
         assert prelude is not None  # _read() starts a continuation's
+        prelude.follow_up(context.messages)  # a follow-up is searched with its conversation
         self.context, self.record.titled = context, context.titled
         async for status, details in self.attachments.statuses(self.control.wait):
             yield self._event(ev.StatusUpdate, status=status, details=details)

@@ -16,7 +16,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from rag_orchestrator.config import Settings
@@ -179,12 +178,10 @@ class FragmentIndex:
         self.store.delete({"conversationId": conversation_id})
 
 
-@lru_cache(maxsize=4)
-def get_fragment_index(settings: Settings) -> FragmentIndex:
-    """The memory collection of these settings, paired with their embedder; one per configuration."""
-    from rag_orchestrator.retrieval.embedders import get_embedder
-
-    embedder = get_embedder(settings)
+def create_fragment_index(settings: Settings, embedder: Embedder) -> FragmentIndex | None:
+    """CHROMA_MEMORY_COLLECTION with the embedder that fills and searches it; None with MEMORY_ENABLED=false."""
+    if not settings.memory_enabled:
+        return None
     store = VectorStore(settings, embedder.name, collection=settings.chroma_memory_collection)
     return FragmentIndex(store, embedder)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime
-from functools import lru_cache
 from typing import Any, Protocol
 
 from pydantic import Field
@@ -128,8 +127,7 @@ def _document(item: dict[str, Any]) -> DocumentInfo:
     return DocumentInfo.model_validate(values | {"chunks": int(values.get("chunks", 0))})
 
 
-@lru_cache(maxsize=4)
-def get_registry(settings: Settings) -> DocumentRegistry:
+def create_registry(settings: Settings) -> DocumentRegistry:
     """The registry beside the conversations: in their table, or in memory with the memory store."""
     if settings.conversation_storage == "memory" or not settings.conversations_table:
         return MemoryDocumentRegistry()

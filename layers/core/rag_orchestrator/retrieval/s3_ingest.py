@@ -12,10 +12,10 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 from rag_orchestrator import aws
-from rag_orchestrator.config import Settings
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.observability import logger, metrics
 from rag_orchestrator.retrieval.ingestion import ingest_documents
+from rag_orchestrator.retrieval.knowledge_base import KnowledgeBase
 
 PREFIX = "documents/"
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown"})
@@ -37,7 +37,7 @@ class IngestRecordsFailed(RagError):
         self.failures = failures
 
 
-def ingest_s3_event(event: dict[str, Any], settings: Settings) -> dict[str, Any]:
+def ingest_s3_event(event: dict[str, Any], knowledge: KnowledgeBase) -> dict[str, Any]:
     """Ingest every ObjectCreated record under `documents/`; raise after the others if any failed."""
     ingested: list[dict[str, Any]] = []
     skipped: list[str] = []
@@ -51,7 +51,7 @@ def ingest_s3_event(event: dict[str, Any], settings: Settings) -> dict[str, Any]
             continue
         try:
             document = read_document(bucket, key)
-            ingested.extend(ingest_documents([document], settings))
+            ingested.extend(ingest_documents([document], knowledge))
         except (UnreadableDocument, RagError) as exc:
             logger.error("object not ingested", extra={"bucket": bucket, "key": key, "reason": str(exc)})
             failures.append({"bucket": bucket, "key": key, "reason": str(exc)})

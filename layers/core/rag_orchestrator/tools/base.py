@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from rag_orchestrator.domain.messages import ToolResult
 from rag_orchestrator.domain.passages import Passage
+from rag_orchestrator.retrieval.followup import Said
 from rag_orchestrator.retrieval.query_vector import QueryVector
 
 
@@ -34,7 +36,12 @@ class SearchTool(Tool, Protocol):
     """A knowledge search that is also a tool: `rag_search`, which the loop also calls before the model."""
 
     async def search(
-        self, query: str, *, caller_id: str | None = None, vector: QueryVector | None = None
+        self,
+        query: str,
+        *,
+        caller_id: str | None = None,
+        vector: QueryVector | None = None,
+        history: Sequence[Said] = (),
     ) -> list[Passage]: ...
 
 

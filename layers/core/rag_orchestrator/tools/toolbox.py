@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,12 +60,10 @@ def offers(catalog: Catalog) -> list[Offer]:
     ]
 
 
-def selection_embedder(settings: Settings) -> Embedder | None:
-    """The configured embedder, or None (selection degrades to the context filter) when it cannot be made."""
-    from rag_orchestrator.retrieval.embedders import get_embedder
-
+def selection_embedder(make: Callable[[], Embedder]) -> Embedder | None:
+    """The embedder `make` builds, or None (selection degrades to the context filter) when it cannot."""
     try:
-        return get_embedder(settings)
+        return make()
     except Exception as exc:
         logger.warning("no embedder for tool selection", extra={"error_type": type(exc).__name__})
         return None
@@ -81,8 +80,8 @@ def _cache(settings: Settings) -> Any:
 def build_toolbox(
     settings: Settings,
     *,
-    rag_search: SearchTool | None = None,
-    embedder: Embedder | None = _DEFAULT,
+    rag_search: SearchTool,
+    embedder: Embedder | None,
     transport: httpx.AsyncBaseTransport | None = None,
     lookup: Lookup = environment_secret,
     cache: Any = _DEFAULT,
@@ -90,10 +89,6 @@ def build_toolbox(
 ) -> Toolbox:
     """Load and validate the catalogue (ConfigError on any problem) and wire its tools."""
     catalog = load_catalog(settings, lookup)
-    if rag_search is None:
-        from rag_orchestrator.tools.rag_search import RagSearchTool
-
-        rag_search = RagSearchTool(settings)
     pool = ClientPool(transport)
     http_tools = [
         HttpTool(
@@ -111,7 +106,7 @@ def build_toolbox(
     registry = ToolRegistry([rag_search, *http_tools], timeout_seconds=timeout)
     selector = ToolSelector(
         offers(catalog),
-        embedder=selection_embedder(settings) if embedder is _DEFAULT else embedder,
+        embedder=embedder,
         top_k=settings.tool_selection_top_k,
         min_score=settings.tool_selection_min_score,
         cache=_cache(settings) if cache is _DEFAULT else cache,

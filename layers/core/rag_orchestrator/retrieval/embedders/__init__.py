@@ -1,4 +1,4 @@
-"""Embedders (seed 004's Embedder): text in, vectors out. `get_embedder` picks one by EMBEDDING_PROVIDER.
+"""Embedders: text in, vectors out. `create_embedder` makes the one EMBEDDING_PROVIDER names.
 
 Every embedder is synchronous; async code calls it through `asyncio.to_thread`, together with the
 vector store, so a request makes one thread hop for its whole retrieval.
@@ -6,7 +6,6 @@ vector store, so a request makes one thread hop for its whole retrieval.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 from rag_orchestrator.config import Settings
@@ -25,9 +24,8 @@ class Embedder(Protocol):
     def embed_batch(self, texts: list[str]) -> list[list[float]]: ...
 
 
-@lru_cache(maxsize=4)
-def get_embedder(settings: Settings) -> Embedder:
-    """The embedder EMBEDDING_PROVIDER names, created once per configuration; imports only its module."""
+def create_embedder(settings: Settings) -> Embedder:
+    """The embedder EMBEDDING_PROVIDER names; imports only its module. The composition root makes one."""
     provider = settings.embedding_provider
     if provider == "hashing":
         from rag_orchestrator.text.hashing import HashingEmbedder
@@ -48,4 +46,4 @@ def get_embedder(settings: Settings) -> Embedder:
     raise ValueError(f"unknown EMBEDDING_PROVIDER {provider!r}")
 
 
-__all__ = ["Embedder", "get_embedder"]
+__all__ = ["Embedder", "create_embedder"]

@@ -1,0 +1,157 @@
+"""How well a sentence answers a question; the sentence picker quotes by it, the local reranker orders
+passages by their best sentence.
+
+A sentence scores by
+
+- the question's terms it holds (stems and synonyms, `text/terms.py`), each weighted by how rare it is among
+  the candidates; a term met only in what the sentence is read with (its document's title, its heading, its
+  paragraph's first sentence) counts half, and so does a word a follow-up borrowed from the question before;
+- the cosine similarity of its embedding with the question's;
+- whether it holds the kind of fact the question asks for (`text/answer_kinds.py`): a price for "how much",
+  a time for "until when", a name for "who"; a sentence without one is worth about half;
+- a little for the rank of its passage.
+
+Its coverage (the first measure alone, 0 to 1) says whether it is about what was asked at all: below
+MIN_COVERAGE nothing answers, and the answer says so.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from rag_orchestrator.text.answer_kinds import KIND_WORDS, Kind, answered_kind, asked_kinds
+from rag_orchestrator.text.follow_ups import standalone
+from rag_orchestrator.text.terms import slots, terms
+
+EmbedBatch = Callable[[list[str]], Sequence[Sequence[float]]]
+
+LEXICAL_WEIGHT, EMBEDDING_WEIGHT, RANK_WEIGHT = 0.6, 0.3, 0.05
+KIND_BONUS, KIND_MISS, STEPS_BONUS = 0.15, 0.55, 0.1
+SLOT_MISS = 0.7  # it names another day (colour, month…) than the one asked, and not that one
+AROUND_WEIGHT = 0.5
+CARRIED_WEIGHT = 0.5
+MIN_COVERAGE = 0.3
+FOCUS_COVERAGE = 0.6  # a question naming something no passage knows needs this much to be answered
+
+# What a question is about: the word after "the", "a", "my"… (past "whole", "old", a number), and names
+# inside it ("on Cloud Run"). A passage that never says it is about something else.
+_DETERMINED = re.compile(
+    r"\b(?:the|a|an|my|your|our|their|his|her|its|this|that|these|those)\s+"
+    r"(?:(?:whole|same|other|new|old|full|half|first|last|next|own|single|best|main|usual|default|total|"
+    r"entire|one|\d[\w.,:]*)\s+)*([^\W\d_][\w'’-]*)",
+    re.IGNORECASE,
+)
+_NAME = re.compile(r"(?<=[\w,;:] )[A-Z][\w'’-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    asked: str  # the message as the user wrote it
+    text: str  # what is compared: the message, and a follow-up's borrowed words
+    weights: dict[str, float]  # term -> 1, or CARRIED_WEIGHT for a borrowed word
+    kinds: tuple[Kind, ...]
+    steps: bool  # "how do I…": a command answers best
+    focus: frozenset[str]  # what it is about (terms), kind words aside
+
+    def unknown_focus(self, texts: Iterable[str]) -> frozenset[str]:
+        """The focus terms none of the texts holds."""
+        known: set[str] = set()
+        for text in texts:
+            known.update(terms(text))
+        return self.focus - known
+
+
+def read_question(message: str, earlier: str | None = None, *, steps: bool = False) -> Question:
+    """The question a message asks; a follow-up reads the earlier question's words and kind of fact too."""
+    text = standalone(message, earlier)
+    own = dict.fromkeys(terms(message, implied=False), 1.0)
+    borrowed = dict.fromkeys((t for t in terms(text, implied=False) if t not in own), CARRIED_WEIGHT)
+    kinds = asked_kinds(message) or (asked_kinds(earlier) if earlier and text != message else ())
+    named = " ".join([*_DETERMINED.findall(message), *_NAME.findall(message)])
+    focus = frozenset(terms(named, implied=False)) - {w for words in KIND_WORDS.values() for w in words}
+    return Question(message, text, own | borrowed, kinds, steps, focus)
+
+
+class Scorable(Protocol):
+    @property
+    def words(self) -> frozenset[str]: ...  # the terms of what would be quoted
+
+    @property
+    def around(self) -> frozenset[str]: ...  # the terms of what it is read with
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def rank(self) -> int: ...
+
+    @property
+    def holds_command(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    value: float
+    coverage: float
+    answers: bool | None  # holds the kind of fact asked for (None: no kind asked)
+
+
+def term_weights(question: Question, pool: Sequence[Scorable]) -> dict[str, float]:
+    """Each question term's weight: how rare it is among the candidates, smoothed so that a word every
+    candidate has still counts a little and a word none has counts like the rarest."""
+    n = len(pool)
+    weights = {}
+    for term, base in question.weights.items():
+        found = sum(term in c.words or term in c.around for c in pool)
+        weights[term] = base * math.log(1 + (n + 1) / (found + 1))
+    return weights
+
+
+def coverage(
+    weights: dict[str, float], candidate: Scorable, kind_words: frozenset[str] = frozenset()
+) -> float:
+    """The weighted share of the question's terms the candidate holds; `kind_words` count as held."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    words = candidate.words | kind_words
+    said = sum(w for t, w in weights.items() if t in words)
+    around = sum(w for t, w in weights.items() if t not in words and t in candidate.around)
+    return min((said + AROUND_WEIGHT * around) / total, 1.0)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+def score(question: Question, pool: Sequence[Scorable], embed: EmbedBatch | None = None) -> list[Score]:
+    weights = term_weights(question, pool)
+    asked_slots = slots(question.weights)
+    similar = [0.0] * len(pool)
+    if embed is not None and pool:
+        vectors = embed([question.text, *(c.text for c in pool)])
+        similar = [max(cosine(vectors[0], v), 0.0) for v in vectors[1:]]
+    scores = []
+    for c, sim in zip(pool, similar, strict=True):
+        held = answered_kind(question.asked, c.text, question.kinds) if question.kinds else None
+        answers = (held is not None) if question.kinds else None
+        covered = coverage(weights, c, KIND_WORDS[held] if held else frozenset())
+        value = LEXICAL_WEIGHT * covered + EMBEDDING_WEIGHT * sim + RANK_WEIGHT / (1 + c.rank)
+        if answers:
+            value += KIND_BONUS
+        elif answers is False:
+            value *= KIND_MISS
+        elif question.steps and c.holds_command:
+            value += STEPS_BONUS
+        if any(named and not named & asked_slots.get(i, named) for i, named in slots(c.words).items()):
+            value *= SLOT_MISS
+        if len(c.words) < 3:
+            value *= 0.8  # fragments ("Ctrl-C.") rarely answer alone
+        scores.append(Score(value if covered > 0 or sim > 0.3 else 0.0, covered, answers))
+    return scores
