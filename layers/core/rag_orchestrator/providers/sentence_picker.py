@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rag_orchestrator.providers.sentence_rules import (
+    action_in,
     context_of,
     example_after,
     heading_of,
@@ -84,8 +85,11 @@ class Candidate:
         return f"{self.context} {self.body}" if self.context else self.body
 
     @property
-    def holds_command(self) -> bool:
-        return self.segment.kind == "command" or self.body != self.segment.text
+    def action(self) -> str | None:
+        """The command it is or introduces, or the action it names."""
+        if self.segment.kind == "command" or (self.segment.kind != "table" and self.body != self.segment.text):
+            return self.body
+        return action_in(self.text)
 
 
 def passage_candidates(passage: Passage, rank: int, question: str, quoted: set[str]) -> list[Candidate]:

@@ -19,6 +19,10 @@ _COMMAND = re.compile(
     r"^(pip3?|pipx|python3?|uv|uvx|poetry|conda|make|npm|npx|yarn|pnpm|git|docker|curl|wget|brew|apt(-get)?|"
     r"cargo|go|sam|aws|pytest|ruff|tox|nox|[\w.-]+ --?[\w-]+)\b"
 )
+# Something to do: an HTTP call (`POST /api/v1/…`), or inline code that is a command (`make test`).
+_ACTION = re.compile(
+    r"\b(GET|POST|PUT|PATCH|DELETE) /\S+|`(?:\$ )?(?:" + _COMMAND.pattern[2:-3] + r")\b[^`]*`"
+)
 _LINK_TARGET = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|`([^`<]*)<[^>]+>`_")
 _SIGNATURE = re.compile(r"[\w.]+\(.*\):?")  # get(key[, default])
 _ENDS_SENTENCE = re.compile(r"[.!?:;)\"'`*_”’>]\s*$")
@@ -135,6 +139,12 @@ def skip_reason(segment: Segment, question: str, example: str | None = None) -> 
 def refers_back(segment: Segment) -> bool:
     """Opens with "This", "It", "Such"…: it needs the sentence before it to be understood."""
     return bool(_ANAPHORA.match(segment.text.lstrip("*_\"'“(")))
+
+
+def action_in(text: str) -> str | None:
+    """The action a text names: an HTTP call or a command in backticks; None when it names none."""
+    found = _ACTION.search(text)
+    return found.group(0) if found else None
 
 
 def wants_steps(question: str) -> bool:

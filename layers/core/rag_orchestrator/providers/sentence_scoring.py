@@ -30,7 +30,8 @@ from rag_orchestrator.text.terms import slots, terms
 EmbedBatch = Callable[[list[str]], Sequence[Sequence[float]]]
 
 LEXICAL_WEIGHT, EMBEDDING_WEIGHT, RANK_WEIGHT = 0.6, 0.3, 0.05
-KIND_BONUS, KIND_MISS, STEPS_BONUS = 0.15, 0.55, 0.1
+KIND_BONUS, KIND_MISS = 0.15, 0.55
+STEPS_BONUS, NO_ACTION, ACTION_COVERAGE = 0.3, 0.7, 0.5
 SLOT_MISS = 0.7  # it names another day (colour, month…) than the one asked, and not that one
 AROUND_WEIGHT = 0.5
 CARRIED_WEIGHT = 0.5
@@ -90,7 +91,7 @@ class Scorable(Protocol):
     def rank(self) -> int: ...
 
     @property
-    def holds_command(self) -> bool: ...
+    def action(self) -> str | None: ...  # what it says to do: a command, an HTTP call
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,17 +112,14 @@ def term_weights(question: Question, pool: Sequence[Scorable]) -> dict[str, floa
     return weights
 
 
-def coverage(
-    weights: dict[str, float], candidate: Scorable, kind_words: frozenset[str] = frozenset()
-) -> float:
-    """The weighted share of the question's terms the candidate holds; `kind_words` count as held."""
+def coverage(weights: dict[str, float], words: frozenset[str], around: frozenset[str] = frozenset()) -> float:
+    """The weighted share of the question's terms the words hold (those only `around` them count half)."""
     total = sum(weights.values())
     if total <= 0:
         return 0.0
-    words = candidate.words | kind_words
     said = sum(w for t, w in weights.items() if t in words)
-    around = sum(w for t, w in weights.items() if t not in words and t in candidate.around)
-    return min((said + AROUND_WEIGHT * around) / total, 1.0)
+    around_only = sum(w for t, w in weights.items() if t not in words and t in around)
+    return min((said + AROUND_WEIGHT * around_only) / total, 1.0)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -133,6 +131,10 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 def score(question: Question, pool: Sequence[Scorable], embed: EmbedBatch | None = None) -> list[Score]:
     weights = term_weights(question, pool)
     asked_slots = slots(question.weights)
+    # "How do I…": an action about what was asked (its own words cover the question) answers best, and
+    # when one is there, sentences without an action are worth less.
+    acts = {id(c): coverage(weights, frozenset(terms(c.action))) for c in pool if question.steps and c.action}
+    acting = any(value >= ACTION_COVERAGE for value in acts.values())
     similar = [0.0] * len(pool)
     if embed is not None and pool:
         vectors = embed([question.text, *(c.text for c in pool)])
@@ -141,14 +143,16 @@ def score(question: Question, pool: Sequence[Scorable], embed: EmbedBatch | None
     for c, sim in zip(pool, similar, strict=True):
         held = answered_kind(question.asked, c.text, question.kinds) if question.kinds else None
         answers = (held is not None) if question.kinds else None
-        covered = coverage(weights, c, KIND_WORDS[held] if held else frozenset())
+        covered = coverage(weights, c.words | (KIND_WORDS[held] if held else frozenset()), c.around)
         value = LEXICAL_WEIGHT * covered + EMBEDDING_WEIGHT * sim + RANK_WEIGHT / (1 + c.rank)
         if answers:
             value += KIND_BONUS
         elif answers is False:
             value *= KIND_MISS
-        elif question.steps and c.holds_command:
-            value += STEPS_BONUS
+        elif id(c) in acts:
+            value += STEPS_BONUS * acts[id(c)]
+        elif acting:
+            value *= NO_ACTION
         if any(named and not named & asked_slots.get(i, named) for i, named in slots(c.words).items()):
             value *= SLOT_MISS
         if len(c.words) < 3:

@@ -13,7 +13,7 @@ from typing import Literal
 
 from rag_orchestrator.text.terms import terms
 
-Kind = Literal["price", "time", "date", "duration", "number", "phone", "person", "place"]
+Kind = Literal["price", "time", "date", "duration", "number", "phone", "person", "place", "setting"]
 
 
 def _either(*alternatives: str) -> re.Pattern[str]:
@@ -112,6 +112,14 @@ _ASKS: list[tuple[Kind, re.Pattern[str]]] = [
         ),
     ),
 ]
+_ASKS.append(
+    (
+        "setting",
+        _either(
+            r"\b(which|what) (environment )?(variable|variables|setting|settings|env var|option|parameter|flag)\b"
+        ),
+    )
+)
 # A question that opens with a verb asks yes or no ("Can I pay by card?"): no kind of fact is required.
 _YES_NO = re.compile(
     r"^\W*(and )?(can|could|is|are|was|were|does|do|did|will|would|may|should|has|have|am)\b", re.I
@@ -157,6 +165,7 @@ _HOLDS: dict[Kind, re.Pattern[str]] = {
         r"fifty|hundred|thousand|once|twice|dozen)\b",
     ),
     "phone": re.compile(r"\+?\d[\d ()/-]{6,}\d"),
+    "setting": re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|(?<![\w-])--[a-z][\w-]+"),
     "place": _either(
         r"https?://",
         r"\b(on|at|via) (the )?(?-i:[A-Z])[\w.-]+",
@@ -191,6 +200,7 @@ KIND_WORDS: dict[Kind, frozenset[str]] = {
     "phone": frozenset(terms("phone number")),
     "person": frozenset(terms("person name")),
     "place": frozenset(terms("address location place")),
+    "setting": frozenset(terms("variable setting option parameter environment")),
 }
 # The kinds a pattern recognises well enough that no sentence holding one means the fact is not there.
 CHECKABLE: frozenset[Kind] = frozenset({"price", "time", "date", "duration", "number", "phone"})
