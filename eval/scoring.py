@@ -14,7 +14,7 @@ NOT_FOUND_PREFIX = "I could not find"
 _CITATION = re.compile(r"\s*\[source:[^\]]*\]")
 # A sentence ends at . ! ? before a space and a capital or digit; "Dr. Osei" and "e.g. this" do not end one.
 _SENTENCE_END = re.compile(
-    r"(?<!\bDr)(?<!\bMr)(?<!\bMrs)(?<!\bMs)(?<!\be\.g)(?<!\bi\.e)(?<=[.!?])\s+(?=[A-Z0-9\"'(`])|\n"
+    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<=[.!?])\s+(?=[A-Z0-9\"'(`])|\n"
 )
 
 

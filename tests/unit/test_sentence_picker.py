@@ -268,3 +268,31 @@ def test_a_follow_up_is_read_with_the_question_before_it():
     question = read_question("And on Saturdays?", "When does the Harbour Café open on weekdays?")
     assert question.kinds[0] == "time"  # from the earlier question: the follow-up names no kind of its own
     assert compose_answer(question, [HOURS]).startswith("On Saturdays the doors open at 08:30")
+
+
+def test_a_sentence_holding_the_fact_asked_for_leads_though_it_refers_back():
+    answer = compose_answer("Who runs the café?", [HOURS])
+    assert answer.startswith("It is run by Marta Okafor.")  # not after "The café sits on the quay…"
+
+
+def test_a_sentence_from_a_document_about_another_name_answers_less():
+    other = Passage("bakery", 0, "We close at 17:30 on weekdays.", title="Hilltop Bakery")
+    answer = compose_answer("When does the Harbour Café close on weekdays?", [other, HOURS])
+    assert answer.startswith("We are open from 07:30 to 18:00 on weekdays.")
+
+
+def test_a_yes_or_no_question_about_what_no_passage_mentions_is_not_answered():
+    assert compose_answer("Does the Harbour Café have a gift shop?", [HOURS, MENU]) == NOTHING_FOUND
+
+
+def test_how_to_is_answered_with_the_action_about_it():
+    passages = [
+        Passage(
+            "streams",
+            0,
+            "## Cancel: `POST /api/v1/turns/{turnId}/cancel`\n\nServed by the REST API; no body.\n\n"
+            "A running turn reads the flag the cancel route sets, twice a second.",
+        )
+    ]
+    answer = compose_answer("How do I cancel a running turn?", passages)
+    assert answer.startswith("Cancel: `POST /api/v1/turns/{turnId}/cancel`: Served by the REST API; no body.")

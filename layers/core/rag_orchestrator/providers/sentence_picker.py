@@ -79,6 +79,7 @@ class Candidate:
     context: str | None  # quoted with it: its list's lead-in, or the name its paragraph describes
     words: frozenset[str]
     around: frozenset[str]  # what it is read with: its document's title, heading, paragraph's first sentence
+    heading: frozenset[str] = frozenset()  # the terms of its section's heading alone
 
     @property
     def text(self) -> str:
@@ -87,7 +88,9 @@ class Candidate:
     @property
     def action(self) -> str | None:
         """The command it is or introduces, or the action it names."""
-        if self.segment.kind == "command" or (self.segment.kind != "table" and self.body != self.segment.text):
+        if self.segment.kind == "command" or (
+            self.segment.kind != "table" and self.body != self.segment.text
+        ):
             return self.body
         return action_in(self.text)
 
@@ -106,7 +109,17 @@ def passage_candidates(passage: Passage, rank: int, question: str, quoted: set[s
             first = position - len(table)
             lines = [passage.text[s.start : s.end] for s in table]
             found += [
-                Candidate(passage, rank, first, table[0], row, None, frozenset(terms(row)), around.of(first))
+                Candidate(
+                    passage,
+                    rank,
+                    first,
+                    table[0],
+                    row,
+                    None,
+                    frozenset(terms(row)),
+                    around.of(first),
+                    around.heading(first),
+                )
                 for row in rows(lines)
             ]
             table = []
@@ -125,7 +138,19 @@ def passage_candidates(passage: Passage, rank: int, question: str, quoted: set[s
         body = f"{segment.text} {example}" if example else segment.text
         context = context_of(parts, position)
         words = frozenset(terms(f"{context or ''} {body}"))
-        found.append(Candidate(passage, rank, position, segment, body, context, words, around.of(position)))
+        found.append(
+            Candidate(
+                passage,
+                rank,
+                position,
+                segment,
+                body,
+                context,
+                words,
+                around.of(position),
+                around.heading(position),
+            )
+        )
     return found
 
 
@@ -141,7 +166,10 @@ class _Around:
     def of(self, position: int) -> frozenset[str]:
         segment = self.parts[position]
         opener = next((p.text for p in self.parts[:position] if p.block == segment.block), "")
-        return self.title | self._terms(heading_of(self.parts, position)) | self._terms(opener)
+        return self.title | self.heading(position) | self._terms(opener)
+
+    def heading(self, position: int) -> frozenset[str]:
+        return self._terms(heading_of(self.parts, position))
 
     def _terms(self, text: str) -> frozenset[str]:
         if text not in self._read:
@@ -183,8 +211,8 @@ def _clip(text: str) -> str:
 
 
 def quote(best: Candidate, pool: list[Candidate], scores: dict[int, Score]) -> list[Candidate]:
-    """The best sentence, after the one before it only when it refers back to it ("It costs…"), and with
-    the next one when that scores well too or refers back to the best."""
+    """The best sentence, after the one before it when it refers back to it ("This means…") without
+    holding the fact asked for itself, and with the next one when that scores well too or refers back."""
     same = {
         c.position: c for c in pool if c.passage is best.passage and c.segment.block == best.segment.block
     }
@@ -195,7 +223,10 @@ def quote(best: Candidate, pool: list[Candidate], scores: dict[int, Score]) -> l
         return sum(len(c.text) for c in chosen) + len(neighbour.text) <= MAX_QUOTE_CHARS
 
     before, after = same.get(best.position - 1), same.get(best.position + 1)
-    if before is not None and refers_back(best.segment) and fits(before):
+    # "It is run by Marta Okafor." answers "Who runs the café?" alone: the fact leads, the antecedent is
+    # the question's own subject. A sentence that does not hold the fact asked for needs what it refers to.
+    needs_antecedent = refers_back(best.segment) and not scores[id(best)].answers
+    if before is not None and needs_antecedent and fits(before):
         chosen.insert(0, before)
     if after is not None and fits(after):
         ratio = FOLLOWER_RATIO if refers_back(after.segment) else NEIGHBOUR_RATIO
@@ -225,8 +256,8 @@ def pick(
     ranked = sorted(pool, key=lambda c: (-scores[id(c)].value, c.rank, c.position))
     # A question about the message's own files is about them, whatever it calls them ("the meeting").
     own_files = any(p.whole for p in passages)
-    unknown = frozenset() if own_files else asked.unknown_focus(f"{p.title}\n{p.text}" for p in passages)
-    if not ranked or _nothing_answers(asked, [scores[id(c)] for c in ranked], bool(unknown)):
+    unknown = not own_files and asked.unknown_focus(f"{p.title}\n{p.text}" for p in passages)
+    if not ranked or _nothing_answers(asked, [scores[id(c)] for c in ranked], unknown):
         return []
     top = scores[id(ranked[0])].value
     quotes: list[tuple[Passage, str]] = []
@@ -249,6 +280,8 @@ def _nothing_answers(question: Question, ranked: list[Score], unknown_focus: boo
     best = ranked[0]
     if best.value < MIN_SCORE or best.coverage < (FOCUS_COVERAGE if unknown_focus else MIN_COVERAGE):
         return True
+    if unknown_focus and question.yes_no:
+        return True  # "Does it have a gift shop?": what no passage mentions cannot be confirmed
     # A kind of fact no sentence holds is not in these passages ("the phone number" where none is given).
     checkable = bool(question.kinds) and question.kinds[0] in CHECKABLE
     return checkable and not any(s.answers for s in ranked if s.coverage >= MIN_COVERAGE)

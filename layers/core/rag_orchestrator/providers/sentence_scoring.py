@@ -9,7 +9,7 @@ A sentence scores by
 - the cosine similarity of its embedding with the question's;
 - whether it holds the kind of fact the question asks for (`text/answer_kinds.py`): a price for "how much",
   a time for "until when", a name for "who"; a sentence without one is worth about half;
-- a little for the rank of its passage.
+- a little for the rank of its passage, and for a heading above it that says what the question asks.
 
 Its coverage (the first measure alone, 0 to 1) says whether it is about what was asked at all: below
 MIN_COVERAGE nothing answers, and the answer says so.
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from rag_orchestrator.text.answer_kinds import KIND_WORDS, Kind, answered_kind, asked_kinds
+from rag_orchestrator.text.answer_kinds import KIND_WORDS, Kind, answered_kind, asked_kinds, asks_yes_or_no
 from rag_orchestrator.text.follow_ups import standalone
 from rag_orchestrator.text.terms import slots, terms
 
@@ -33,7 +33,9 @@ LEXICAL_WEIGHT, EMBEDDING_WEIGHT, RANK_WEIGHT = 0.6, 0.3, 0.05
 KIND_BONUS, KIND_MISS = 0.15, 0.55
 STEPS_BONUS, NO_ACTION, ACTION_COVERAGE = 0.3, 0.7, 0.5
 SLOT_MISS = 0.7  # it names another day (colour, month…) than the one asked, and not that one
+NAME_MISS = 0.7  # neither it nor what it is read with names what the question names ("HTTPX")
 AROUND_WEIGHT = 0.5
+HEADING_WEIGHT = 0.1  # a section headed with the question's words ("Opening hours") is where it is answered
 CARRIED_WEIGHT = 0.5
 MIN_COVERAGE = 0.3
 FOCUS_COVERAGE = 0.6  # a question naming something no passage knows needs this much to be answered
@@ -46,7 +48,8 @@ _DETERMINED = re.compile(
     r"entire|one|\d[\w.,:]*)\s+)*([^\W\d_][\w'’-]*)",
     re.IGNORECASE,
 )
-_NAME = re.compile(r"(?<=[\w,;:] )[A-Z][\w'’-]+")
+# A name inside the question: capitalised words together ("Oakfield Primary School", "Cloud Run").
+_NAME = re.compile(r"(?<=[\w,;:'’] )[A-Z][\w'’-]*(?: (?:of |& )?[A-Z][\w'’-]*)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,14 +59,19 @@ class Question:
     weights: dict[str, float]  # term -> 1, or CARRIED_WEIGHT for a borrowed word
     kinds: tuple[Kind, ...]
     steps: bool  # "how do I…": a command answers best
-    focus: frozenset[str]  # what it is about (terms), kind words aside
+    focus: tuple[frozenset[str], ...]  # what it is about: each phrase (its terms) must be said in one text
+    names: tuple[frozenset[str], ...] = ()  # the names in it: each must be known by most of its words
+    yes_no: bool = False  # "Does the museum have a gift shop?"
 
-    def unknown_focus(self, texts: Iterable[str]) -> frozenset[str]:
-        """The focus terms none of the texts holds."""
-        known: set[str] = set()
-        for text in texts:
-            known.update(terms(text))
-        return self.focus - known
+    def unknown_focus(self, texts: Iterable[str]) -> bool:
+        """Whether the texts miss what the question is about: a phrase no text says (two of its words
+        together, or its one word), or half a name or more."""
+        read = [set(terms(text)) for text in texts]
+        known = set().union(*read)
+        unsaid = any(
+            not any(len(phrase & t) >= min(2, len(phrase)) for t in read) for phrase in self.focus if phrase
+        )
+        return unsaid or any(len(name & known) * 2 <= len(name) for name in self.names if name)
 
 
 def read_question(message: str, earlier: str | None = None, *, steps: bool = False) -> Question:
@@ -72,9 +80,12 @@ def read_question(message: str, earlier: str | None = None, *, steps: bool = Fal
     own = dict.fromkeys(terms(message, implied=False), 1.0)
     borrowed = dict.fromkeys((t for t in terms(text, implied=False) if t not in own), CARRIED_WEIGHT)
     kinds = asked_kinds(message) or (asked_kinds(earlier) if earlier and text != message else ())
-    named = " ".join([*_DETERMINED.findall(message), *_NAME.findall(message)])
-    focus = frozenset(terms(named, implied=False)) - {w for words in KIND_WORDS.values() for w in words}
-    return Question(message, text, own | borrowed, kinds, steps, focus)
+    kind_words = {w for words in KIND_WORDS.values() for w in words}
+    names = tuple(frozenset(terms(name, implied=False)) - kind_words for name in _NAME.findall(message))
+    focus = tuple(
+        frozenset(terms(phrase, implied=False)) - kind_words for phrase in _DETERMINED.findall(message)
+    )
+    return Question(message, text, own | borrowed, kinds, steps, focus, names, asks_yes_or_no(message))
 
 
 class Scorable(Protocol):
@@ -83,6 +94,9 @@ class Scorable(Protocol):
 
     @property
     def around(self) -> frozenset[str]: ...  # the terms of what it is read with
+
+    @property
+    def heading(self) -> frozenset[str]: ...  # the terms of its section's heading
 
     @property
     def text(self) -> str: ...
@@ -145,6 +159,7 @@ def score(question: Question, pool: Sequence[Scorable], embed: EmbedBatch | None
         answers = (held is not None) if question.kinds else None
         covered = coverage(weights, c.words | (KIND_WORDS[held] if held else frozenset()), c.around)
         value = LEXICAL_WEIGHT * covered + EMBEDDING_WEIGHT * sim + RANK_WEIGHT / (1 + c.rank)
+        value += HEADING_WEIGHT * coverage(weights, c.heading)
         if answers:
             value += KIND_BONUS
         elif answers is False:
@@ -155,6 +170,8 @@ def score(question: Question, pool: Sequence[Scorable], embed: EmbedBatch | None
             value *= NO_ACTION
         if any(named and not named & asked_slots.get(i, named) for i, named in slots(c.words).items()):
             value *= SLOT_MISS
+        if any(name and not name & (c.words | c.around) for name in question.names):
+            value *= NAME_MISS
         if len(c.words) < 3:
             value *= 0.8  # fragments ("Ctrl-C.") rarely answer alone
         scores.append(Score(value if covered > 0 or sim > 0.3 else 0.0, covered, answers))

@@ -196,7 +196,7 @@ KIND_WORDS: dict[Kind, frozenset[str]] = {
     "time": frozenset(terms("time hours open close start end")),
     "date": frozenset(terms("day date month year")),
     "duration": frozenset(terms("time long")),
-    "number": frozenset(terms("number")),
+    "number": frozenset(terms("number far")),
     "phone": frozenset(terms("phone number")),
     "person": frozenset(terms("person name")),
     "place": frozenset(terms("address location place")),
@@ -206,9 +206,14 @@ KIND_WORDS: dict[Kind, frozenset[str]] = {
 CHECKABLE: frozenset[Kind] = frozenset({"price", "time", "date", "duration", "number", "phone"})
 
 
+def asks_yes_or_no(question: str) -> bool:
+    """It opens with a verb: "Can I pay by card?", "Does the museum have a shop?"."""
+    return bool(_YES_NO.search(question))
+
+
 def asked_kinds(question: str) -> tuple[Kind, ...]:
     """The kinds of fact the question asks for, most specific first; () when it asks for none of them."""
-    if _YES_NO.search(question):
+    if asks_yes_or_no(question):
         return ()
     return tuple(kind for kind, pattern in _ASKS if pattern.search(question))
 
