@@ -48,6 +48,8 @@ _DETERMINED = re.compile(
     r"entire|one|\d[\w.,:]*)\s+)*([^\W\d_][\w'’-]*)",
     re.IGNORECASE,
 )
+# "that day", "the same place": a follow-up's words that point back say nothing of their own.
+_POINTING = re.compile(r"\b(?:that|this|these|those|same)\s+([^\W\d_]+)", re.IGNORECASE)
 # A name inside the question: capitalised words together ("Oakfield Primary School", "Cloud Run").
 _NAME = re.compile(r"(?<=[\w,;:'’] )[A-Z][\w'’-]*(?: (?:of |& )?[A-Z][\w'’-]*)*")
 
@@ -77,7 +79,8 @@ class Question:
 def read_question(message: str, earlier: str | None = None, *, steps: bool = False) -> Question:
     """The question a message asks; a follow-up reads the earlier question's words and kind of fact too."""
     text = standalone(message, earlier)
-    own = dict.fromkeys(terms(message, implied=False), 1.0)
+    pointing = set(terms(" ".join(_POINTING.findall(message)), implied=False)) if text != message else set()
+    own = dict.fromkeys((t for t in terms(message, implied=False) if t not in pointing), 1.0)
     borrowed = dict.fromkeys((t for t in terms(text, implied=False) if t not in own), CARRIED_WEIGHT)
     kinds = asked_kinds(message) or (asked_kinds(earlier) if earlier and text != message else ())
     kind_words = {w for words in KIND_WORDS.values() for w in words}
