@@ -62,6 +62,7 @@ SECRET_PARAMETERS = {
     "OPENAI_COMPATIBLE_API_KEY_PARAM": "OpenAICompatibleApiKeyParameter",
     "CHROMA_TOKEN_PARAM": "ChromaTokenParameter",
     "EMBEDDING_API_KEY_PARAM": "EmbeddingApiKeyParameter",
+    "RERANKER_API_KEY_PARAM": "RerankerApiKeyParameter",
     "ATTACHMENT_CAPTION_API_KEY_PARAM": "AttachmentCaptionApiKeyParameter",
     "ATTACHMENT_WHISPER_API_KEY_PARAM": "AttachmentWhisperApiKeyParameter",
     "GUEST_TOKEN_SECRET_PARAM": "GuestTokenSecretParameter",
@@ -779,3 +780,23 @@ def test_snapstart_is_an_option_of_the_functions_whose_hooks_run(template, resou
             assert "snapstart.register()" in code, logical_id
         else:
             assert "SnapStart" not in props, logical_id
+
+
+def test_retrieval_parameters_reach_the_functions(template):
+    params, env = template["Parameters"], template["Globals"]["Function"]["Environment"]["Variables"]
+    assert params["RetrievalMode"]["AllowedValues"] == ["hybrid", "dense", "lexical"]
+    assert params["RetrievalMode"]["Default"] == "hybrid"
+    assert (
+        params["Reranker"]["AllowedValues"] == ["local", "http", "none"]
+        and params["Reranker"]["Default"] == "local"
+    )
+    for var, name in {
+        "RETRIEVAL_MODE": "RetrievalMode",
+        "RERANKER": "Reranker",
+        "RERANKER_URL": "RerankerUrl",
+        "RERANKER_MODEL": "RerankerModel",
+        "CONDENSE_FOLLOW_UPS": "CondenseFollowUps",
+    }.items():
+        assert env[var] == {"Ref": name}, var
+    rule = template["Rules"]["HttpRerankerNeedsUrl"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "Reranker"}, "http"]}

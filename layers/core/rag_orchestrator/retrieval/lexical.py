@@ -85,9 +85,12 @@ class LexicalIndex:
         wanted = query_terms(query)
         if not wanted:
             return LexicalResult([], QueryTerms({}))
-        counted = asyncio.to_thread(self._collection_size)
-        postings = await asyncio.gather(*(asyncio.to_thread(self._postings, term, where) for term in wanted))
-        size = max(await counted, *(len(p) for p in postings))
+        # One gather: a search cancelled half way (a follow-up searched again) leaves no call unawaited.
+        counted, postings = await asyncio.gather(
+            asyncio.to_thread(self._collection_size),
+            asyncio.gather(*(asyncio.to_thread(self._postings, term, where) for term in wanted)),
+        )
+        size = max(counted, *(len(p) for p in postings))
         weights = QueryTerms({t: idf(size, len(ids)) for t, ids in zip(wanted, postings, strict=True)})
         shortlist: dict[str, float] = {}
         for term, ids in zip(wanted, postings, strict=True):
