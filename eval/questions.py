@@ -83,9 +83,13 @@ def question_sets() -> list[QuestionSet]:
 
 
 def corpus_documents(directory: Path = CORPUS) -> list[dict]:
-    """Every corpus file as a document to ingest; its name without the extension is its documentId."""
+    """Every corpus file as a document to ingest; its name without the extension is its documentId, and
+    its title what the documents bucket would give it: a Markdown file's first heading, else its name."""
+    from rag_orchestrator.retrieval.s3_ingest import title_from
+
     return [
-        {"documentId": path.stem, "title": path.stem.replace("-", " "), "text": path.read_text("utf-8")}
+        {"documentId": path.stem, "title": title_from(path.name, text), "text": text}
         for path in sorted(directory.iterdir())
         if path.suffix in CORPUS_SUFFIXES and path.name != NOT_CORPUS
+        for text in [path.read_text("utf-8")]
     ]

@@ -266,8 +266,8 @@ def pick(
         mine = scores[id(best)]
         if len(quotes) == MAX_QUOTES or mine.value < SECOND_QUOTE_RATIO * top:
             break
-        if quotes and (mine.answers is False or mine.coverage < MIN_COVERAGE):
-            continue
+        if quotes and (mine.answers is False or mine.coverage < MIN_COVERAGE or mine.elsewhere):
+            continue  # a second quote must answer too, and be about what was asked
         if any(p is best.passage for p, _ in quotes) or any(best.words <= w or w <= best.words for w in said):
             continue
         chosen = quote(best, pool, scores)

@@ -26,6 +26,7 @@ from typing import Protocol
 from rag_orchestrator.text.answer_kinds import KIND_WORDS, Kind, answered_kind, asked_kinds, asks_yes_or_no
 from rag_orchestrator.text.follow_ups import standalone
 from rag_orchestrator.text.terms import slots, terms
+from rag_orchestrator.text.words import normalize
 
 EmbedBatch = Callable[[list[str]], Sequence[Sequence[float]]]
 
@@ -55,25 +56,35 @@ _NAME = re.compile(r"(?<=[\w,;:'’] )[A-Z][\w'’-]*(?: (?:of |& )?[A-Z][\w'’
 
 
 @dataclass(frozen=True, slots=True)
+class Name:
+    said: str  # as the question writes it, normalized: "cloud run"
+    terms: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
 class Question:
     asked: str  # the message as the user wrote it
     text: str  # what is compared: the message, and a follow-up's borrowed words
     weights: dict[str, float]  # term -> 1, or CARRIED_WEIGHT for a borrowed word
     kinds: tuple[Kind, ...]
     steps: bool  # "how do I…": a command answers best
-    focus: tuple[frozenset[str], ...]  # what it is about: each phrase (its terms) must be said in one text
-    names: tuple[frozenset[str], ...] = ()  # the names in it: each must be known by most of its words
+    focus: frozenset[str] = frozenset()  # what it is about (terms), kind words aside: each must be known
+    names: tuple[Name, ...] = ()  # the names in it: a text must say one (of several words: as written)
     yes_no: bool = False  # "Does the museum have a gift shop?"
 
     def unknown_focus(self, texts: Iterable[str]) -> bool:
-        """Whether the texts miss what the question is about: a phrase no text says (two of its words
-        together, or its one word), or half a name or more."""
-        read = [set(terms(text)) for text in texts]
-        known = set().union(*read)
-        unsaid = any(
-            not any(len(phrase & t) >= min(2, len(phrase)) for t in read) for phrase in self.focus if phrase
-        )
-        return unsaid or any(len(name & known) * 2 <= len(name) for name in self.names if name)
+        """Whether the texts miss what the question is about: a focus term, or a name ("Cloud Run" is not
+        said by a text that has "Chroma Cloud" and "runs")."""
+        read = [" ".join(normalize(text).split()) for text in texts]
+        known: set[str] = set()
+        for text in read:
+            known.update(terms(text))
+        unsaid = [
+            name
+            for name in self.names
+            if not (name.terms <= known if " " not in name.said else any(name.said in text for text in read))
+        ]
+        return bool(self.focus - known) or bool(unsaid)
 
 
 def read_question(message: str, earlier: str | None = None, *, steps: bool = False) -> Question:
@@ -84,10 +95,13 @@ def read_question(message: str, earlier: str | None = None, *, steps: bool = Fal
     borrowed = dict.fromkeys((t for t in terms(text, implied=False) if t not in own), CARRIED_WEIGHT)
     kinds = asked_kinds(message) or (asked_kinds(earlier) if earlier and text != message else ())
     kind_words = {w for words in KIND_WORDS.values() for w in words}
-    names = tuple(frozenset(terms(name, implied=False)) - kind_words for name in _NAME.findall(message))
-    focus = tuple(
-        frozenset(terms(phrase, implied=False)) - kind_words for phrase in _DETERMINED.findall(message)
+    # A follow-up names what the earlier question named ("Riverside Pool"); days and months are no names.
+    names = tuple(
+        Name(" ".join(normalize(found).split()), named)
+        for found in _NAME.findall(text)
+        if (named := frozenset(terms(found, implied=False)) - kind_words) and not slots(named)
     )
+    focus = frozenset(terms(" ".join(_DETERMINED.findall(message)), implied=False)) - kind_words
     return Question(message, text, own | borrowed, kinds, steps, focus, names, asks_yes_or_no(message))
 
 
@@ -116,6 +130,7 @@ class Score:
     value: float
     coverage: float
     answers: bool | None  # holds the kind of fact asked for (None: no kind asked)
+    elsewhere: bool = False  # about another day, or another name, than the question's
 
 
 def term_weights(question: Question, pool: Sequence[Scorable]) -> dict[str, float]:
@@ -171,11 +186,14 @@ def score(question: Question, pool: Sequence[Scorable], embed: EmbedBatch | None
             value += STEPS_BONUS * acts[id(c)]
         elif acting:
             value *= NO_ACTION
-        if any(named and not named & asked_slots.get(i, named) for i, named in slots(c.words).items()):
-            value *= SLOT_MISS
-        if any(name and not name & (c.words | c.around) for name in question.names):
-            value *= NAME_MISS
+        other_day = any(
+            named and not named & asked_slots.get(i, named) for i, named in slots(c.words).items()
+        )
+        other_name = any(not name.terms & (c.words | c.around) for name in question.names)
+        value *= (SLOT_MISS if other_day else 1.0) * (NAME_MISS if other_name else 1.0)
         if len(c.words) < 3:
             value *= 0.8  # fragments ("Ctrl-C.") rarely answer alone
-        scores.append(Score(value if covered > 0 or sim > 0.3 else 0.0, covered, answers))
+        scores.append(
+            Score(value if covered > 0 or sim > 0.3 else 0.0, covered, answers, other_day or other_name)
+        )
     return scores
