@@ -296,3 +296,16 @@ def test_how_to_is_answered_with_the_action_about_it():
     ]
     answer = compose_answer("How do I cancel a running turn?", passages)
     assert answer.startswith("Cancel: `POST /api/v1/turns/{turnId}/cancel`: Served by the REST API; no body.")
+
+
+def test_a_fact_of_the_kind_asked_for_must_be_beside_what_the_question_is_about():
+    counter = Passage(
+        "bakery",
+        0,
+        "- Croissant: €1.70\n- Cinnamon bun: €2.30, about 350 kcal\n\nBread goes to the food bank.",
+        title="Hilltop Bakery",
+    )
+    assert compose_answer("How many calories does a cinnamon bun have?", [counter]).startswith(
+        "Cinnamon bun:"
+    )
+    assert compose_answer("How many calories does a croissant have?", [counter]) == NOTHING_FOUND

@@ -282,9 +282,10 @@ def _nothing_answers(question: Question, ranked: list[Score], unknown_focus: boo
         return True
     if unknown_focus and question.yes_no:
         return True  # "Does it have a gift shop?": what no passage mentions cannot be confirmed
-    # A kind of fact no sentence holds is not in these passages ("the phone number" where none is given).
+    # A kind of fact no sentence holds, or none beside what the question is about, is not in these passages:
+    # "the phone number" where none is given, "the calories of a croissant" where only a bun's are.
     checkable = bool(question.kinds) and question.kinds[0] in CHECKABLE
-    return checkable and not any(s.answers for s in ranked if s.coverage >= MIN_COVERAGE)
+    return checkable and not any(s.answers and s.focused for s in ranked if s.coverage >= MIN_COVERAGE)
 
 
 def compose_answer(

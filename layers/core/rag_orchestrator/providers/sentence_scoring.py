@@ -41,12 +41,17 @@ CARRIED_WEIGHT = 0.5
 MIN_COVERAGE = 0.3
 FOCUS_COVERAGE = 0.6  # a question naming something no passage knows needs this much to be answered
 
-# What a question is about: the word after "the", "a", "my"… (past "whole", "old", a number), and names
+# Words that describe rather than name: "the local dev server" is about a server.
+_ADJECTIVES = (
+    "whole|same|other|new|old|full|half|first|last|next|previous|own|single|best|main|usual|default|total|entire|"
+    "one|local|big|small|large|little|long|short|current|latest|recent|early|late|public|private|free|open|"
+    "indoor|outdoor|annual|daily|weekly|monthly|yearly|general|special|extra|usual|normal|regular|standard"
+)
+# What a question is about: the word after "the", "a", "my"… (past "whole", "local", a number), and names
 # inside it ("on Cloud Run"). A passage that never says it is about something else.
 _DETERMINED = re.compile(
     r"\b(?:the|a|an|my|your|our|their|his|her|its|this|that|these|those)\s+"
-    r"(?:(?:whole|same|other|new|old|full|half|first|last|next|own|single|best|main|usual|default|total|"
-    r"entire|one|\d[\w.,:]*)\s+)*([^\W\d_][\w'’-]*)",
+    rf"(?:(?:{_ADJECTIVES}|\d[\w.,:]*)\s+)*([^\W\d_][\w'’-]*)",
     re.IGNORECASE,
 )
 # "that day", "the same place": a follow-up's words that point back say nothing of their own.
@@ -131,6 +136,7 @@ class Score:
     coverage: float
     answers: bool | None  # holds the kind of fact asked for (None: no kind asked)
     elsewhere: bool = False  # about another day, or another name, than the question's
+    focused: bool = True  # it (or what it is read with) says what the question is about
 
 
 def term_weights(question: Question, pool: Sequence[Scorable]) -> dict[str, float]:
@@ -167,6 +173,7 @@ def score(question: Question, pool: Sequence[Scorable], embed: EmbedBatch | None
     # when one is there, sentences without an action are worth less.
     acts = {id(c): coverage(weights, frozenset(terms(c.action))) for c in pool if question.steps and c.action}
     acting = any(value >= ACTION_COVERAGE for value in acts.values())
+    focus = question.focus & frozenset().union(*(c.words | c.around for c in pool))  # those said somewhere
     similar = [0.0] * len(pool)
     if embed is not None and pool:
         vectors = embed([question.text, *(c.text for c in pool)])
@@ -194,6 +201,12 @@ def score(question: Question, pool: Sequence[Scorable], embed: EmbedBatch | None
         if len(c.words) < 3:
             value *= 0.8  # fragments ("Ctrl-C.") rarely answer alone
         scores.append(
-            Score(value if covered > 0 or sim > 0.3 else 0.0, covered, answers, other_day or other_name)
+            Score(
+                value if covered > 0 or sim > 0.3 else 0.0,
+                covered,
+                answers,
+                elsewhere=other_day or other_name,
+                focused=focus <= c.words | c.around,
+            )
         )
     return scores
