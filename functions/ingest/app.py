@@ -10,7 +10,7 @@ with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/s
 
     from rag_orchestrator.api import snapstart
     from rag_orchestrator.config import get_settings
-    from rag_orchestrator.observability import logger, metrics
+    from rag_orchestrator.observability import logger, publishes_metrics
     from rag_orchestrator.retrieval.knowledge_base import KnowledgeBase, create_knowledge_base
     from rag_orchestrator.retrieval.s3_ingest import ingest_s3_event
 
@@ -25,7 +25,7 @@ def knowledge_base() -> KnowledgeBase:
 
 
 @logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics
+@publishes_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
     result = ingest_s3_event(event, knowledge_base())
     logger.info(

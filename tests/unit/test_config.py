@@ -44,7 +44,11 @@ def test_a_missing_required_setting_is_named(monkeypatch):
 
 def test_retrieval_defaults_to_hybrid_reranked_locally_and_an_http_reranker_needs_its_url(monkeypatch):
     settings = load_settings()
-    assert (settings.retrieval_mode, settings.reranker, settings.retrieval_candidates) == ("hybrid", "local", 20)
+    assert (settings.retrieval_mode, settings.reranker, settings.retrieval_candidates) == (
+        "hybrid",
+        "local",
+        20,
+    )
     monkeypatch.setenv("RERANKER", "http")
     with pytest.raises(ConfigError, match="RERANKER_URL"):
         load_settings()
@@ -160,3 +164,13 @@ def test_attachment_types_default_to_every_readable_type_or_the_listed_subset(mo
     assert "image/png" in every and "application/pdf" in every and "audio/wav" in every
     monkeypatch.setenv("ATTACHMENT_ALLOWED_TYPES", " Image/PNG , application/pdf")
     assert load_settings().attachment_types == ("image/png", "application/pdf")
+
+
+@pytest.mark.parametrize(
+    "reference",
+    ["deepseek-key", "ssm:/rag/key", "secretsmanager:", "arn:aws:ssm:us-east-1:123456789012:parameter/k"],
+)
+def test_a_secret_reference_of_no_known_form_is_named(monkeypatch, reference):
+    monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", reference)
+    with pytest.raises(ConfigError, match=r"DEEPSEEK_API_KEY_PARAM: .* is neither an SSM parameter name"):
+        load_settings()

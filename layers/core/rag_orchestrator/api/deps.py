@@ -17,6 +17,8 @@ from fastapi import Request
 from rag_orchestrator.config import Settings
 
 if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
+    from mcp.server import Server as McpServer
+
     from rag_orchestrator.attachments.service import Attachments
     from rag_orchestrator.attachments.turns import TurnAttachments
     from rag_orchestrator.conversations.store import ConversationStore
@@ -30,6 +32,7 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.retrieval.fragments import FragmentIndex
     from rag_orchestrator.retrieval.knowledge_base import KnowledgeBase
     from rag_orchestrator.retrieval.search import Retriever
+    from rag_orchestrator.tools.caller_assertions import CallerAssertions
     from rag_orchestrator.tools.toolbox import Toolbox
     from rag_orchestrator.turns.log import EventLog
 
@@ -73,8 +76,15 @@ class Services:
         return RunningTurns()
 
     @cached_property
+    def caller_assertions(self) -> CallerAssertions | None:
+        """The signer of X-Caller-Assertion for tool servers with `identity: assertion` (docs/mcp.md).
+        None: this build signs none, and such tools' calls fail with a tool error saying so."""
+        return None
+
+    @cached_property
     def toolbox(self) -> Toolbox:
-        """rag_search and the catalogue's tools; building it validates the catalogue (ConfigError)."""
+        """rag_search, the catalogue's tools and MCP_SERVERS' (listed when first used); building it
+        validates the catalogue and MCP_SERVERS (ConfigError)."""
         from rag_orchestrator.tools.rag_search import RagSearchTool
         from rag_orchestrator.tools.toolbox import build_toolbox, selection_embedder
 
@@ -83,7 +93,16 @@ class Services:
             rag_search=RagSearchTool(self.settings, self.retriever, self.follow_ups),
             embedder=selection_embedder(lambda: self.embedder),
             attachment_links=self.turn_attachments,
+            assertions=self.caller_assertions,
         )
+
+    @cached_property
+    def knowledge_mcp(self) -> McpServer:
+        """The knowledge base as an MCP server (POST /mcp): the SDK loads here, at the first request; its
+        tools search with the routes' retriever and answer with their answerer."""
+        from rag_orchestrator.api.knowledge_mcp import knowledge_server
+
+        return knowledge_server(self.settings, self.retriever, lambda: self.answerer)
 
     @cached_property
     def strategy(self) -> ModelStrategy:

@@ -115,7 +115,7 @@ class ActiveTurn(ApprovalSteps, TurnStart, TurnFinish):
         window, question = self.revision.history(context.messages), self.question
         asked = question.message_id if question is not None else ""
         history = model_view(window, asked, self.attachments, settings.attachment_context_max_chars)
-        tool_ctx = request.tool_context()
+        tool_ctx = request.tool_context(self.control.deadline)
         if question is None and self.record.decided is not None:  # the held call's result first
             async for event in self._act_on(self.record.decided, tool_ctx, toolset.names, history):
                 yield event
