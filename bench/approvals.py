@@ -40,7 +40,7 @@ def run(quick: bool = False) -> Section:
     from rag_orchestrator.conversations.factory import create_store
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
-    from rag_orchestrator.loop.ports import TurnRequest
+    from rag_orchestrator.loop.request import TurnRequest
     from tests.fakes.scripted import ScriptedStrategy, answer, call, scripted_orchestrator, tool_calls
 
     section = Section("approvals", packages=["boto3", "botocore", "moto"])

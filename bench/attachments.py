@@ -19,7 +19,7 @@ AUDIO_SECONDS = 60
 
 
 def _upload(content_type: str, body: bytes):
-    from rag_orchestrator.attachments.engines import Upload
+    from rag_orchestrator.attachments.uploads import Upload
 
     return Upload("bench", "attachments/bench/c/a", content_type, len(body), fetch=lambda: body)
 

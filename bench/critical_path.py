@@ -78,7 +78,7 @@ async def _turns(settings: Any, llm: Any, proxies: Proxies, count: int) -> dict[
     from rag_orchestrator.api.deps import Services
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
-    from rag_orchestrator.loop.ports import TurnRequest
+    from rag_orchestrator.loop.request import TurnRequest
 
     services = Services(settings)
     orchestrator, caller = services.orchestrator, Caller("bench-user", ("user",))

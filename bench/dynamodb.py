@@ -56,7 +56,7 @@ def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
     from rag_orchestrator.conversations.factory import create_store
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
-    from rag_orchestrator.loop.ports import TurnRequest
+    from rag_orchestrator.loop.request import TurnRequest
     from rag_orchestrator.loop.titles import AutoTitle
     from rag_orchestrator.loop.turn_memory import TurnMemory
     from rag_orchestrator.retrieval.embedders import create_embedder
@@ -161,7 +161,7 @@ def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
 def _meta_size(settings: Any, conversation_id: str) -> int:
     from bench.turns import item_size
     from rag_orchestrator import aws
-    from rag_orchestrator.conversations.dynamo_writes import meta_key
+    from rag_orchestrator.conversations.meta_update import meta_key
 
     found = aws.client("dynamodb").get_item(
         TableName=settings.conversations_table, Key=meta_key(conversation_id)

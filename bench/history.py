@@ -18,7 +18,7 @@ FLAT = 1.25  # the largest ratio of the 1,000-message turn to the 10-message one
 
 async def _turn(orchestrator: object, conversation_id: str) -> float:
     from rag_orchestrator.domain.callers import Caller
-    from rag_orchestrator.loop.ports import TurnRequest
+    from rag_orchestrator.loop.request import TurnRequest
 
     request = TurnRequest(conversation_id=conversation_id, caller=Caller("bench"), message="How do I run it?")
     started = time.perf_counter()
@@ -41,7 +41,7 @@ def run(quick: bool = False) -> Section:
             orchestrator = scripted_orchestrator(
                 ScriptedStrategy([answer("Run make test.")], repeat_last=True)
             )
-            created = await orchestrator.store.create(Conversation(caller_id="bench"))
+            created = await orchestrator.deps.store.create(Conversation(caller_id="bench"))
             for _ in range(length // 2):  # a turn stores the question and the answer
                 await _turn(orchestrator, created.conversation_id)
             samples = [await _turn(orchestrator, created.conversation_id) for _ in range(timed)]

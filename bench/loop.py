@@ -70,13 +70,13 @@ turn_storage: list[list[float]] = []  # per ours() instance: ms spent in storage
 
 
 def ours() -> Turn:
-    from rag_orchestrator.conversations.memory import MemoryConversationStore
+    from rag_orchestrator.conversations.in_process import InProcessStore
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
-    from rag_orchestrator.loop.ports import TurnRequest
+    from rag_orchestrator.loop.request import TurnRequest
     from tests.fakes.scripted import ScriptedStrategy, answer, call, scripted_orchestrator, tool_calls
 
-    store = TimedStore(MemoryConversationStore())
+    store = TimedStore(InProcessStore())
     strategy = ScriptedStrategy([tool_calls(call("lookup", '{"query": "tests"}')), answer(ANSWER)])
     orchestrator = scripted_orchestrator(strategy, store=store, tools=[LookupTool()])
     caller = Caller("bench")

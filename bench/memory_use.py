@@ -56,7 +56,7 @@ event = json.loads(sys.argv[1])
 """
 ENGINES = """
 sys.path[:0] = [{core!r}]
-from rag_orchestrator.attachments.engines import Upload
+from rag_orchestrator.attachments.uploads import Upload
 from {module} import {reader}
 body = open(sys.argv[1], "rb").read()
 upload = Upload("bench", "attachments/bench/c/a", {content_type!r}, len(body), fetch=lambda: body)

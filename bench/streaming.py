@@ -34,18 +34,21 @@ def _orchestrator(strategy: Any) -> Any:
 async def _turn_cpu(orchestrator: Any, expect_chunks: int) -> float:
     """Main-thread CPU seconds of one streamed turn, from begin() to the last SSE bytes and log write."""
     from rag_orchestrator.api.chat import _sse
+    from rag_orchestrator.api.deps import stream_config
+    from rag_orchestrator.config import load_settings
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
     from rag_orchestrator.loop.control import RunningTurns
-    from rag_orchestrator.loop.ports import TurnRequest
+    from rag_orchestrator.loop.request import TurnRequest
     from rag_orchestrator.loop.turn_stream import TurnStream
-    from rag_orchestrator.turns.memory import MemoryEventLog
+    from rag_orchestrator.stream_log.in_process import InProcessEventLog
 
-    created = await orchestrator.store.create(Conversation(caller_id="bench"))
+    config = stream_config(load_settings(conversation_storage="memory"))  # scripted_orchestrator's defaults
+    created = await orchestrator.deps.store.create(Conversation(caller_id="bench"))
     request = TurnRequest(conversation_id=created.conversation_id, caller=Caller("bench"), message="Tell me")
     started = time.thread_time()
     turn = await orchestrator.begin(request)
-    stream = TurnStream(turn, log=MemoryEventLog(), running=RunningTurns(), settings=orchestrator.settings)
+    stream = TurnStream(turn, log=InProcessEventLog(), running=RunningTurns(), config=config)
     stream.start()
     chunks = 0
     async for data in _sse(stream, time.perf_counter()):

@@ -78,13 +78,14 @@ class PacedStrategy:
 def log_writes(section: Section, quick: bool) -> dict[int, dict[str, float]]:
     from bench.dynamodb import WireCounter
     from rag_orchestrator import aws
+    from rag_orchestrator.api.deps import stream_config
     from rag_orchestrator.conversations.factory import create_store
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
     from rag_orchestrator.loop.control import RunningTurns
-    from rag_orchestrator.loop.ports import TurnRequest
+    from rag_orchestrator.loop.request import TurnRequest
     from rag_orchestrator.loop.turn_stream import TurnStream
-    from rag_orchestrator.turns.log import create_event_log
+    from rag_orchestrator.stream_log.factory import create_event_log
     from tests.fakes.scripted import scripted_orchestrator
 
     stack = local.shared()
@@ -111,7 +112,7 @@ def log_writes(section: Section, quick: bool) -> dict[int, dict[str, float]]:
         wire.take()
         units.clear()
         turn = await orchestrator.begin(TurnRequest(conversation.conversation_id, Caller("bench"), "Hi"))
-        stream = TurnStream(turn, log=log, running=RunningTurns(), settings=settings)
+        stream = TurnStream(turn, log=log, running=RunningTurns(), config=stream_config(settings))
         stream.start()
         async for _ in stream.frames():
             pass

@@ -3,7 +3,7 @@
 Reads every module's imports (top-level and inside functions) with `ast`; nothing is imported. A
 package is a subpackage (`api`, `loop`, …) or a module at the package root (`config`, `errors`, …).
 tests/unit/test_layering.py holds the code to LAYERS: no import runs up, no two packages import
-each other.
+each other, and no modules of one package import each other round a loop.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
         "__init__",
     },
     {"config"},
-    {"providers", "conversations", "turns", "retrieval"},
+    {"providers", "conversations", "stream_log", "retrieval"},
     {"attachments"},
     {"tools"},
     {"loop"},
@@ -54,22 +54,24 @@ def module_name(path: Path) -> str:
 
 
 def imports(path: Path) -> set[str]:
-    """The rag_orchestrator modules a file imports, anywhere in it."""
+    """The rag_orchestrator modules a file imports, anywhere in it (function bodies and
+    `if TYPE_CHECKING:` blocks too): `from package import module` names the module."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names if alias.name.startswith(PACKAGE)}
-        elif isinstance(node, ast.ImportFrom) and node.module == PACKAGE:  # from rag_orchestrator import aws
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == PACKAGE:
             found |= {
-                f"{PACKAGE}.{alias.name}" if _is_module(alias.name) else PACKAGE for alias in node.names
+                f"{node.module}.{alias.name}" if _is_module(f"{node.module}.{alias.name}") else node.module
+                for alias in node.names
             }
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PACKAGE + "."):
-            found.add(node.module)
     return found
 
 
-def _is_module(name: str) -> bool:
-    return (ROOT / f"{name}.py").exists() or (ROOT / name).is_dir()
+def _is_module(dotted: str) -> bool:
+    """Whether `rag_orchestrator.a.b` (or `a.b` under the package) is a module or a package of the tree."""
+    path = ROOT.parent.joinpath(*dotted.split(".")) if dotted.startswith(PACKAGE) else ROOT / dotted
+    return path.with_suffix(".py").exists() or path.is_dir()
 
 
 def _runtime_imports(path: Path) -> set[str]:
@@ -89,6 +91,23 @@ def _runtime_imports(path: Path) -> set[str]:
 def module_cycles() -> list[list[str]]:
     """Modules that import each other, directly or around a loop, at import time."""
     return find_cycles({module_name(path): _runtime_imports(path) for path in sorted(ROOT.rglob("*.py"))})
+
+
+def package_cycles() -> list[list[str]]:
+    """Modules of one package that import each other, directly or around a loop, by any import: one
+    deferred into a function or under `if TYPE_CHECKING:` ties the modules together all the same."""
+    graph = {module_name(path): imports(path) for path in sorted(ROOT.rglob("*.py"))}
+    return find_cycles(inside_packages(graph))
+
+
+def inside_packages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The edges of `graph` that stay inside one package."""
+    return {
+        module: {
+            target for target in targets if package_of(target) == package_of(module) and target != module
+        }
+        for module, targets in graph.items()
+    }
 
 
 def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -147,10 +166,12 @@ def main() -> int:
     problems = [f"upward: {a} -> {b}" for a, b in upward(graph)]
     problems += [f"cycle: {a} <-> {b}" for a, b in mutual(graph)]
     problems += ["module cycle: " + " -> ".join(cycle) for cycle in module_cycles()]
+    problems += ["cycle inside a package: " + " -> ".join(cycle) for cycle in package_cycles()]
     print(
         "\n".join(problems)
         if problems
-        else "no import runs up a layer; no two packages import each other; no module cycle"
+        else "no import runs up a layer; no two packages import each other; no module cycle, inside a package none"
+        " either by any import"
     )
     return 1 if problems else 0
 

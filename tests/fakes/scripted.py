@@ -115,9 +115,12 @@ def scripted_orchestrator(
     after_turn: Sequence[Any] = (),
     attachments: Any = None,
 ) -> Any:
-    """An Orchestrator around `strategy` with no I/O of its own: memory store, these tools, no initial search."""
+    """An Orchestrator around `strategy` with no I/O of its own: in-process store, these tools, no
+    initial search; its loop configuration from `settings` as the composition root builds it."""
+    from rag_orchestrator.api.deps import loop_config
     from rag_orchestrator.config import load_settings
-    from rag_orchestrator.conversations.memory import MemoryConversationStore
+    from rag_orchestrator.conversations.in_process import InProcessStore
+    from rag_orchestrator.loop.deps import TurnDeps
     from rag_orchestrator.loop.orchestrator import Orchestrator
     from rag_orchestrator.loop.toolsets import tool_chooser
     from rag_orchestrator.tools.registry import ToolRegistry
@@ -126,13 +129,14 @@ def scripted_orchestrator(
         conversation_storage="memory", loop_initial_rag=False, auth_mode="dev"
     )
     registry = ToolRegistry([*([search] if search else []), *tools], timeout_seconds=timeout_seconds)
-    return Orchestrator(
-        store=store if store is not None else MemoryConversationStore(),
+    deps = TurnDeps(
+        store=store if store is not None else InProcessStore(),
         strategy=strategy,
         tools=registry,
-        settings=settings,
         choose_tools=tool_chooser(registry),
+        config=loop_config(settings),
         search=search,
-        after_turn=after_turn,
+        after_turn=tuple(after_turn),
         attachments=attachments,
     )
+    return Orchestrator(deps)

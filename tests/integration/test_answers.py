@@ -165,7 +165,7 @@ def test_an_answer_citing_nothing_has_every_passage_used_as_sources(model):
     assert len(body["sources"]) == 2
 
 
-# --- seed 003's edge cases --------------------------------------------------------------------
+# --- edge cases: no context, the model down, bad input ------------------------------------------------------------------
 
 
 def test_cl01_nothing_above_the_threshold_answers_plainly_without_a_model_call(model):

@@ -13,13 +13,14 @@ import pytest
 from moto import mock_aws
 
 from rag_orchestrator.attachments.captions import PROMPT, VisionCaptioner
-from rag_orchestrator.attachments.engines import Engines, EngineUnavailable, Upload
-from rag_orchestrator.attachments.memory_store import MemoryAttachmentStore
+from rag_orchestrator.attachments.engines import Engines
+from rag_orchestrator.attachments.in_process_store import InProcessAttachmentStore
 from rag_orchestrator.attachments.objects import AttachmentObjects
 from rag_orchestrator.attachments.ocr import TextractReader
 from rag_orchestrator.attachments.service import Attachments
 from rag_orchestrator.attachments.speech import WhisperTranscriber
 from rag_orchestrator.attachments.transcribe import AwsTranscriber
+from rag_orchestrator.attachments.uploads import EngineUnavailable, Upload
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.attachments import Attachment
 from tests.fakes.attachments import SPEECH_WAV, render_png
@@ -46,7 +47,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
 def uploaded(s3: Any, content_type: str, body: bytes, engines: Engines) -> tuple[Attachments, Attachment]:
     """An attachment whose file is in the bucket, and the service that reads it with `engines`."""
     attachments = Attachments(
-        MemoryAttachmentStore(),
+        InProcessAttachmentStore(),
         AttachmentObjects(s3, BUCKET),
         load_settings(attachments_bucket=BUCKET, conversation_storage="memory"),
         engines=lambda: engines,

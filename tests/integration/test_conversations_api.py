@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from rag_orchestrator.api.app import create_app
+from rag_orchestrator.conversations.turn_data import Claim, TurnOutcome
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.messages import Role
 from rag_orchestrator.errors import Conflict
@@ -89,8 +90,8 @@ def test_reasoning_never_reaches_the_client(client, caller):
     answer = ConversationMessage(
         conversation_id=cid, role=Role.ASSISTANT, content="42", reasoning="SECRET-TRACE"
     )
-    asyncio.run(store.start_turn(cid, caller, question, None, 300))
-    asyncio.run(store.finish_turn(cid, [answer], tool_calls=0, tokens=1))
+    asyncio.run(store.start_turn(Claim(cid, caller, 300), question))
+    asyncio.run(store.finish_turn(cid, TurnOutcome([answer], tool_calls=0, tokens=1)))
     response = client.get(f"{BASE}/{cid}/messages", headers=as_(caller))
     assert response.json()["items"][1]["content"] == "42"
     assert "SECRET-TRACE" not in response.text
@@ -214,9 +215,9 @@ def test_20_concurrent_turns_count_exactly(small_table, client, caller):
 
     async def take_turn(cid: str) -> None:
         user = ConversationMessage(conversation_id=cid, role=Role.USER, content="q", token_count=1)
-        await store.start_turn(cid, caller, user, "client-1", 300)
+        await store.start_turn(Claim(cid, caller, 300), user, "client-1")
         answer = ConversationMessage(conversation_id=cid, role=Role.ASSISTANT, content="a", token_count=2)
-        await store.finish_turn(cid, [answer], tool_calls=3, tokens=10)
+        await store.finish_turn(cid, TurnOutcome([answer], tool_calls=3, tokens=10))
 
     def turn(cid: str) -> None:
         barrier.wait()
@@ -232,10 +233,8 @@ def test_20_concurrent_turns_count_exactly(small_table, client, caller):
     with pytest.raises(Conflict):
         asyncio.run(
             store.start_turn(
-                ids[0],
-                caller,
+                Claim(ids[0], caller, 300),
                 ConversationMessage(conversation_id=ids[0], role=Role.USER, content="q"),
                 "client-1",
-                300,
             )
         )

@@ -22,13 +22,15 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from mcp_types import Tool
 
+from rag_orchestrator.api.deps import loop_config
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.conversations.memory import MemoryConversationStore
+from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.errors import ConfigError
+from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.orchestrator import Orchestrator
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.toolsets import tool_chooser
 from rag_orchestrator.providers.strategies import create_strategy
 from rag_orchestrator.text.hashing import HashingEmbedder
@@ -118,13 +120,15 @@ class Harness:
         self.clock = Clock()
         assert self.toolbox.mcp is not None
         self.toolbox.mcp.clock = self.clock
-        self.store = MemoryConversationStore()
+        self.store = InProcessStore()
         self.orchestrator = Orchestrator(
-            store=self.store,
-            strategy=create_strategy(self.settings),
-            tools=self.toolbox.registry,
-            settings=self.settings,
-            choose_tools=tool_chooser(self.toolbox.registry, self.toolbox.selector),
+            TurnDeps(
+                store=self.store,
+                strategy=create_strategy(self.settings),
+                tools=self.toolbox.registry,
+                choose_tools=tool_chooser(self.toolbox.registry, self.toolbox.selector),
+                config=loop_config(self.settings),
+            )
         )
 
     async def turn(self, message: str, caller: Caller = ALICE, **kwargs: Any) -> tuple[str, list[Any]]:

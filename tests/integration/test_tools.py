@@ -15,14 +15,16 @@ import yaml
 from fastapi.testclient import TestClient
 
 from rag_orchestrator.api.app import create_app
+from rag_orchestrator.api.deps import loop_config
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.conversations.memory import MemoryConversationStore
+from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.messages import Role
+from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.orchestrator import Orchestrator
-from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.prompts import PREVIEW_NOTE, ROLE_BLOCKS
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.toolsets import tool_chooser
 from rag_orchestrator.text.hashing import HashingEmbedder
 from rag_orchestrator.tools.index_cache import PREFIX
@@ -90,13 +92,15 @@ class ToolHarness:
             cache=None,
         )
         self.strategy = strategy
-        self.store = MemoryConversationStore()
+        self.store = InProcessStore()
         self.orchestrator = Orchestrator(
-            store=self.store,
-            strategy=strategy,
-            tools=self.toolbox.registry,
-            settings=self.settings,
-            choose_tools=tool_chooser(self.toolbox.registry, self.toolbox.selector),
+            TurnDeps(
+                store=self.store,
+                strategy=strategy,
+                tools=self.toolbox.registry,
+                choose_tools=tool_chooser(self.toolbox.registry, self.toolbox.selector),
+                config=loop_config(self.settings),
+            )
         )
 
     async def turn(self, message, caller=ALICE, **kwargs):

@@ -867,21 +867,13 @@ def test_snapstart_is_an_option_of_the_functions_whose_hooks_run(template, resou
             assert "SnapStart" not in props, logical_id
 
 
-def test_retrieval_parameters_reach_the_functions(template):
-    params, env = template["Parameters"], template["Globals"]["Function"]["Environment"]["Variables"]
+def test_retrieval_parameters_offer_the_modes_and_rerankers(template):
+    params = template["Parameters"]
     assert params["RetrievalMode"]["AllowedValues"] == ["hybrid", "dense", "lexical"]
     assert params["RetrievalMode"]["Default"] == "hybrid"
     assert (
         params["Reranker"]["AllowedValues"] == ["local", "http", "none"]
         and params["Reranker"]["Default"] == "local"
     )
-    for var, name in {
-        "RETRIEVAL_MODE": "RetrievalMode",
-        "RERANKER": "Reranker",
-        "RERANKER_URL": "RerankerUrl",
-        "RERANKER_MODEL": "RerankerModel",
-        "CONDENSE_FOLLOW_UPS": "CondenseFollowUps",
-    }.items():
-        assert env[var] == {"Ref": name}, var
     rule = template["Rules"]["HttpRerankerNeedsUrl"]
     assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "Reranker"}, "http"]}

@@ -1,4 +1,4 @@
-"""Behaviour every ConversationStore shares. Imported by test_store_memory.py and
+"""Behaviour every ConversationStore shares. Imported by test_store_in_process.py and
 test_store_dynamo.py, each of which provides the `store` fixture."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from rag_orchestrator.conversations.turn_data import Claim, TurnOutcome
 from rag_orchestrator.domain.audit import GENESIS
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus
@@ -39,9 +40,9 @@ def tool_round(conversation_id: str) -> list[ConversationMessage]:
 
 async def turn(store, cid: str, question: str, *answers: ConversationMessage, tool_calls: int = 0) -> None:
     """One whole turn: the question, then what the turn produced."""
-    await store.start_turn(cid, ALICE, message(cid, question), None, LEASE)
+    await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, question))
     await store.finish_turn(
-        cid, list(answers), tool_calls=tool_calls, tokens=sum(len(a.content) for a in answers)
+        cid, TurnOutcome(list(answers), tool_calls=tool_calls, tokens=sum(len(a.content) for a in answers))
     )
 
 
@@ -85,7 +86,7 @@ async def test_missing_and_foreign_conversations_look_the_same(store, conv):
     for call in (
         lambda: store.messages(cid, BOB),
         lambda: store.soft_delete(cid, BOB),
-        lambda: store.start_turn(cid, BOB, message(cid, "x"), None, LEASE),
+        lambda: store.start_turn(Claim(cid, BOB, LEASE), message(cid, "x")),
     ):
         with pytest.raises(ConversationNotFound):
             await call()
@@ -100,7 +101,7 @@ async def test_soft_delete_hides_the_conversation_everywhere(store, conv):
     with pytest.raises(ConversationNotFound):
         await store.soft_delete(cid, ALICE)
     with pytest.raises(ConversationNotFound):
-        await store.start_turn(cid, ALICE, message(cid, "x"), None, LEASE)
+        await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "x"))
     assert (await store.list_by_caller(ALICE)).items == []
 
 
@@ -224,29 +225,31 @@ async def test_window_of_an_empty_conversation(store, conv):
 
 async def test_a_turn_stores_messages_counts_and_releases_the_lock(store, conv):
     cid = conv.conversation_id
-    await store.start_turn(cid, ALICE, message(cid, "question"), "c-1", LEASE)
+    await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "question"), "c-1")
     started = await store.get(cid, ALICE)
     assert (started.message_count, started.total_tokens) == (1, len("question"))
     with pytest.raises(Conflict, match="already running"):
-        await store.start_turn(cid, ALICE, message(cid, "second"), "c-2", LEASE)
-    await store.finish_turn(cid, tool_round(cid), tool_calls=1, tokens=120)
+        await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "second"), "c-2")
+    await store.finish_turn(cid, TurnOutcome(tool_round(cid), tool_calls=1, tokens=120))
     done = await store.get(cid, ALICE)
     assert (done.message_count, done.tool_calls_count, done.total_tokens) == (4, 1, len("question") + 120)
     assert done.updated_at > conv.updated_at and done.last_message_at is not None
     assert [m.content for m in await store.window(cid, 10)] == ["question", "", "result", "the answer"]
-    await store.start_turn(cid, ALICE, message(cid, "next"), "c-2", LEASE)
+    await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "next"), "c-2")
     assert (await store.get(cid, ALICE)).message_count == 5
 
 
 async def test_a_repeated_client_message_id_starts_no_second_turn(store, conv):
     cid = conv.conversation_id
     first = message(cid, "question")
-    await store.start_turn(cid, ALICE, first, "same", LEASE)
+    await store.start_turn(Claim(cid, ALICE, LEASE), first, "same")
     with pytest.raises(DuplicateClientMessage) as while_running:
-        await store.start_turn(cid, ALICE, message(cid, "question"), "same", LEASE)
-    await store.finish_turn(cid, [message(cid, "answer", Role.ASSISTANT)], tool_calls=0, tokens=5)
+        await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "question"), "same")
+    await store.finish_turn(
+        cid, TurnOutcome([message(cid, "answer", Role.ASSISTANT)], tool_calls=0, tokens=5)
+    )
     with pytest.raises(DuplicateClientMessage) as after:
-        await store.start_turn(cid, ALICE, message(cid, "question"), "same", LEASE)
+        await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "question"), "same")
     assert while_running.value.message_id == after.value.message_id == first.message_id
     assert isinstance(after.value, Conflict)
     assert (await store.get(cid, ALICE)).message_count == 2
@@ -254,24 +257,24 @@ async def test_a_repeated_client_message_id_starts_no_second_turn(store, conv):
 
 async def test_abort_releases_the_lock_and_keeps_the_user_message(store, conv):
     cid = conv.conversation_id
-    await store.start_turn(cid, ALICE, message(cid, "q1"), None, LEASE)
+    await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "q1"))
     await store.abort_turn(cid)
-    await store.start_turn(cid, ALICE, message(cid, "q2"), None, LEASE)
+    await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "q2"))
     assert [m.content for m in await store.window(cid, 5)] == ["q1", "q2"]
 
 
 async def test_an_expired_lease_no_longer_blocks(store, conv):
     cid = conv.conversation_id
-    await store.start_turn(cid, ALICE, message(cid, "q1"), None, -5)
-    await store.start_turn(cid, ALICE, message(cid, "q2"), None, LEASE)
+    await store.start_turn(Claim(cid, ALICE, -5), message(cid, "q1"))
+    await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "q2"))
     assert (await store.get(cid, ALICE)).message_count == 2
 
 
 async def test_an_interrupted_turn_marks_its_last_answer(store, conv):
     cid = conv.conversation_id
-    await store.start_turn(cid, ALICE, message(cid, "q"), None, LEASE)
+    await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "q"))
     await store.finish_turn(
-        cid, [message(cid, "partial", Role.ASSISTANT)], tool_calls=0, tokens=3, interrupted=True
+        cid, TurnOutcome([message(cid, "partial", Role.ASSISTANT)], tool_calls=0, tokens=3, interrupted=True)
     )
     window = await store.window(cid, 5)
     assert [(m.content, m.interrupted) for m in window] == [("q", False), ("partial", True)]
@@ -279,14 +282,14 @@ async def test_an_interrupted_turn_marks_its_last_answer(store, conv):
 
 async def test_finish_turn_with_no_messages_only_releases(store, conv):
     cid = conv.conversation_id
-    await store.start_turn(cid, ALICE, message(cid, "q"), None, LEASE)
-    await store.finish_turn(cid, [], tool_calls=0, tokens=0, interrupted=True)
-    await store.start_turn(cid, ALICE, message(cid, "q2"), None, LEASE)
+    await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "q"))
+    await store.finish_turn(cid, TurnOutcome([], tool_calls=0, tokens=0, interrupted=True))
+    await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "q2"))
 
 
 async def test_a_user_messages_metadata_is_kept(store, conv):
     cid = conv.conversation_id
-    await store.start_turn(cid, ALICE, message(cid, "q", metadata={"screen": "orders"}), None, LEASE)
+    await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "q", metadata={"screen": "orders"}))
     assert [m.metadata for m in (await store.messages(cid, ALICE)).items] == [{"screen": "orders"}]
 
 
@@ -325,9 +328,9 @@ async def test_what_a_store_was_given_is_still_the_callers_own(store):
     call, result, _ = tool_round(cid)
     await store.create(new, [call, result])
     question = message(cid, "question")
-    await store.start_turn(cid, ALICE, question, "c-1", LEASE)
+    await store.start_turn(Claim(cid, ALICE, LEASE), question, "c-1")
     answer = message(cid, "the answer", Role.ASSISTANT)
-    await store.finish_turn(cid, [answer], tool_calls=0, tokens=1)
+    await store.finish_turn(cid, TurnOutcome([answer], tool_calls=0, tokens=1))
     _tamper(new)
     for sent in (call, result, question, answer):
         _tamper_message(sent)
@@ -337,7 +340,7 @@ async def test_what_a_store_was_given_is_still_the_callers_own(store):
     assert [m.content for m in window] == ["", "result", "question", "the answer"]
     assert window[0].tool_calls == tool_round(cid)[0].tool_calls
     with pytest.raises(DuplicateClientMessage) as repeated:
-        await store.start_turn(cid, ALICE, message(cid, "question"), "c-1", LEASE)
+        await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "question"), "c-1")
     assert repeated.value.message_id == window[2].message_id != "tampered"
 
 
@@ -349,11 +352,11 @@ async def test_the_audit_chain_grows_one_record_per_turn_and_outlives_a_deletion
     context = await store.context(cid, 5)
     assert (context.messages, context.audit_head, context.owner) == ([], GENESIS, ALICE)
     for n in range(2):
-        await store.start_turn(cid, ALICE, message(cid, f"q{n}"), None, LEASE)
+        await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, f"q{n}"))
         context = await store.context(cid, 5)
         answer = message(cid, f"a{n}", Role.ASSISTANT)
         await store.finish_turn(
-            cid, [answer], tool_calls=0, tokens=1, audit={"recordId": f"R{n}"}, context=context
+            cid, TurnOutcome([answer], tool_calls=0, tokens=1, audit={"recordId": f"R{n}"}, context=context)
         )
     trail = await store.audit(cid)
     first, second = trail.records

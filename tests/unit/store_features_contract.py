@@ -1,5 +1,5 @@
 """Titles, feedback and versions, as every ConversationStore keeps them. Imported by
-test_store_memory.py and test_store_dynamo.py, each of which provides the `store` fixture."""
+test_store_in_process.py and test_store_dynamo.py, each of which provides the `store` fixture."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from rag_orchestrator.conversations.turn_data import Claim, TurnOutcome
 from rag_orchestrator.conversations.versions import PLAIN
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.feedback import Feedback
@@ -129,17 +130,19 @@ async def test_the_feedback_listing_is_newest_first_and_pages(store):
 
 
 async def revise(store, cid: str, message_id: str, answer: str, *, edit: str | None = None):
-    """A regenerate (or an edit) that answers: what ActiveTurn does with a revision."""
+    """A regenerate (or an edit) that answers: what a revising turn does with it (loop/finish.py)."""
     new = message(cid, edit) if edit is not None else None
-    revision = await store.start_revision(cid, ALICE, message_id, new, LEASE)
+    revision = await store.start_revision(Claim(cid, ALICE, LEASE), message_id, new)
     reply = message(cid, answer, Role.ASSISTANT)
     stored = revision.stored([reply], reply.message_id)
     await store.finish_turn(
         cid,
-        stored,
-        tool_calls=0,
-        tokens=len(answer) + revision.question_tokens(reply.message_id),
-        supersede=revision.superseded(reply.message_id),
+        TurnOutcome(
+            stored,
+            tool_calls=0,
+            tokens=len(answer) + revision.question_tokens(reply.message_id),
+            supersede=revision.superseded(reply.message_id),
+        ),
     )
     return revision, reply
 
@@ -194,16 +197,16 @@ async def test_only_the_last_exchange_can_be_revised(store, conv):
     first, one, *_ = await transcript(store, cid)
     for earlier in (first, one):
         with pytest.raises(NotLastExchange):
-            await store.start_revision(cid, ALICE, earlier.message_id, None, LEASE)
+            await store.start_revision(Claim(cid, ALICE, LEASE), earlier.message_id, None)
     with pytest.raises(MessageNotFound):
-        await store.start_revision(cid, ALICE, "01JZZZZZZZZZZZZZZZZZZZZZZZ", None, LEASE)
+        await store.start_revision(Claim(cid, ALICE, LEASE), "01JZZZZZZZZZZZZZZZZZZZZZZZ", None)
     last = (await transcript(store, cid))[-1]
     with pytest.raises(ConversationNotFound):
-        await store.start_revision(cid, BOB, last.message_id, None, LEASE)
+        await store.start_revision(Claim(cid, BOB, LEASE), last.message_id, None)
     # none of the refusals kept the lock; a revision holds it like a turn
-    await store.start_revision(cid, ALICE, last.message_id, None, LEASE)
+    await store.start_revision(Claim(cid, ALICE, LEASE), last.message_id, None)
     with pytest.raises(Conflict):
-        await store.start_turn(cid, ALICE, message(cid, "meanwhile"), None, LEASE)
+        await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "meanwhile"))
     await store.abort_turn(cid)
     assert [m.content for m in await transcript(store, cid)] == ["first", "one", "second", "two"]
 
@@ -212,9 +215,11 @@ async def test_a_revision_without_an_answer_changes_nothing(store, conv):
     cid = conv.conversation_id
     await answered(store, cid, "question", "answer")
     question = (await transcript(store, cid))[0]
-    revision = await store.start_revision(cid, ALICE, question.message_id, message(cid, "edited"), LEASE)
+    revision = await store.start_revision(
+        Claim(cid, ALICE, LEASE), question.message_id, message(cid, "edited")
+    )
     assert revision.stored([], None) == [] and revision.superseded(None) == []
-    await store.finish_turn(cid, [], tool_calls=0, tokens=3, supersede=[])
+    await store.finish_turn(cid, TurnOutcome([], tool_calls=0, tokens=3, supersede=[]))
     assert [m.content for m in await transcript(store, cid, all_versions=True)] == ["question", "answer"]
     assert (await store.get(cid, ALICE)).message_count == 2
     assert PLAIN.stored([question], None) == [question]

@@ -15,14 +15,14 @@ from typing import ClassVar
 import pytest
 
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.conversations.memory import MemoryConversationStore
+from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.approvals import NOT_RUN
 from rag_orchestrator.domain.budgets import Budgets, Spend, seconds_to_reset
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.messages import Role, ToolResult
 from rag_orchestrator.errors import ApprovalClosed, ApprovalNotFound, ApprovalPending, BudgetExhausted
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from tests.fakes.scripted import ScriptedStrategy, answer, call, scripted_orchestrator, tool_calls
 
 ALICE = Caller("alice", ("user",))
@@ -62,7 +62,7 @@ class Setup:
         self.cancel = OrderTool("cancel_order", approval=True)
         self.refund = OrderTool("refund_order", approval=True)
         self.status = OrderTool("order_status", approval=False)
-        self.store = store or MemoryConversationStore()
+        self.store = store or InProcessStore()
         settings = load_settings(conversation_storage="memory", loop_initial_rag=False, **env)
         self.orchestrator = scripted_orchestrator(
             self.strategy, store=self.store, tools=[self.cancel, self.refund, self.status], settings=settings
@@ -184,7 +184,7 @@ async def test_an_expired_hold_is_a_denial_the_next_message_answers():
     s = Setup(
         tool_calls(call("cancel_order", ARGS, "c1")),
         answer("Sure, what else?"),
-        store=MemoryConversationStore(clock=clock),
+        store=InProcessStore(clock=clock),
         approval_ttl_minutes=1,
     )
     conversation = await s.conversation()

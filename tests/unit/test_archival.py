@@ -16,6 +16,7 @@ from rag_orchestrator.conversations.archival import ArchivalJob, run_archival
 from rag_orchestrator.conversations.dynamo import DynamoConversationStore
 from rag_orchestrator.conversations.table import Table
 from rag_orchestrator.conversations.transcripts import from_jsonl, transcript_key
+from rag_orchestrator.conversations.turn_data import Claim, TurnOutcome
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import (
     Conversation,
@@ -60,8 +61,8 @@ def store(aws) -> Blocking:
 
 def add(store, cid: str, question: ConversationMessage, *produced: ConversationMessage) -> None:
     """One more turn, outside the job."""
-    store.start_turn(cid, ALICE, question, None, LEASE)
-    store.finish_turn(cid, list(produced), tool_calls=0, tokens=0)
+    store.start_turn(Claim(cid, ALICE, LEASE), question)
+    store.finish_turn(cid, TurnOutcome(list(produced), tool_calls=0, tokens=0))
 
 
 def run(
@@ -112,9 +113,9 @@ def chatted(store, turns: int = 1) -> tuple[str, list[ConversationMessage]]:
     sent = []
     for n in range(turns):
         question = message(cid, f"question {n}")
-        store.start_turn(cid, ALICE, question, f"client-{n}", LEASE)
+        store.start_turn(Claim(cid, ALICE, LEASE), question, f"client-{n}")
         produced = tool_round(cid)
-        store.finish_turn(cid, produced, tool_calls=1, tokens=10)
+        store.finish_turn(cid, TurnOutcome(produced, tool_calls=1, tokens=10))
         sent += [question, *produced]
     return cid, sent
 
@@ -175,10 +176,10 @@ def test_continue_after_archive_then_archive_again(aws, store):
 
     # the loop: start_turn, then window, then finish_turn
     question = message(cid, "and now?")
-    store.start_turn(cid, ALICE, question, None, LEASE)
+    store.start_turn(Claim(cid, ALICE, LEASE), question)
     assert store.window(cid, 20) == [*sent, question]  # the older messages come from the transcript
     answer = message(cid, "here", Role.ASSISTANT)
-    store.finish_turn(cid, [answer], tool_calls=0, tokens=2)
+    store.finish_turn(cid, TurnOutcome([answer], tool_calls=0, tokens=2))
     continued = meta(aws, cid)
     assert continued["status"] == "ACTIVE" and continued["s3Key"] == transcript_key(ALICE, cid)
     assert continued["GSI3PK"] == it.archive_shard(cid)  # an archival candidate again
@@ -211,7 +212,7 @@ def test_a_conversation_touched_during_the_run_is_skipped(aws, store):
 
 def test_a_running_turn_is_left_alone(aws, store):
     cid, _ = chatted(store)
-    store.start_turn(cid, ALICE, message(cid, "thinking..."), None, LEASE)
+    store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "thinking..."))
     report = run(aws)
     assert (report.archived, report.skipped) == (0, 1)
     assert meta(aws, cid)["status"] == "ACTIVE"
@@ -263,8 +264,8 @@ def test_a_conversation_continued_before_the_cleanup_keeps_every_message(aws, st
 
     run(aws, checkpoint=crash)
     question = message(cid, "back again")
-    store.start_turn(cid, ALICE, question, None, LEASE)  # ACTIVE again; the old items still there
-    store.finish_turn(cid, [], tool_calls=0, tokens=0)
+    store.start_turn(Claim(cid, ALICE, LEASE), question)  # ACTIVE again; the old items still there
+    store.finish_turn(cid, TurnOutcome([], tool_calls=0, tokens=0))
     assert meta(aws, cid)["GSI3PK"] == it.archive_shard(cid)
     assert everything(store, cid) == [*sent, question]
     assert run(aws).archived == 1
@@ -349,8 +350,8 @@ def test_requests_per_archived_conversation(aws, store):
 def test_deleted_conversations_are_purged_after_the_retention_not_before(aws, store):
     cid, _ = chatted(store)
     run(aws)  # archived: a transcript in S3
-    store.start_turn(cid, ALICE, message(cid, "x" * 310_000), "again", LEASE)  # content offloaded
-    store.finish_turn(cid, [message(cid, "y", Role.ASSISTANT)], tool_calls=0, tokens=1)
+    store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "x" * 310_000), "again")  # content offloaded
+    store.finish_turn(cid, TurnOutcome([message(cid, "y", Role.ASSISTANT)], tool_calls=0, tokens=1))
     store.soft_delete(cid, ALICE)
     kept, _ = chatted(store)
     assert meta(aws, cid)["GSI3PK"] == it.archive_shard(cid, it.PURGE_PREFIX)
@@ -454,10 +455,12 @@ def test_the_purge_removes_the_conversations_attachments_and_their_files(aws, st
 def test_a_purge_stopped_half_way_keeps_the_audit_trail_and_the_next_run_finishes(aws, store, monkeypatch):
     cid = store.create(conversation()).conversation_id
     for n in range(2):
-        store.start_turn(cid, ALICE, message(cid, f"q{n}"), None, LEASE)
+        store.start_turn(Claim(cid, ALICE, LEASE), message(cid, f"q{n}"))
         context = store.context(cid, 5)
         answer = message(cid, f"a{n}", Role.ASSISTANT)
-        store.finish_turn(cid, [answer], tool_calls=0, tokens=1, audit={"recordId": f"R{n}"}, context=context)
+        store.finish_turn(
+            cid, TurnOutcome([answer], tool_calls=0, tokens=1, audit={"recordId": f"R{n}"}, context=context)
+        )
     before = store.audit(cid)
     store.soft_delete(cid, ALICE)
 

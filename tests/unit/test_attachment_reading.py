@@ -9,14 +9,9 @@ import zipfile
 import pytest
 
 from rag_orchestrator.attachments import documents, pipeline
-from rag_orchestrator.attachments.engines import (
-    Engines,
-    EngineUnavailable,
-    UnreadableFile,
-    UnsupportedContent,
-    Upload,
-)
+from rag_orchestrator.attachments.engines import Engines
 from rag_orchestrator.attachments.pipeline import read_segments
+from rag_orchestrator.attachments.uploads import EngineUnavailable, UnreadableFile, UnsupportedContent, Upload
 from tests.fakes.attachments import DOCX, make_docx
 from tests.fakes.pdf import make_pdf
 

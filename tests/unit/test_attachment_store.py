@@ -10,7 +10,7 @@ import pytest
 
 from rag_orchestrator.attachments.dynamo_store import DynamoAttachmentStore
 from rag_orchestrator.attachments.engines import Engines
-from rag_orchestrator.attachments.memory_store import MemoryAttachmentStore
+from rag_orchestrator.attachments.in_process_store import InProcessAttachmentStore
 from rag_orchestrator.attachments.objects import StoredObject
 from rag_orchestrator.attachments.service import Attachments, parse_key
 from rag_orchestrator.config import load_settings
@@ -25,7 +25,7 @@ READY, PROCESSING = AttachmentStatus.READY, AttachmentStatus.PROCESSING
 @pytest.fixture(params=["memory", "dynamodb"])
 def store(request, monkeypatch) -> Iterator[object]:
     if request.param == "memory":
-        yield MemoryAttachmentStore()
+        yield InProcessAttachmentStore()
         return
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with mocked_aws(TABLE, BUCKET) as (dynamodb, s3):
@@ -97,13 +97,13 @@ class Bucket:
         return self.body
 
 
-def service(store: MemoryAttachmentStore, body: bytes | None, now: float = 1000.0) -> Attachments:
+def service(store: InProcessAttachmentStore, body: bytes | None, now: float = 1000.0) -> Attachments:
     settings = load_settings(attachments_bucket="files", attachment_processing_timeout_seconds=60)
     return Attachments(store, Bucket(body), settings, engines=Engines, clock=lambda: now)  # type: ignore[arg-type]
 
 
 def test_a_file_another_worker_is_reading_is_waited_for_then_taken_over_when_its_lease_ends():
-    store = MemoryAttachmentStore()
+    store = InProcessAttachmentStore()
     attachment = new()
     run(store.create(attachment))
     run(store.claim(attachment, 990, 1100))  # someone else, until 1100
@@ -117,7 +117,7 @@ def test_a_file_another_worker_is_reading_is_waited_for_then_taken_over_when_its
 
 
 def test_the_stored_objects_size_and_type_are_checked():
-    store = MemoryAttachmentStore()
+    store = InProcessAttachmentStore()
     large, retyped = new(), new(content_type="text/markdown")
     for attachment in (large, retyped):
         run(store.create(attachment))

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from rag_orchestrator.api.ui_stream import UIChatRequest
-from rag_orchestrator.conversations.memory import MemoryConversationStore
+from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.attachment_formats import (
     attachment_passages,
     attachments_block,
@@ -23,7 +23,7 @@ from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import ChatRequest, Conversation
 from rag_orchestrator.domain.messages import FunctionCall, Message, Role, ToolCall
 from rag_orchestrator.errors import AttachmentNotFound, AttachmentNotReady, StorageUnavailable
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.providers.events import IterationContext, StreamingMode
 from rag_orchestrator.providers.extractive import ExtractiveStrategy
 from tests.fakes.scripted import ScriptedStrategy, answer, scripted_orchestrator
@@ -183,7 +183,7 @@ def request(*ids: str, message: str = "What do they say?") -> TurnRequest:
 
 @pytest.mark.parametrize("status, error", [("FAILED", AttachmentNotReady), ("missing", AttachmentNotFound)])
 async def test_a_refused_attachment_stores_nothing_and_leaves_no_lock(status, error):
-    store = MemoryConversationStore()
+    store = InProcessStore()
     await conversation(store)
     good = attachment("good.txt", ("document", "fine"))
     bad = (
@@ -199,7 +199,7 @@ async def test_a_refused_attachment_stores_nothing_and_leaves_no_lock(status, er
 
 
 async def test_without_attachments_configured_a_turn_naming_one_is_a_503_before_anything_is_stored():
-    store = MemoryConversationStore()
+    store = InProcessStore()
     await conversation(store)
     orchestrator = scripted_orchestrator(ScriptedStrategy([answer("ok")]), store=store)
     with pytest.raises(StorageUnavailable):
@@ -208,7 +208,7 @@ async def test_without_attachments_configured_a_turn_naming_one_is_a_503_before_
 
 
 async def test_attachments_not_ready_are_read_in_the_turn_and_one_that_fails_is_left_out_with_a_status():
-    store = MemoryConversationStore()
+    store = InProcessStore()
     await conversation(store)
     ready = attachment("ready.txt", ("document", "Already read."))
     pending = attachment("pending.txt", ("document", "Read just now."), status="PENDING_UPLOAD")
@@ -239,7 +239,7 @@ async def test_attachments_not_ready_are_read_in_the_turn_and_one_that_fails_is_
 
 
 async def test_a_cancel_while_an_attachment_is_read_ends_the_turn_at_once():
-    store = MemoryConversationStore()
+    store = InProcessStore()
     await conversation(store)
     slow = attachment("long.wav", ("audio", "words"), status="PENDING_UPLOAD")
     source = Source(slow)
@@ -259,7 +259,7 @@ async def test_a_cancel_while_an_attachment_is_read_ends_the_turn_at_once():
 
 
 async def test_later_turns_see_a_note_of_earlier_attachments_and_read_nothing_again():
-    store = MemoryConversationStore()
+    store = InProcessStore()
     await conversation(store)
     notes = attachment("notes.txt", ("document", "Secret plan."))
     source = Source(notes)

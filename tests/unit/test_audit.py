@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from rag_orchestrator.conversations.memory import MemoryConversationStore
+from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.audit import GENESIS, check_chain, digest, record_hash, seal
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import BadRequest, ConversationNotFound, ProviderTimeout
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from tests.fakes.scripted import (
     MemorySearchTool,
     ScriptedStrategy,
@@ -49,7 +49,7 @@ async def run_turn(orchestrator, cid: str, message: str, caller: Caller = ALICE,
 
 @pytest.fixture
 async def store_and_cid():
-    store = MemoryConversationStore()
+    store = InProcessStore()
     conversation = await store.create(Conversation(caller_id=ALICE.caller_id))
     return store, conversation.conversation_id
 
@@ -171,7 +171,7 @@ async def test_pages_carry_the_check_from_one_to_the_next(store_and_cid):
     everything = [r for p in pages for r in p.records]
     assert [r["userMessage"]["sha256"] for r in everything] == [sha(f"question {n}") for n in range(5)]
 
-    store._records[cid].audits[2]["tokens"] = 999  # tampered where it is kept
+    store._shelf.records[cid].audits[2]["tokens"] = 999  # tampered where it is kept
     first = await store.audit(cid, limit=2)
     second = await store.audit(cid, limit=2, cursor=first.next_cursor)
     third = await store.audit(cid, limit=2, cursor=second.next_cursor)

@@ -4,7 +4,7 @@ import pytest
 
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.factory import create_store
-from rag_orchestrator.conversations.memory import MemoryConversationStore
+from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.conversations import (
     ConversationMessage,
     CreateConversationRequest,
@@ -22,7 +22,7 @@ def test_estimate_tokens_is_about_four_characters_a_token(text, tokens):
 async def test_a_new_conversation_stores_its_initial_message_first():
     request = CreateConversationRequest(user_id="u", initial_message="hello world!", metadata={"k": "v"})
     conversation, first = new_conversation(request, "alice")
-    store = MemoryConversationStore()
+    store = InProcessStore()
     created = await store.create(conversation, first)
     assert (created.caller_id, created.user_id, created.metadata) == ("alice", "u", {"k": "v"})
     assert (created.message_count, created.total_tokens) == (1, 3)
@@ -45,4 +45,4 @@ def test_a_stored_message_keeps_what_the_model_needs_and_estimates_tokens():
 
 
 def test_the_factory_follows_conversation_storage():
-    assert isinstance(create_store(load_settings(conversation_storage="memory")), MemoryConversationStore)
+    assert isinstance(create_store(load_settings(conversation_storage="memory")), InProcessStore)

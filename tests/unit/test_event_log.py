@@ -11,9 +11,9 @@ import pytest
 
 from rag_orchestrator.conversations.table import Table
 from rag_orchestrator.errors import TurnEnded, TurnNotFound
-from rag_orchestrator.turns.dynamo import DynamoEventLog
-from rag_orchestrator.turns.log import LOG_TTL_SECONDS, LoggedEvent, TurnEntry
-from rag_orchestrator.turns.memory import MemoryEventLog
+from rag_orchestrator.stream_log.dynamo import DynamoEventLog
+from rag_orchestrator.stream_log.in_process import InProcessEventLog
+from rag_orchestrator.stream_log.log import LOG_TTL_SECONDS, LoggedEvent, TurnEntry
 from tests.fakes.moto_aws import mocked_aws
 
 TABLE = "conversations-test"
@@ -43,7 +43,7 @@ def aws(monkeypatch):
 @pytest.fixture(params=["memory", "dynamodb"])
 def log(request, clock):
     if request.param == "memory":
-        return MemoryEventLog(clock=clock)
+        return InProcessEventLog(clock=clock)
     return DynamoEventLog(Table(request.getfixturevalue("aws"), TABLE), clock=clock)
 
 

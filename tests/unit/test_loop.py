@@ -8,15 +8,17 @@ from typing import ClassVar
 
 import pytest
 
+from rag_orchestrator.api.deps import loop_config
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.conversations.memory import MemoryConversationStore
+from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation, MessageResponse, estimate_tokens
 from rag_orchestrator.domain.messages import Role, ToolResult
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import Conflict, ConversationNotFound, DuplicateClientMessage, ProviderHTTPError
+from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.orchestrator import Orchestrator
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.toolsets import tool_chooser
 from rag_orchestrator.providers import events as se
 from rag_orchestrator.tools.registry import ToolRegistry
@@ -55,17 +57,19 @@ class SlowTool:
 class Harness:
     def __init__(self, strategy, *, tools=None, search=None, **env):
         self.settings = load_settings(conversation_storage="memory", **env)
-        self.store = MemoryConversationStore()
+        self.store = InProcessStore()
         self.search = search or MemorySearchTool(PASSAGES)
         self.registry = ToolRegistry([self.search, *(tools or [])], timeout_seconds=0.5)
         self.strategy = strategy
         self.orchestrator = Orchestrator(
-            store=self.store,
-            strategy=strategy,
-            tools=self.registry,
-            settings=self.settings,
-            choose_tools=tool_chooser(self.registry),
-            search=self.search,
+            TurnDeps(
+                store=self.store,
+                strategy=strategy,
+                tools=self.registry,
+                choose_tools=tool_chooser(self.registry),
+                config=loop_config(self.settings),
+                search=self.search,
+            )
         )
 
     async def conversation(self, caller=ALICE) -> str:

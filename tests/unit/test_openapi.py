@@ -59,7 +59,7 @@ def test_statuses_follow_what_each_route_has():
     whole = {"200", "400", "401", "404", "409", "413", "415", "422", "502", "503"}
     assert responses[f"POST {chat}/messages"] == whole
     assert responses[f"POST {chat}/messages/stream"] == whole - {"502"}  # a model failure is an Error event
-    assert responses["POST /api/v1/query"] == {"200", "400", "401", "413", "415", "503"}  # no 422: seed 003
+    assert responses["POST /api/v1/query"] == {"200", "400", "401", "413", "415", "503"}  # bad input: 400
     assert responses["GET /api/v1/admin/audit"] == {"200", "400", "401", "403", "404", "422", "503"}
     assert responses["POST /api/v1/auth/guest"] == {"201", "404"}
     assert responses["GET /api/v1/agent/health"] == {"200", "503"}

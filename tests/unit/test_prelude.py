@@ -6,13 +6,15 @@ import asyncio
 
 import pytest
 
+from rag_orchestrator.api.deps import loop_config
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.conversations.memory import MemoryConversationStore
+from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.errors import ConversationNotFound
+from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.orchestrator import Orchestrator
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.toolsets import tool_chooser
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.text.hashing import HashingEmbedder
@@ -64,7 +66,7 @@ class VectorSearch(MemorySearchTool):
         return await super().search(query)
 
 
-class GatedStore(MemoryConversationStore):
+class GatedStore(InProcessStore):
     """Holds the claim, or the window read, until an event is set."""
 
     def __init__(self) -> None:
@@ -88,13 +90,15 @@ def build(embedder: CountingEmbedder, search_embedder: CountingEmbedder | None =
     registry = ToolRegistry([search], timeout_seconds=1)
     store = GatedStore()
     orchestrator = Orchestrator(
-        store=store,
-        strategy=ScriptedStrategy([answer("Run make test.")]),
-        tools=registry,
-        settings=load_settings(conversation_storage="memory"),
-        choose_tools=tool_chooser(registry, ToolSelector(OFFERS, embedder=embedder)),
-        search=search,
-        embedder=embedder,
+        TurnDeps(
+            store=store,
+            strategy=ScriptedStrategy([answer("Run make test.")]),
+            tools=registry,
+            choose_tools=tool_chooser(registry, ToolSelector(OFFERS, embedder=embedder)),
+            config=loop_config(load_settings(conversation_storage="memory")),
+            search=search,
+            embedder=embedder,
+        )
     )
     return orchestrator, store, search
 

@@ -1,4 +1,4 @@
-"""Sanitising metadata and prompt text (seed 003 CL-04)."""
+"""Sanitising metadata and prompt text: data, never instructions."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from rag_orchestrator.conversations.archive_steps import ConversationArchiver
 from rag_orchestrator.conversations.dynamo import DynamoConversationStore
 from rag_orchestrator.conversations.keys import list_scope
 from rag_orchestrator.conversations.table import Table
+from rag_orchestrator.conversations.turn_data import Claim, TurnOutcome
 from rag_orchestrator.domain.audit import GENESIS
 from rag_orchestrator.domain.conversations import ConversationStatus
 from rag_orchestrator.domain.messages import Role
@@ -75,7 +76,7 @@ async def test_one_turn_costs_three_requests(store, requests):
     conv = await store.create(conversation())
     cid = conv.conversation_id
     requests.clear()
-    await store.start_turn(cid, ALICE, message(cid, "question"), "client-1", LEASE)
+    await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "question"), "client-1")
     assert dict(requests) == {"TransactWriteItems": 1}
     requests.clear()
     context = await store.context(cid, 20)
@@ -83,7 +84,7 @@ async def test_one_turn_costs_three_requests(store, requests):
     assert (context.audit_head, context.owner) == (GENESIS, ALICE)
     requests.clear()
     await store.finish_turn(
-        cid, tool_round(cid), tool_calls=1, tokens=42, audit={"recordId": "R1"}, context=context
+        cid, TurnOutcome(tool_round(cid), tool_calls=1, tokens=42, audit={"recordId": "R1"}, context=context)
     )
     assert dict(requests) == {"TransactWriteItems": 1}  # the audit record and the head in the same write
     assert [m.content for m in context.messages] == ["question"]
@@ -96,9 +97,13 @@ async def test_a_head_moved_under_a_turn_is_chained_onto_not_overwritten(store, 
     """A turn whose lease ran out while another turn ran: its record follows the other's."""
     cid = (await store.create(conversation())).conversation_id
     stale = await store.context(cid, 20)
-    await store.finish_turn(cid, [], tool_calls=0, tokens=0, audit={"recordId": "R1"}, context=stale)
+    await store.finish_turn(
+        cid, TurnOutcome([], tool_calls=0, tokens=0, audit={"recordId": "R1"}, context=stale)
+    )
     requests.clear()
-    await store.finish_turn(cid, [], tool_calls=0, tokens=0, audit={"recordId": "R2"}, context=stale)
+    await store.finish_turn(
+        cid, TurnOutcome([], tool_calls=0, tokens=0, audit={"recordId": "R2"}, context=stale)
+    )
     assert dict(requests) == {"TransactWriteItems": 2}  # refused once, then sealed onto the head it returned
     trail = await store.audit(cid)
     assert [r["recordId"] for r in trail.records] == ["R1", "R2"]
@@ -215,10 +220,10 @@ async def test_contents_over_300_kb_go_to_s3_and_come_back(aws, store):
 async def test_a_turn_with_more_messages_than_one_transaction_holds(store, requests):
     conv = await store.create(conversation())
     cid = conv.conversation_id
-    await store.start_turn(cid, ALICE, message(cid, "q"), None, LEASE)
+    await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "q"))
     produced = [message(cid, f"step {i}", Role.ASSISTANT) for i in range(150)]
     requests.clear()
-    await store.finish_turn(cid, produced, tool_calls=0, tokens=0)
+    await store.finish_turn(cid, TurnOutcome(produced, tool_calls=0, tokens=0))
     assert requests["TransactWriteItems"] == 1
     assert requests["BatchWriteItem"] == 3  # the 51 oldest, in chunks of 25
     assert (await store.get(cid, ALICE)).message_count == 151

@@ -1,4 +1,4 @@
-"""System prompts: role blocks (seed 002) and the request's context, sanitized and size-limited."""
+"""System prompts: role blocks (docs/auth.md) and the request's context, sanitized and size-limited."""
 
 from __future__ import annotations
 

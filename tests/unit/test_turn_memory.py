@@ -10,12 +10,13 @@ from datetime import UTC, datetime
 import pytest
 
 from rag_orchestrator.api.chat import _sse
+from rag_orchestrator.api.deps import stream_config
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.callers import ANONYMOUS_CALLER, Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.errors import ProviderHTTPError, VectorStoreUnavailable
 from rag_orchestrator.loop.control import RunningTurns
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.turn_memory import TurnMemory
 from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.retrieval.fragments import (
@@ -26,7 +27,7 @@ from rag_orchestrator.retrieval.fragments import (
     conversation_fragment,
 )
 from rag_orchestrator.retrieval.vector_store import build_where
-from rag_orchestrator.turns.memory import MemoryEventLog
+from rag_orchestrator.stream_log.in_process import InProcessEventLog
 from tests.fakes.scripted import ScriptedStrategy, answer, scripted_orchestrator
 
 ALICE = Caller("alice", ("user",))
@@ -48,7 +49,7 @@ class RecordingIndex:
 
 async def run_turn(script, *, caller=ALICE, message="My locker code is 4711.", hooks=()):
     orchestrator = scripted_orchestrator(ScriptedStrategy(script), after_turn=hooks)
-    conversation = await orchestrator.store.create(Conversation(caller_id=caller.caller_id))
+    conversation = await orchestrator.deps.store.create(Conversation(caller_id=caller.caller_id))
     request = TurnRequest(conversation_id=conversation.conversation_id, caller=caller, message=message)
     turn = await orchestrator.begin(request)
     events = [event async for event in turn.events()]
@@ -98,7 +99,7 @@ async def test_an_interrupted_turn_runs_no_after_turn_work():
     orchestrator = scripted_orchestrator(
         ScriptedStrategy([answer("a long answer", chunks=5)]), after_turn=[TurnMemory(index)]
     )
-    conversation = await orchestrator.store.create(Conversation(caller_id="alice"))
+    conversation = await orchestrator.deps.store.create(Conversation(caller_id="alice"))
     turn = await orchestrator.begin(TurnRequest(conversation.conversation_id, ALICE, "hi"))
     stream = turn.events()
     async for event in stream:
@@ -124,9 +125,9 @@ async def _streamed_turn(hook) -> TurnStream:
     orchestrator = scripted_orchestrator(
         ScriptedStrategy([answer("Noted.")]), after_turn=[hook], settings=settings
     )
-    conversation = await orchestrator.store.create(Conversation(caller_id="alice"))
+    conversation = await orchestrator.deps.store.create(Conversation(caller_id="alice"))
     turn = await orchestrator.begin(TurnRequest(conversation.conversation_id, ALICE, "hi"))
-    stream = TurnStream(turn, log=MemoryEventLog(), running=RunningTurns(), settings=settings)
+    stream = TurnStream(turn, log=InProcessEventLog(), running=RunningTurns(), config=stream_config(settings))
     stream.start()
     return stream
 

@@ -8,18 +8,19 @@ import time
 from contextlib import aclosing
 from typing import Any, ClassVar
 
+from rag_orchestrator.api.deps import stream_config
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.conversations.memory import MemoryConversationStore
+from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.messages import ToolResult
 from rag_orchestrator.loop.control import RunningTurns
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.providers import events as se
 from rag_orchestrator.providers.strategies import StrategyMetadata
-from rag_orchestrator.turns.follow import LOST, follow
-from rag_orchestrator.turns.memory import MemoryEventLog
+from rag_orchestrator.stream_log.follow import LOST, follow
+from rag_orchestrator.stream_log.in_process import InProcessEventLog
 from tests.fakes.scripted import ScriptedStrategy, answer, call, scripted_orchestrator, tool_calls
 
 ALICE = Caller("alice", ("user",))
@@ -57,7 +58,7 @@ class HangingTool:
         raise AssertionError("not reached")
 
 
-async def begin(orchestrator: Any, store: MemoryConversationStore, deadline: float | None = None):
+async def begin(orchestrator: Any, store: InProcessStore, deadline: float | None = None):
     cid = (await store.create(Conversation(caller_id="alice"))).conversation_id
     return cid, await orchestrator.begin(TurnRequest(cid, ALICE, "hi", deadline=deadline))
 
@@ -67,7 +68,7 @@ async def collect(turn: Any) -> list:
 
 
 async def test_a_cancel_mid_answer_keeps_the_text_marked_interrupted_and_frees_the_conversation():
-    store, strategy = MemoryConversationStore(), HeldStrategy(["Partial ", "answer"], ["never"])
+    store, strategy = InProcessStore(), HeldStrategy(["Partial ", "answer"], ["never"])
     orchestrator = scripted_orchestrator(strategy, store=store, settings=load_settings(**SETTINGS))
     cid, turn = await begin(orchestrator, store)
     running = asyncio.create_task(collect(turn))
@@ -83,7 +84,7 @@ async def test_a_cancel_mid_answer_keeps_the_text_marked_interrupted_and_frees_t
 
 
 async def test_the_deadline_cuts_a_tool_call_and_nothing_half_done_is_stored():
-    store = MemoryConversationStore()
+    store = InProcessStore()
     strategy = ScriptedStrategy([tool_calls(call("hang")), answer("unreached")])
     orchestrator = scripted_orchestrator(
         strategy, store=store, tools=[HangingTool()], settings=load_settings(**SETTINGS), timeout_seconds=60
@@ -96,22 +97,22 @@ async def test_the_deadline_cuts_a_tool_call_and_nothing_half_done_is_stored():
 
 
 async def test_the_lock_lease_is_the_deadline_plus_the_margin():
-    store = MemoryConversationStore()
+    store = InProcessStore()
     settings = load_settings(**SETTINGS, turn_deadline_margin_seconds=2)
     orchestrator = scripted_orchestrator(ScriptedStrategy([answer("ok")]), store=store, settings=settings)
     started = time.time()
     cid, _ = await begin(orchestrator, store, deadline=started + 10)
-    assert started + 12 <= store._records[cid].lock_until <= time.time() + 13
+    assert started + 12 <= store._shelf.records[cid].lock_until <= time.time() + 13
     _, _ = await begin(orchestrator, store)  # no deadline given: the default budget
-    assert max(r.lock_until for r in store._records.values()) >= started + 300
+    assert max(r.lock_until for r in store._shelf.records.values()) >= started + 300
 
 
 async def streamed(strategy: Any, log: Any = None, **settings: Any) -> tuple[TurnStream, Any, Any, str]:
     """A turn of `strategy` started as the stream route starts one: (stream, store, log, conversation)."""
-    store, log = MemoryConversationStore(), log or MemoryEventLog()
+    store, log = InProcessStore(), log or InProcessEventLog()
     config = load_settings(**SETTINGS, **({"stream_log_flush_ms": 20} | settings))
     cid, turn = await begin(scripted_orchestrator(strategy, store=store, settings=config), store)
-    stream = TurnStream(turn, log=log, running=RunningTurns(), settings=config)
+    stream = TurnStream(turn, log=log, running=RunningTurns(), config=stream_config(config))
     stream.start()
     return stream, store, log, cid
 
@@ -165,7 +166,7 @@ async def test_a_cancel_asked_for_in_the_log_stops_the_turn_and_a_quiet_one_gets
 
 
 async def test_a_log_that_fails_never_stops_the_turn():
-    class BrokenLog(MemoryEventLog):
+    class BrokenLog(InProcessEventLog):
         async def append(self, entry: Any, events: Any) -> None:
             raise ConnectionError("down")
 
@@ -197,9 +198,9 @@ async def test_follow_replays_after_the_last_seen_then_follows_until_the_termina
 
 
 async def test_follow_gives_up_on_a_turn_whose_process_died_with_one_error_numbered_next():
-    from rag_orchestrator.turns.log import LoggedEvent, TurnEntry
+    from rag_orchestrator.stream_log.log import LoggedEvent, TurnEntry
 
-    log = MemoryEventLog()
+    log = InProcessEventLog()
     entry = TurnEntry("conv-1", "01DEAD", "alice", deadline=time.time() - 5)
     await log.open(entry)
     await log.append(entry, [LoggedEvent(1, "StatusUpdate", "{}"), LoggedEvent(2, "ResponseChunk", "{}")])
@@ -209,7 +210,7 @@ async def test_follow_gives_up_on_a_turn_whose_process_died_with_one_error_numbe
 
 
 async def test_a_turn_that_ends_while_a_batch_is_being_written_still_logs_its_last_events():
-    class SlowLog(MemoryEventLog):
+    class SlowLog(InProcessEventLog):
         def __init__(self) -> None:
             super().__init__()
             self.writing, self.release = asyncio.Event(), asyncio.Event()

@@ -23,7 +23,7 @@ from aws_lambda_powertools import Logger, Metrics
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "rag-orchestrator")
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "RagOrchestrator")
 
-# Seed 002: reasoning traces are logged for audit at TRACE, below DEBUG. The name must be registered
+# Reasoning traces are logged for audit at TRACE, below DEBUG (docs/audit.md). The name must be registered
 # before the Logger exists: Powertools hands LOG_LEVEL (or POWERTOOLS_LOG_LEVEL) to logging by name.
 TRACE = 5
 logging.addLevelName(TRACE, "TRACE")

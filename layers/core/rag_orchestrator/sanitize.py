@@ -1,4 +1,4 @@
-"""Sanitising text that ends up in prompts (seed 003 CL-04): metadata is data, never instructions.
+"""Sanitising text that ends up in prompts: metadata is data, never instructions.
 
 Used at ingestion on every metadata value, and by the answer endpoint on whatever it puts in a prompt.
 Neutralising keeps the words readable for a human but breaks the shapes a model treats as commands:

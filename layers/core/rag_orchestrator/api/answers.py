@@ -1,4 +1,4 @@
-"""POST /api/v1/query/answer and /api/v1/query/answer/stream: generative answers with citations (seed 003).
+"""POST /api/v1/query/answer and /api/v1/query/answer/stream: generative answers with citations (docs/answers.md).
 
 Both build on `retrieval.answers.Answerer.events`, so a streamed and a whole answer cannot disagree: the
 stream's `done` event carries exactly the object the REST route returns.
@@ -11,7 +11,7 @@ Where `stream` may go (the REST function runs under Mangum, which cannot stream)
     POST /api/v1/query/answer (hidden)      streaming     SSE                             whole answer (JSON)
 
 With RAG_STREAM_ENABLED=false, `stream: true` anywhere and any request to …/answer/stream answer 400
-saying streaming is disabled. Input errors (RF-07, CL-03, CL-05) are 400, never 422, whatever `stream`
+saying streaming is disabled. Input errors (an empty query, topK or the threshold out of range, a `stream` not boolean) are 400, never 422, whatever `stream`
 says. Errors before the first event (retrieval, a bad filter) answer with their HTTP status even on the
 stream; once the stream has started, a failure is an `error` event with the error JSON.
 """

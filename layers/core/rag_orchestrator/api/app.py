@@ -31,8 +31,8 @@ ROUTERS: dict[str, str] = {
     "chat_stream": "rag_orchestrator.api.chat:stream_router",
     "ui_stream": "rag_orchestrator.api.ui_stream:router",
     "revisions": "rag_orchestrator.api.revisions:stream_router",
-    "turns": "rag_orchestrator.api.turns:router",
-    "turn_events": "rag_orchestrator.api.turns:stream_router",
+    "turns": "rag_orchestrator.api.stream_control:router",
+    "turn_events": "rag_orchestrator.api.stream_control:stream_router",
     "approvals": "rag_orchestrator.api.approvals:stream_router",
     "usage": "rag_orchestrator.api.usage:router",
     # "answer" before "answer_stream": where both are mounted, the REST route owns /query/answer.

@@ -21,7 +21,7 @@ from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.loop.orchestrator import Orchestrator
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.providers.events import StreamingMode
 
 APPROVAL_ID = Path(..., min_length=1, max_length=64)
@@ -62,4 +62,4 @@ async def decide(
     )
     reason = (body.reason or "").strip() or None
     turn = await orchestrator.decide(turn_request, approval_id, body.decision, reason)
-    return stream_turn(turn, request, settings, started)
+    return stream_turn(turn, request, started)

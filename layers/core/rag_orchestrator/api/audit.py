@@ -14,7 +14,7 @@ from rag_orchestrator.api.auth import require_roles
 from rag_orchestrator.api.conversations import CURSOR, LIMIT
 from rag_orchestrator.api.deps import get_store
 from rag_orchestrator.api.path_ids import checked_id
-from rag_orchestrator.conversations.store import ConversationStore
+from rag_orchestrator.conversations.store import AuditStore
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import ADMIN, MOD, Caller
 
@@ -39,7 +39,7 @@ async def read_audit(
     limit: int = LIMIT,
     cursor: str | None = CURSOR,
     caller: Caller = Depends(require_roles(lambda settings: AUDITORS)),
-    store: ConversationStore = Depends(get_store),
+    store: AuditStore = Depends(get_store),
 ) -> AuditResponse:
     """Oldest first. `chainValid` is false once a record was altered or removed."""
     trail = await store.audit(checked_id(conversation_id), limit=limit, cursor=cursor)

@@ -22,8 +22,8 @@ from rag_orchestrator.domain.conversations import ChatRequest, ChatResponse
 from rag_orchestrator.domain.passages import SourceWithSnippet
 from rag_orchestrator.loop.approvals import approval_requested
 from rag_orchestrator.loop.orchestrator import Orchestrator
-from rag_orchestrator.loop.ports import TurnRequest
-from rag_orchestrator.loop.turn import ActiveTurn
+from rag_orchestrator.loop.request import TurnRequest
+from rag_orchestrator.loop.turn import Turn
 from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.observability import metrics, since
 from rag_orchestrator.providers.events import StreamingMode
@@ -130,12 +130,11 @@ async def stream_message(
     turn = await orchestrator.begin(
         turn_request(conversation_id, body, caller, StreamingMode.PROGRESSIVE, request, settings)
     )
-    return stream_turn(turn, request, settings, started)
+    return stream_turn(turn, request, started)
 
 
-def stream_turn(turn: ActiveTurn, request: Request, settings: Settings, started: float) -> StreamingResponse:
+def stream_turn(turn: Turn, request: Request, started: float) -> StreamingResponse:
     """Run a claimed turn as its own task (a TurnStream) and answer with its events as SSE."""
-    parts = services(request)
-    stream = TurnStream(turn, log=parts.event_log, running=parts.running_turns, settings=settings)
+    stream = services(request).turn_stream(turn)
     stream.start()
     return StreamingResponse(_sse(stream, started), media_type="text/event-stream", headers=SSE_HEADERS)

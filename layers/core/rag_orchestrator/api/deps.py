@@ -21,10 +21,14 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
 
     from rag_orchestrator.attachments.service import Attachments
     from rag_orchestrator.attachments.turns import TurnAttachments
-    from rag_orchestrator.conversations.store import ConversationStore
+    from rag_orchestrator.conversations.dynamo import DynamoConversationStore
+    from rag_orchestrator.conversations.in_process import InProcessStore
+    from rag_orchestrator.loop.configuration import LoopConfig, StreamConfig
     from rag_orchestrator.loop.control import RunningTurns
     from rag_orchestrator.loop.orchestrator import Orchestrator
     from rag_orchestrator.loop.ports import AfterTurn
+    from rag_orchestrator.loop.turn import Turn
+    from rag_orchestrator.loop.turn_stream import TurnStream
     from rag_orchestrator.providers.strategies import ModelStrategy
     from rag_orchestrator.retrieval.answers import Answerer
     from rag_orchestrator.retrieval.embedders import Embedder
@@ -32,9 +36,9 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.retrieval.fragments import FragmentIndex
     from rag_orchestrator.retrieval.knowledge_base import KnowledgeBase
     from rag_orchestrator.retrieval.search import Retriever
+    from rag_orchestrator.stream_log.log import EventLog
     from rag_orchestrator.tools.caller_assertions import CallerAssertions
     from rag_orchestrator.tools.toolbox import Toolbox
-    from rag_orchestrator.turns.log import EventLog
 
 
 class Services:
@@ -42,7 +46,9 @@ class Services:
         self.settings = settings
 
     @cached_property
-    def store(self) -> ConversationStore:
+    def store(self) -> DynamoConversationStore | InProcessStore:
+        """Either backend provides every part of the store: the routes' (conversations/store.py), a
+        turn's (loop/ports.py) and the title hook's (loop/titles.py)."""
         from rag_orchestrator.conversations.factory import create_store
 
         return create_store(self.settings)
@@ -63,8 +69,8 @@ class Services:
 
     @cached_property
     def event_log(self) -> EventLog:
-        """The log of streamed turns, beside the conversations (turns/)."""
-        from rag_orchestrator.turns.log import create_event_log
+        """The log of streamed turns, beside the conversations (stream_log/)."""
+        from rag_orchestrator.stream_log.factory import create_event_log
 
         return create_event_log(self.settings)
 
@@ -164,6 +170,8 @@ class Services:
 
     @cached_property
     def orchestrator(self) -> Orchestrator:
+        """The turn's dependencies (loop/deps.py), built once and shared by every turn."""
+        from rag_orchestrator.loop.deps import TurnDeps
         from rag_orchestrator.loop.finalizers import FINALIZERS
         from rag_orchestrator.loop.orchestrator import Orchestrator
         from rag_orchestrator.loop.titles import AutoTitle
@@ -176,18 +184,55 @@ class Services:
             after_turn.append(AutoTitle(self.store, self.strategy))
         if self.memory is not None:
             after_turn.append(TurnMemory(self.memory))
-        return Orchestrator(
+        deps = TurnDeps(
             store=self.store,
             strategy=self.strategy,
             tools=toolbox.registry,
-            settings=self.settings,
             choose_tools=tool_chooser(toolbox.registry, toolbox.selector),
+            config=loop_config(self.settings),
             search=toolbox.search,
             finalizer=FINALIZERS[self.settings.loop_finalizer](),
-            after_turn=after_turn,
+            after_turn=tuple(after_turn),
             attachments=self.turn_attachments,
             embedder=toolbox.selector.embedder,
         )
+        return Orchestrator(deps)
+
+    def turn_stream(self, turn: Turn) -> TurnStream:
+        """A claimed turn as its own task, logging its events (loop/turn_stream.py); started by the caller."""
+        from rag_orchestrator.loop.turn_stream import TurnStream
+
+        return TurnStream(
+            turn, log=self.event_log, running=self.running_turns, config=stream_config(self.settings)
+        )
+
+
+def loop_config(settings: Settings) -> LoopConfig:
+    """What a turn reads of the settings."""
+    from rag_orchestrator.loop.configuration import LoopConfig
+
+    return LoopConfig(
+        max_iterations=settings.loop_max_iterations,
+        initial_search=settings.loop_initial_rag,
+        window=settings.conversation_rolling_window,
+        attachment_chars=settings.attachment_context_max_chars,
+        approval_ttl_minutes=settings.approval_ttl_minutes,
+        default_seconds=settings.turn_default_budget_seconds,
+        lease_margin_seconds=settings.turn_deadline_margin_seconds,
+        budgets=settings.budgets,
+        reserve_tokens=settings.budget_turn_reserve_tokens,
+    )
+
+
+def stream_config(settings: Settings) -> StreamConfig:
+    """What a streamed turn's task reads of the settings."""
+    from rag_orchestrator.loop.configuration import StreamConfig
+
+    return StreamConfig(
+        flush_seconds=settings.stream_log_flush_ms / 1000,
+        keepalive_seconds=settings.sse_keepalive_seconds,
+        stop_on_disconnect=settings.turn_stop_on_disconnect,
+    )
 
 
 def services(request: Request) -> Services:
@@ -198,7 +243,7 @@ def get_settings(request: Request) -> Settings:
     return services(request).settings
 
 
-def get_store(request: Request) -> ConversationStore:
+def get_store(request: Request) -> DynamoConversationStore | InProcessStore:
     return services(request).store
 
 

@@ -14,7 +14,7 @@ from rag_orchestrator.api.auth import get_owner, require_roles
 from rag_orchestrator.api.conversations import CURSOR, LIMIT
 from rag_orchestrator.api.deps import get_store
 from rag_orchestrator.api.path_ids import conversation_id, message_id
-from rag_orchestrator.conversations.store import ConversationStore
+from rag_orchestrator.conversations.store import FeedbackStore
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.callers import ADMIN, Caller
 from rag_orchestrator.domain.conversations import Page
@@ -34,7 +34,7 @@ async def put_feedback(
     conversation_id: str = Depends(conversation_id),
     message_id: str = Depends(message_id),
     caller: Caller = Depends(get_owner),
-    store: ConversationStore = Depends(get_store),
+    store: FeedbackStore = Depends(get_store),
 ) -> Feedback:
     feedback = Feedback.of(body)
     await store.set_feedback(conversation_id, caller.caller_id, message_id, feedback)
@@ -50,7 +50,7 @@ async def delete_feedback(
     conversation_id: str = Depends(conversation_id),
     message_id: str = Depends(message_id),
     caller: Caller = Depends(get_owner),
-    store: ConversationStore = Depends(get_store),
+    store: FeedbackStore = Depends(get_store),
 ) -> Response:
     await store.set_feedback(conversation_id, caller.caller_id, message_id, None)
     return Response(status_code=204)
@@ -65,7 +65,7 @@ async def list_feedback(
     limit: int = LIMIT,
     cursor: str | None = CURSOR,
     caller: Caller = Depends(require_roles(lambda settings: (ADMIN,))),
-    store: ConversationStore = Depends(get_store),
+    store: FeedbackStore = Depends(get_store),
 ) -> Page[FeedbackEntry]:
     now = utcnow()
     start = since or now - DEFAULT_SINCE

@@ -18,9 +18,8 @@ from mcp.server import Server
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rag_orchestrator import __version__
-from rag_orchestrator.api.query import QueryResult
 from rag_orchestrator.config import Settings
-from rag_orchestrator.domain.passages import Source
+from rag_orchestrator.domain.passages import QueryResult, Source
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.observability import logger

@@ -1,4 +1,4 @@
-"""POST /api/v1/query: ranked passages for a question (seed 003's retrieval; every input error is a 400)."""
+"""POST /api/v1/query: ranked passages for a question (docs/answers.md; every input error is a 400)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from rag_orchestrator.api.errors import validation_failure
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
-from rag_orchestrator.domain.passages import Passage, Source
+from rag_orchestrator.domain.passages import QueryResult
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.errors import BadRequest, UnsupportedMediaType
 from rag_orchestrator.retrieval.search import MAX_QUERY_CHARS, Retriever, SearchQuery
@@ -25,7 +25,7 @@ from rag_orchestrator.sanitize import MAX_SOURCE, MAX_TAG, MAX_TAGS
 
 
 class BadRequestRoute(APIRoute):
-    """Seed 003 RF-07: invalid input answers 400, not 422 (a body not sent as JSON is still a 415)."""
+    """Invalid input answers 400, not 422, as on every query route (a body not sent as JSON is still a 415)."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -53,24 +53,6 @@ class QueryRequest(ClientBody):
     )
     source: str | None = Field(None, max_length=MAX_SOURCE)
     tags: list[str] | None = Field(None, max_length=MAX_TAGS)
-
-
-class QueryResult(Source):
-    text: str = Field(description="the whole chunk")
-    snippet: str = Field(description="text[snippetStart:snippetEnd]: the sentences matching the query")
-    snippet_start: int
-    snippet_end: int
-
-    @classmethod
-    def from_passage(cls, passage: Passage) -> QueryResult:
-        excerpt = passage.excerpt
-        return cls(
-            **Source.of(passage).model_dump(),
-            text=passage.text,
-            snippet=excerpt.text,
-            snippet_start=excerpt.start,
-            snippet_end=excerpt.end,
-        )
 
 
 class QueryResponse(CamelModel):

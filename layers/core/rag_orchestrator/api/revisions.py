@@ -29,8 +29,7 @@ from rag_orchestrator.domain.messages import Role
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.errors import Conflict
 from rag_orchestrator.loop.orchestrator import Orchestrator
-from rag_orchestrator.loop.ports import TurnRequest
-from rag_orchestrator.loop.revisions import begin_revision
+from rag_orchestrator.loop.request import TurnRequest
 
 stream_router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
 NOT_THE_LAST_QUESTION = (
@@ -93,8 +92,8 @@ async def _stream(
         attachment_ids=tuple(edited.attachment_ids) if edited else (),
         deadline=turn_deadline(request, target.settings),
     )
-    turn = await begin_revision(target.orchestrator, asked, target.message_id, edit=edited is not None)
-    return stream_turn(turn, request, target.settings, started)
+    turn = await target.orchestrator.revise(asked, target.message_id, edit=edited is not None)
+    return stream_turn(turn, request, started)
 
 
 async def last_question(store: ConversationStore, conversation_id: str, caller: Caller, text: str) -> str:

@@ -38,7 +38,6 @@ from rag_orchestrator.domain.conversations import (
     ChatRequest,
 )
 from rag_orchestrator.loop.orchestrator import Orchestrator
-from rag_orchestrator.loop.revisions import begin_revision
 from rag_orchestrator.loop.turn_stream import TurnStream
 from rag_orchestrator.providers.events import StreamingMode
 
@@ -149,15 +148,14 @@ async def ui_stream(
     store: ConversationStore = Depends(get_store),
     settings: Settings = Depends(get_settings),
 ) -> StreamingResponse:
-    # begin() (or begin_revision()) raises 404/409 as plain HTTP errors before the stream starts.
+    # begin() (or revise()) raises 404/409 as plain HTTP errors before the stream starts.
     chat = body.chat_request()
     asked = turn_request(conversation_id, chat, caller, StreamingMode.PROGRESSIVE, request, settings)
     if body.trigger == "regenerate-message":  # the last exchange, answered again (docs/conversations.md)
         question = await last_question(store, conversation_id, caller, chat.message)
-        turn = await begin_revision(orchestrator, asked, question, edit=False)
+        turn = await orchestrator.revise(asked, question, edit=False)
     else:
         turn = await orchestrator.begin(asked)
-    parts = services(request)
-    stream = TurnStream(turn, log=parts.event_log, running=parts.running_turns, settings=settings)
+    stream = services(request).turn_stream(turn)
     stream.start()
     return StreamingResponse(_parts(stream, conversation_id), media_type="text/event-stream", headers=HEADERS)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends
 from rag_orchestrator.api.auth import get_owner
 from rag_orchestrator.api.deps import get_settings, get_store
 from rag_orchestrator.config import Settings
-from rag_orchestrator.conversations.store import ConversationStore
+from rag_orchestrator.conversations.store import UsageStore
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.budgets import Spend, next_midnight
 from rag_orchestrator.domain.callers import Caller
@@ -26,7 +26,7 @@ class UsageResponse(CamelModel):
 @router.get("/usage", response_model=UsageResponse, summary="The caller's tokens today, and its daily budget")
 async def usage(
     caller: Caller = Depends(get_owner),
-    store: ConversationStore = Depends(get_store),
+    store: UsageStore = Depends(get_store),
     settings: Settings = Depends(get_settings),
 ) -> UsageResponse:
     now = datetime.now(UTC)

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from rag_orchestrator import tls
-from rag_orchestrator.attachments.engines import EngineUnavailable, UnsupportedContent, Upload
+from rag_orchestrator.attachments.uploads import EngineUnavailable, UnsupportedContent, Upload
 from rag_orchestrator.config import Settings
 from rag_orchestrator.observability import logger
 

@@ -11,7 +11,7 @@ import re
 import zipfile
 from xml.etree import ElementTree
 
-from rag_orchestrator.attachments.engines import UnreadableFile, UnsupportedContent, Upload
+from rag_orchestrator.attachments.uploads import UnreadableFile, UnsupportedContent, Upload
 
 SEGMENT_CHARS = 4000  # a longer page or section is split at paragraph ends
 MAX_DOCX_XML_BYTES = 50 * 1024 * 1024  # word/document.xml unpacked: more is a zip bomb, not a document

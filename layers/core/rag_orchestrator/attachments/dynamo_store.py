@@ -14,8 +14,7 @@ from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.contents import ContentOffloader
 from rag_orchestrator.conversations.keys import iso
-from rag_orchestrator.conversations.store import in_worker_thread
-from rag_orchestrator.conversations.table import ConditionFailed, Table
+from rag_orchestrator.conversations.table import ConditionFailed, Table, in_worker_thread
 from rag_orchestrator.domain.attachments import Attachment, AttachmentStatus
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.errors import AttachmentNotFound

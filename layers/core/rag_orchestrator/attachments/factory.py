@@ -18,9 +18,9 @@ def create_attachments(settings: Settings, memory: FragmentIndex | None) -> Atta
 
     store: AttachmentStore
     if settings.conversation_storage == "memory":
-        from rag_orchestrator.attachments.memory_store import MemoryAttachmentStore
+        from rag_orchestrator.attachments.in_process_store import InProcessAttachmentStore
 
-        store = MemoryAttachmentStore()
+        store = InProcessAttachmentStore()
     else:
         from rag_orchestrator.attachments.dynamo_store import DynamoAttachmentStore
 

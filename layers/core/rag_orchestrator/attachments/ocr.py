@@ -7,7 +7,7 @@ import threading
 from functools import lru_cache
 from typing import Any
 
-from rag_orchestrator.attachments.engines import EngineUnavailable, UnreadableFile, UnsupportedContent, Upload
+from rag_orchestrator.attachments.uploads import EngineUnavailable, UnreadableFile, UnsupportedContent, Upload
 from rag_orchestrator.config import Settings
 from rag_orchestrator.observability import logger
 

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rag_orchestrator.attachments.documents import read_document, split_long
-from rag_orchestrator.attachments.engines import Engines, ReadFailure, UnreadableFile, Upload
+from rag_orchestrator.attachments.engines import Engines
+from rag_orchestrator.attachments.uploads import ReadFailure, UnreadableFile, Upload
 from rag_orchestrator.domain.attachments import Kind, Modality, Segment
 
 MAX_TEXT_CHARS = 1_000_000  # of all segments together; the rest of a huge document is dropped, and said so

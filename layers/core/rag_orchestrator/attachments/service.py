@@ -15,10 +15,11 @@ from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from rag_orchestrator.attachments.engines import Engines, ReadFailure, TooLarge, UnsupportedContent, Upload
+from rag_orchestrator.attachments.engines import Engines
 from rag_orchestrator.attachments.objects import AttachmentObjects, StoredObject
 from rag_orchestrator.attachments.pipeline import read_segments
 from rag_orchestrator.attachments.store import AttachmentStore
+from rag_orchestrator.attachments.uploads import ReadFailure, TooLarge, UnsupportedContent, Upload
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.attachments import (
     FINAL,

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from rag_orchestrator import tls
-from rag_orchestrator.attachments.engines import (
+from rag_orchestrator.attachments.uploads import (
     AUDIO_FORMATS,
     EngineUnavailable,
     UnreadableFile,

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rag_orchestrator.attachments.engines import AUDIO_FORMATS, EngineUnavailable, UnreadableFile, Upload
+from rag_orchestrator.attachments.uploads import AUDIO_FORMATS, EngineUnavailable, UnreadableFile, Upload
 from rag_orchestrator.config import Settings
 from rag_orchestrator.observability import logger
 

@@ -18,8 +18,8 @@ from typing import Any
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.keys import iso
 from rag_orchestrator.conversations.meta_update import LOCK_FREE
-from rag_orchestrator.conversations.store import LOCK_HELD, in_worker_thread
 from rag_orchestrator.conversations.table import ConditionFailed, Table
+from rag_orchestrator.conversations.turn_data import LOCK_HELD, Claim
 from rag_orchestrator.domain.approvals import OUTCOMES, PENDING, Decision, HeldCall, Resolution
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.errors import ApprovalClosed, ApprovalNotFound, ApprovalPending, Conflict, RagError
@@ -83,20 +83,15 @@ def refused_start(old_meta: dict[str, Any], now: int) -> tuple[RagError | None, 
 
 
 class ApprovalWrites:
-    """decide_approval of DynamoConversationStore."""
+    """The decision on a held call: the part of the DynamoDB store that takes it."""
 
-    _table: Table
+    def __init__(self, table: Table) -> None:
+        self._table = table
 
-    @in_worker_thread
     def decide_approval(
-        self,
-        conversation_id: str,
-        approval_id: str,
-        caller_id: str,
-        decision: Decision,
-        reason: str | None,
-        lease_seconds: int,
+        self, claim: Claim, approval_id: str, decision: Decision, reason: str | None
     ) -> Resolution:
+        conversation_id, caller_id = claim.conversation_id, claim.caller_id
         now = int(time.time())
         try:
             response = self._table.call(
@@ -114,7 +109,7 @@ class ApprovalWrites:
                         ":deleted": "DELETED",
                         ":aid": approval_id,
                         ":epoch": now,
-                        ":until": now + lease_seconds,
+                        ":until": now + claim.lease_seconds,
                         ":now": iso(utcnow()),
                     }
                 ),

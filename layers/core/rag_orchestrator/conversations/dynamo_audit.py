@@ -21,8 +21,7 @@ from rag_orchestrator.conversations.audit_trail import (
     trail_page,
 )
 from rag_orchestrator.conversations.cursors import CursorCodec
-from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit
-from rag_orchestrator.conversations.store import in_worker_thread
+from rag_orchestrator.conversations.paging import check_limit
 from rag_orchestrator.conversations.table import Table
 from rag_orchestrator.conversations.transcripts import S3AuditTrails, merge_trails
 from rag_orchestrator.domain.audit import AuditTrail
@@ -51,16 +50,12 @@ def read_trail(table: Table, conversation_id: str) -> list[dict[str, Any]]:
 
 
 class AuditReads:
-    """audit() of DynamoConversationStore, which sets these attributes."""
+    def __init__(self, table: Table, cursors: CursorCodec, trails: S3AuditTrails) -> None:
+        self._table = table
+        self._cursors = cursors
+        self._trails = trails
 
-    _table: Table
-    _cursors: CursorCodec
-    _trails: S3AuditTrails
-
-    @in_worker_thread
-    def audit(
-        self, conversation_id: str, *, limit: int = DEFAULT_PAGE_SIZE, cursor: str | None = None
-    ) -> AuditTrail:
+    def audit(self, conversation_id: str, limit: int, cursor: str | None) -> AuditTrail:
         check_limit(limit)
         holder = self._holder(conversation_id)
         head, scope = head_of(holder), audit_scope(conversation_id)

@@ -8,7 +8,6 @@ from typing import Any
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.keys import iso
 from rag_orchestrator.conversations.meta_update import OWNED, meta_key
-from rag_orchestrator.conversations.store import in_worker_thread
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.conversations.titles import title_search
 from rag_orchestrator.domain.base import utcnow
@@ -17,16 +16,11 @@ from rag_orchestrator.errors import ConversationNotFound
 
 
 class TitleWrites:
-    _table: Table
+    def __init__(self, table: Table) -> None:
+        self._table = table
 
-    @in_worker_thread
     def update(
-        self,
-        conversation_id: str,
-        caller_id: str,
-        *,
-        title: str | None = None,
-        metadata: dict[str, str] | None = None,
+        self, conversation_id: str, caller_id: str, title: str | None, metadata: dict[str, str] | None
     ) -> Conversation:
         """updatedAt changes, the listing's order (GSI1SK) does not: a rename is no activity."""
         sets = ["updatedAt = :now"]
@@ -55,7 +49,6 @@ class TitleWrites:
             raise ConversationNotFound(conversation_id) from None
         return it.conversation_from_item(it.from_attributes(response["Attributes"]))
 
-    @in_worker_thread
     def set_auto_title(self, conversation_id: str, title: str) -> bool:
         try:
             self._table.call(

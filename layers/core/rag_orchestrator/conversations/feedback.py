@@ -10,18 +10,18 @@ a second one partition accepts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.cursors import CursorCodec, feedback_scope
+from rag_orchestrator.conversations.dynamo_conversations import read_owned
 from rag_orchestrator.conversations.dynamo_listing import INDEX, KEY_NAMES
 from rag_orchestrator.conversations.keys import iso
+from rag_orchestrator.conversations.message_items import MessageItems
 from rag_orchestrator.conversations.message_lookup import find_message
 from rag_orchestrator.conversations.meta_update import OWNED, meta_key
-from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, check_limit
-from rag_orchestrator.conversations.store import in_worker_thread
+from rag_orchestrator.conversations.paging import check_limit
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.domain.conversations import ConversationStatus, Page
 from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, Rating
@@ -47,11 +47,11 @@ def feedback_item(entry: FeedbackEntry) -> dict[str, Any]:
 
 
 class FeedbackWrites:
-    _table: Table
-    _cursors: CursorCodec
-    _expiry: Callable[[str | None], int | None]
+    def __init__(self, table: Table, items: MessageItems, cursors: CursorCodec) -> None:
+        self._table = table
+        self._items = items
+        self._cursors = cursors
 
-    @in_worker_thread
     def set_feedback(
         self, conversation_id: str, caller_id: str, message_id: str, feedback: Feedback | None
     ) -> None:
@@ -59,7 +59,7 @@ class FeedbackWrites:
         rating on it and its listing item (put, or deleted with the rating)."""
         found = find_message(self._table, conversation_id, message_id)
         if found is None or found.get("role") != Role.ASSISTANT.value:
-            self._owner_check(conversation_id, caller_id)
+            read_owned(self._table, conversation_id, caller_id)  # a foreign conversation: its own 404
             raise MessageNotFound(message_id)
         key = {"PK": it.pk(conversation_id), "SK": FEEDBACK_PREFIX + message_id}
         message_key = it.to_attributes({"PK": found["PK"], "SK": found["SK"]})
@@ -78,7 +78,7 @@ class FeedbackWrites:
                 caller_id=caller_id,
                 **feedback.model_dump(),
             )
-            expires = self._expiry(caller_id)
+            expires = self._items.expiry(caller_id)
             item = feedback_item(entry) | ({"expiresAt": expires} if expires else {})
             listing = {"Put": {"Item": it.to_attributes(item)}}
         try:
@@ -109,21 +109,8 @@ class FeedbackWrites:
                 raise ConversationNotFound(conversation_id) from None
             raise MessageNotFound(message_id) from None
 
-    def _owner_check(self, conversation_id: str, caller_id: str) -> None:
-        """A foreign or missing conversation is a 404 of its own kind, whatever the message."""
-        response = self._table.call("get_item", Key=meta_key(conversation_id), ConsistentRead=True)
-        values = it.from_attributes(response.get("Item") or {})
-        if values.get("callerId") != caller_id or values.get("status") == ConversationStatus.DELETED.value:
-            raise ConversationNotFound(conversation_id)
-
-    @in_worker_thread
     def feedback(
-        self,
-        *,
-        since: datetime,
-        rating: Rating | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-        cursor: str | None = None,
+        self, since: datetime, rating: Rating | None, limit: int, cursor: str | None
     ) -> Page[FeedbackEntry]:
         """Day partitions from today back to `since`'s day, each newest first; the cursor holds
         the day and the position in it."""

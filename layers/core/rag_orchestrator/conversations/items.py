@@ -8,7 +8,7 @@
                                      indexes (ByArchive: see ARCHIVE_PREFIX below), and titleSearch
                                      (titles.py)
     PK=CONV#<id>  SK=MSG#<key>       a message; an earlier version carries supersededBy (versions.py)
-    PK=CONV#<id>  SK=TURN#<turnId>…  the event log of a streamed turn (turns/items.py)
+    PK=CONV#<id>  SK=TURN#<turnId>…  the event log of a streamed turn (stream_log/items.py)
 
 A message key is an inverted ULID: ascending order is newest first. One Query from `META` up to
 `MSG$` therefore returns the conversation followed by its newest messages: a turn's context costs

@@ -10,11 +10,13 @@ DynamoDB's own message stays in the log: it may quote the data of the request.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any
+from typing import Any, Concatenate
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -67,6 +69,19 @@ def failure_of(code: str, reasons: AbstractSet[str | None] = frozenset()) -> Rag
     if code in ("ConditionalCheckFailedException", "TransactionCanceledException"):
         return None
     return StorageUnavailable(FAILED)
+
+
+def in_worker_thread[S, **P, T](
+    method: Callable[Concatenate[S, P], T],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, T]]:
+    """A blocking method (boto3 blocks) as a coroutine that runs it in a worker thread: the event loop
+    never waits."""
+
+    @functools.wraps(method)
+    async def run(self: S, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await asyncio.to_thread(method, self, *args, **kwargs)
+
+    return run
 
 
 def _pause(attempt: int) -> None:

@@ -14,7 +14,6 @@ from datetime import timedelta
 from typing import Any
 
 from rag_orchestrator.conversations import items as it
-from rag_orchestrator.conversations.store import in_worker_thread
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.domain.budgets import Spend, day_end, exhausted
 from rag_orchestrator.errors import BudgetExhausted
@@ -77,16 +76,15 @@ class UsageReads:
     """The DynamoDB store's read of a caller's day (GET /api/v1/usage), and the hold a decision
     takes on it (decisions have no start transaction to carry it)."""
 
-    _table: Table
+    def __init__(self, table: Table) -> None:
+        self._table = table
 
-    @in_worker_thread
     def reserve(self, spend: Spend) -> None:
         try:
             self._table.call("update_item", **reservation(spend))
         except ConditionFailed as failed:
             raise exhausted(spend, int(failed.old(0).get("tokensUsed", 0))) from None
 
-    @in_worker_thread
     def release(self, spend: Spend) -> None:
         """Let go of a turn's hold when it ends without finishing (it stored nothing)."""
         if spend.reserve:
@@ -97,7 +95,6 @@ class UsageReads:
                 ExpressionAttributeValues=it.to_attributes({":r": -spend.reserve}),
             )
 
-    @in_worker_thread
     def usage(self, caller_id: str, day: str) -> int:
         response = self._table.call("get_item", Key=usage_key(caller_id, day), ConsistentRead=True)
         return int(it.from_attributes(response.get("Item") or {}).get("tokensUsed", 0))

@@ -7,7 +7,7 @@ passages (domain/passage_formats.py):
     INVOICE 4711 …
     </attachment>
 
-File names are sanitised and escaped as attribute values; the text is sanitised (seed 003 CL-04) and
+File names are sanitised and escaped as attribute values; the text is sanitised (sanitize.py: data, never instructions) and
 cannot close its block. The segments' text is at most `limit` characters in all, shared fairly
 between the files. Earlier messages' attachments are a one-line note of their ids.
 """

@@ -73,25 +73,30 @@ def check_chain(records: Iterable[Mapping[str, Any]], prev_hash: str = GENESIS) 
     return ChainCheck(valid, prev_hash)
 
 
-def turn_entry(
-    *,
-    conversation_id: str,
-    actor: Caller,
-    request_id: str | None,
-    moment: datetime,
-    question: ConversationMessage | None,
-    stored: Sequence[ConversationMessage],
-    tool_success: Mapping[str, bool],
-    answer: ConversationMessage | None,
-    model: str,
-    tokens: int,
-    iterations: int,
-    outcome: Outcome,
-    finish_reason: str | None,
-    error: str | None = None,
-) -> dict[str, Any]:
-    """A turn's record before it is sealed: what it stored (`stored`), digested. A continuation after
-    an approval decision has no `question` of its own."""
+@dataclass(slots=True)
+class TurnFacts:
+    """What a turn's audit record is made of. A continuation after an approval decision has no
+    `question` of its own; `stored` is what the turn stores, `answer` its answer among them."""
+
+    conversation_id: str
+    actor: Caller
+    request_id: str | None
+    moment: datetime
+    question: ConversationMessage | None
+    stored: Sequence[ConversationMessage]
+    tool_success: Mapping[str, bool]
+    answer: ConversationMessage | None
+    model: str
+    tokens: int
+    iterations: int
+    outcome: Outcome
+    finish_reason: str | None
+    error: str | None = None
+
+
+def turn_entry(facts: TurnFacts) -> dict[str, Any]:
+    """A turn's record before it is sealed: what it stored, digested."""
+    stored, question, answer = facts.stored, facts.question, facts.answer
     results = {m.tool_call_id: m for m in stored if m.role is Role.TOOL}
     calls = [
         {
@@ -99,7 +104,7 @@ def turn_entry(
             "toolName": call.function.name,
             "arguments": digest(call.function.arguments),
             "result": digest(results[call.id].content) if call.id in results else None,
-            "success": tool_success.get(call.id),
+            "success": facts.tool_success.get(call.id),
         }
         for message in stored
         for call in message.tool_calls or ()
@@ -107,16 +112,16 @@ def turn_entry(
     reasoning = "\n\n".join(m.reasoning for m in stored if m.reasoning)
     return {
         "recordId": sortable_id(),
-        "conversationId": conversation_id,
-        "time": moment.isoformat().replace("+00:00", "Z"),
-        "requestId": request_id,
-        "actor": {"callerId": actor.caller_id, "roles": list(actor.roles)},
-        "outcome": outcome,
-        "finishReason": finish_reason,
-        "error": error,
-        "model": model,
-        "iterations": iterations,
-        "tokens": tokens,
+        "conversationId": facts.conversation_id,
+        "time": facts.moment.isoformat().replace("+00:00", "Z"),
+        "requestId": facts.request_id,
+        "actor": {"callerId": facts.actor.caller_id, "roles": list(facts.actor.roles)},
+        "outcome": facts.outcome,
+        "finishReason": facts.finish_reason,
+        "error": facts.error,
+        "model": facts.model,
+        "iterations": facts.iterations,
+        "tokens": facts.tokens,
         "userMessage": {"messageId": question.message_id, **digest(question.content)} if question else None,
         "toolCalls": calls,
         "answer": {"messageId": answer.message_id, **digest(answer.content)} if answer else None,

@@ -1,4 +1,4 @@
-"""Who is calling and what their roles allow (seed 002's assistants): one place for the role policy.
+"""Who is calling and what their roles allow (docs/auth.md): one place for the role policy.
 
 The caller is the authenticated principal (api/auth.py builds it); everything below the API reads
 only this: the role that decides the prompt, and whether tools may be offered at all. Roles are
@@ -65,7 +65,7 @@ def is_anonymous(roles: Sequence[str]) -> bool:
 
 
 def may_use_tools(roles: Sequence[str]) -> bool:
-    """Anonymous callers get answers without tools (seed 002); so does a caller with no role at all."""
+    """Anonymous callers get answers without tools (docs/auth.md); so does a caller with no role at all."""
     return bool(roles) and not is_anonymous(roles)
 
 

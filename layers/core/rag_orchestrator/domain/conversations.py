@@ -1,4 +1,4 @@
-"""Conversations and their messages (seed 000), as stored and as shown to clients."""
+"""Conversations and their messages (docs/conversations.md), as stored and as shown to clients."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ class Message(BaseModel):
 
 
 class ToolPreview(BaseModel):
-    """A result shown to the user instead of the model (seed 004's previews)."""
+    """A result shown to the user instead of the model: a tool's preview (the `Preview` event, docs/streams.md)."""
 
     type: str
     payload: Any

@@ -6,7 +6,7 @@ Two formats: the `rag_search` tool's JSON result `{"results": [...]}`, and the a
     text
     </passage>
 
-Title, source and tags are sanitised (seed 003 CL-04) and escaped as attribute values; the text is
+Title, source and tags are sanitised (sanitize.py: data, never instructions) and escaped as attribute values; the text is
 sanitised, truncated, and cannot close its block.
 """
 

@@ -22,7 +22,7 @@ Key = tuple[str, int]
 
 
 class Source(CamelModel):
-    """A passage as a client sees it among an answer's sources (seed 003's Citation)."""
+    """A passage as a client sees it among an answer's sources (docs/answers.md)."""
 
     document_id: str
     title: str
@@ -72,6 +72,27 @@ class SourceWithSnippet(Source):
     @classmethod
     def of(cls, passage: Passage) -> SourceWithSnippet:
         return cls(**Source.of(passage).model_dump(), snippet=passage.snippet)
+
+
+class QueryResult(Source):
+    """A passage as `/api/v1/query` and the MCP `search_knowledge_base` tool return it: the whole chunk
+    and where in it the snippet lies."""
+
+    text: str = Field(description="the whole chunk")
+    snippet: str = Field(description="text[snippetStart:snippetEnd]: the sentences matching the query")
+    snippet_start: int
+    snippet_end: int
+
+    @classmethod
+    def from_passage(cls, passage: Passage) -> QueryResult:
+        excerpt = passage.excerpt
+        return cls(
+            **Source.of(passage).model_dump(),
+            text=passage.text,
+            snippet=excerpt.text,
+            snippet_start=excerpt.start,
+            snippet_end=excerpt.end,
+        )
 
 
 def citation_key(document_id: str, chunk_index: int) -> str:

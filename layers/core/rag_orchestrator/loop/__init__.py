@@ -1,1 +1,1 @@
-"""The agentic loop (seed 000's OrchestratorService, seed 001's model-agnostic loop) and its finalizers."""
+"""The agentic loop: a turn claimed, run model ↔ tools whatever the provider, streamed and stored (docs/architecture.md)."""

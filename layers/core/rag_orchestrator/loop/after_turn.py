@@ -10,8 +10,9 @@ from collections.abc import Sequence
 
 import anyio
 
-from rag_orchestrator.loop.ports import AfterTurn, TurnRequest
+from rag_orchestrator.loop.ports import AfterTurn
 from rag_orchestrator.loop.record import TurnRecord
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.observability import logger
 
 AFTER_TURN_SECONDS = 5.0  # each hook's share of the time after the terminal event

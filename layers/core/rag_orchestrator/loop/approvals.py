@@ -1,9 +1,10 @@
 """Approval in a turn (docs/approvals.md): hold a call of an `approval: required` tool, and act on its decision.
 
 When the model calls tools in one step, the calls that need no approval run as usual, the first call
-of an approval tool is held (the turn ends `awaiting_approval`), and any further approval calls of that
-step are answered "not run" so the model may ask again after the decision: one decision per turn.
-A call whose arguments would fail anyway is not held; it runs, and fails, like any other.
+of an approval tool is held (the step is a HoldForApproval: the turn ends `awaiting_approval`), and
+any further approval calls of that step are answered "not run" so the model may ask again after the
+decision: one decision per turn. A call whose arguments would fail anyway is not held; it runs, and
+fails, like any other. A Continuation opens with the decision acted on.
 """
 
 from __future__ import annotations
@@ -13,19 +14,20 @@ import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
 
 from rag_orchestrator.domain import events as ev
 from rag_orchestrator.domain.approvals import HeldCall, Resolution
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.ids import sortable_id
-from rag_orchestrator.domain.messages import Message, Role, ToolCall
-from rag_orchestrator.loop.ports import Tools, TurnRequest
-from rag_orchestrator.tools.base import ToolContext
+from rag_orchestrator.domain.messages import Role, ToolCall
+from rag_orchestrator.loop.deps import TurnDeps
+from rag_orchestrator.loop.finish import complete
+from rag_orchestrator.loop.ports import Tools
+from rag_orchestrator.loop.request import TurnRequest
+from rag_orchestrator.loop.state import TurnState
+from rag_orchestrator.loop.steps import HoldForApproval
+from rag_orchestrator.loop.tool_round import run_tools
 from rag_orchestrator.tools.registry import schema_errors
-
-if TYPE_CHECKING:
-    from rag_orchestrator.loop.record import TurnRecord
 
 
 def needs_approval(call: ToolCall, tools: Tools, offered: Sequence[str]) -> bool:
@@ -37,23 +39,6 @@ def needs_approval(call: ToolCall, tools: Tools, offered: Sequence[str]) -> bool
     except ValueError:
         return False
     return not schema_errors(tool.parameters, arguments)
-
-
-def split_calls(
-    calls: Sequence[ToolCall], tools: Tools, offered: Sequence[str]
-) -> tuple[ToolCall | None, list[ToolCall], list[ToolCall]]:
-    """(the call to hold, the calls to run now, the approval calls not run)."""
-    held: ToolCall | None = None
-    run: list[ToolCall] = []
-    refused: list[ToolCall] = []
-    for call in calls:
-        if not needs_approval(call, tools, offered):
-            run.append(call)
-        elif held is None:
-            held = call
-        else:
-            refused.append(call)
-    return held, run, refused
 
 
 def hold(call: ToolCall, request: TurnRequest, turn_id: str, ttl_minutes: int) -> HeldCall:
@@ -90,53 +75,26 @@ def resumed_request(request: TurnRequest, window: Sequence[ConversationMessage])
     return dataclasses.replace(request, message=question)
 
 
-class ApprovalSteps:
-    """ActiveTurn's part in approvals: holding a call, and acting on a decision at a continuation's start."""
+async def hold_call(deps: TurnDeps, state: TurnState, step: HoldForApproval) -> AsyncIterator[ev.StreamEvent]:
+    """Ask for the decision on the step's held call, and end the turn awaiting it."""
+    held = hold(step.held, state.request, state.turn_id, deps.config.approval_ttl_minutes)
+    state.record.held = held
+    yield approval_requested(held, state.turn_id)
+    async for event in complete(deps, state, step):
+        yield event
 
-    if TYPE_CHECKING:  # what ActiveTurn, which this is a part of, provides
-        request: TurnRequest
-        turn_id: str
-        record: TurnRecord
 
-        def _event(self, cls: type[Any], **fields: Any) -> Any: ...
-
-        def _complete(
-            self, content: str, reasoning: str | None, reason: ev.FinishReason, *, cut: bool = False
-        ) -> AsyncIterator[ev.StreamEvent]: ...
-
-        def _run_tools(
-            self,
-            calls: Sequence[ToolCall],
-            tool_ctx: ToolContext,
-            allowed: Sequence[str],
-            messages: list[Message],
-            refused: Sequence[ToolCall] = (),
-        ) -> AsyncIterator[ev.StreamEvent]: ...
-
-    async def _hold(self, call: ToolCall, ttl_minutes: int) -> AsyncIterator[ev.StreamEvent]:
-        """Ask for the decision, and end the turn awaiting it."""
-        held = hold(call, self.request, self.turn_id, ttl_minutes)
-        self.record.held = held
-        yield approval_requested(held, self.turn_id)
-        async for event in self._complete("", None, "awaiting_approval"):
+async def act_on(
+    deps: TurnDeps, state: TurnState, decided: Resolution, offered: Sequence[str]
+) -> AsyncIterator[ev.StreamEvent]:
+    """A continuation's first step. Approved: run the held call with its original arguments. Denied
+    (or expired): the model reads why."""
+    held = decided.held
+    if decided.approved:
+        async for event in run_tools(deps, state, [held.call()], [*offered, held.tool_name]):
             yield event
-
-    async def _act_on(
-        self, decided: Resolution, tool_ctx: ToolContext, offered: Sequence[str], messages: list[Message]
-    ) -> AsyncIterator[ev.StreamEvent]:
-        """Approved: run the held call with its original arguments. Denied: the model reads why."""
-        held = decided.held
-        if decided.approved:
-            async for event in self._run_tools([held.call()], tool_ctx, [*offered, held.tool_name], messages):
-                yield event
-            return
-        message = decided.tool_message()
-        yield self._event(
-            ev.ToolCallResult,
-            tool_name=held.tool_name,
-            tool_call_id=held.tool_call_id,
-            result=message.content,
-            success=False,
-        )
-        messages.append(message)
-        self.record.add(message, success=False)
+        return
+    message = decided.tool_message()
+    yield state.events.tool_result(held.tool_name, held.tool_call_id, message.content, success=False)
+    state.messages.append(message)
+    state.record.add(message, success=False)

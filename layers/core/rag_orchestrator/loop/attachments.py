@@ -30,7 +30,8 @@ from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import RagError, StorageUnavailable
-from rag_orchestrator.loop.ports import AttachmentSource, TurnRequest
+from rag_orchestrator.loop.ports import AttachmentSource
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.observability import logger
 from rag_orchestrator.sanitize import sanitize_metadata
 

@@ -1,4 +1,4 @@
-"""Finalizer strategies (seed 000): what is added to the model's final answer before it is stored.
+"""Finalizer strategies (LOOP_FINALIZER, docs/configuration.md): what is added to the model's final answer before it is stored.
 
 A finalizer only appends, so a streamed answer and the stored answer never disagree: the
 epilogue is streamed as the last chunk.

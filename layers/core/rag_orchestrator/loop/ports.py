@@ -1,53 +1,29 @@
-"""What the loop takes in — a turn request — and what it needs from the rest of the system, as Protocols.
+"""What the loop needs from the rest of the system, as Protocols: the store, the tools, the knowledge
+search, the after-turn hooks, the attachments.
 
-The composition root (api/deps.py) wires the real parts; tests and benchmarks wire scripted ones.
-The store's part is `conversations.store.TurnStore`.
+The composition root (api/deps.py) wires the real parts (loop/deps.py holds them); tests and
+benchmarks wire scripted ones.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
+from rag_orchestrator.conversations.turn_data import Claim, TurnContext, TurnOutcome
+from rag_orchestrator.conversations.versions import Revision
+from rag_orchestrator.domain.approvals import Decision, Resolution
 from rag_orchestrator.domain.attachments import Attachment
-from rag_orchestrator.domain.callers import Caller
+from rag_orchestrator.domain.budgets import Spend
+from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.messages import ToolCall, ToolResult
 from rag_orchestrator.domain.passages import Passage
-from rag_orchestrator.providers.events import StreamingMode
+from rag_orchestrator.loop.record import TurnRecord
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.retrieval.followup import Said
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.base import Tool, ToolContext
-
-if TYPE_CHECKING:  # the record names the request it belongs to
-    from rag_orchestrator.loop.record import TurnRecord
-
-
-@dataclass(frozen=True)
-class TurnRequest:
-    conversation_id: str
-    caller: Caller
-    message: str
-    client_message_id: str | None = None
-    context_type: str | None = None
-    context: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, str] = field(default_factory=dict)
-    mode: StreamingMode = StreamingMode.PROGRESSIVE
-    request_id: str | None = None  # the HTTP request's, for the audit record
-    attachment_ids: tuple[str, ...] = ()  # attachments of this conversation the message comes with
-    deadline: float | None = None  # epoch seconds by which the turn must end; None: the default budget
-
-    def tool_context(self, deadline: float | None = None) -> ToolContext:
-        """What the turn's tools may know of it; `deadline`: the turn's, in epoch seconds."""
-        return ToolContext(
-            conversation_id=self.conversation_id,
-            caller_id=self.caller.caller_id,
-            roles=self.caller.roles,
-            context_type=self.context_type,
-            context=self.context,
-            caller_token=self.caller.token,
-            deadline=deadline,
-        )
 
 
 @dataclass(frozen=True)
@@ -57,6 +33,66 @@ class Toolset:
     names: list[str]
     definitions: list[dict[str, Any]]
     system_prompt: str
+
+
+class TurnStore(Protocol):
+    """What a turn needs of the conversation store (both stores provide it: conversations/dynamo.py,
+    conversations/in_process.py). Every claim takes the turn lock for `claim.lease_seconds`."""
+
+    async def start_turn(
+        self,
+        claim: Claim,
+        user_message: ConversationMessage,
+        client_message_id: str | None = None,
+        spend: Spend | None = None,
+    ) -> Resolution | None:
+        """Check ownership, take the turn lock, store the user message, in one write; with a limited
+        `spend`, check the caller's day is under its limit in the same write.
+
+        Raises ConversationNotFound, DuplicateClientMessage, BudgetExhausted, ApprovalPending while a
+        tool call waits for a decision, or Conflict while another turn runs. A held call that expired
+        is answered as denied before the message: its Resolution is returned.
+        """
+        ...
+
+    async def decide_approval(
+        self, claim: Claim, approval_id: str, decision: Decision, reason: str | None
+    ) -> Resolution:
+        """Take the held call and the turn lock, in one write: of two decisions one wins.
+
+        Raises ApprovalNotFound (unknown, another caller's) or ApprovalClosed (decided, expired).
+        """
+        ...
+
+    async def start_revision(
+        self, claim: Claim, message_id: str, edit: ConversationMessage | None
+    ) -> Revision:
+        """Take the turn lock for a regenerate (`edit` None) or an edit of the last exchange, which
+        `message_id` names; stores nothing. Raises ConversationNotFound, MessageNotFound,
+        NotLastExchange, or Conflict while another turn runs (conversations/versions.py)."""
+        ...
+
+    async def context(self, conversation_id: str, size: int) -> TurnContext:
+        """The newest `size` messages, oldest first, with the conversation's audit head and owner, in
+        one read; no ownership check (the claim's)."""
+        ...
+
+    async def finish_turn(self, conversation_id: str, outcome: TurnOutcome) -> None:
+        """Store what the turn produced and release the lock, in one write (conversations/turn_data.py)."""
+        ...
+
+    async def abort_turn(self, conversation_id: str) -> None:
+        """Release the turn lock only (the turn failed before anything worth keeping)."""
+        ...
+
+    async def reserve(self, spend: Spend) -> None:
+        """Hold the turn's reserve of a limited caller's day, in one write; BudgetExhausted at the limit.
+        (start_turn holds it itself: this is for a decision's continuation and a revision.)"""
+        ...
+
+    async def release(self, spend: Spend) -> None:
+        """Let go of a hold taken by a turn that stores nothing (it failed, or its claim was refused)."""
+        ...
 
 
 class Tools(Protocol):

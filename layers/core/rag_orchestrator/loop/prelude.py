@@ -11,48 +11,45 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import RagError
-from rag_orchestrator.loop.ports import Toolset, TurnRequest
+from rag_orchestrator.loop.deps import TurnDeps
+from rag_orchestrator.loop.ports import KnowledgeSearch, Toolset
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.followup import Said, earlier_questions
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 
-if TYPE_CHECKING:
-    from rag_orchestrator.loop.orchestrator import Orchestrator
-
 
 class Prelude:
-    """Started by `Orchestrator.begin()` before the claim; `ActiveTurn` awaits its parts."""
+    """Started with a question's claim (loop/orchestrator.py), or once a continuation has read its
+    question (loop/opening.py); the turn awaits its parts."""
 
-    def __init__(self, orchestrator: Orchestrator, request: TurnRequest) -> None:
-        self._o = orchestrator
+    def __init__(self, deps: TurnDeps, request: TurnRequest) -> None:
         self._request = request
-        embedder = orchestrator.embedder
+        embedder = deps.embedder
         self._vector = QueryVector(embedder, request.message) if embedder is not None else None
-        self.toolset: asyncio.Task[Toolset] = asyncio.create_task(
-            orchestrator.choose_tools(request, self._vector)
-        )
+        self.toolset: asyncio.Task[Toolset] = asyncio.create_task(deps.choose_tools(request, self._vector))
         self.found: asyncio.Task[list[Passage] | None] | None = None
-        if orchestrator.settings.loop_initial_rag and orchestrator.search is not None:
-            self.found = asyncio.create_task(self._search())
+        self._search_with = deps.search if deps.config.initial_search else None
+        if self._search_with is not None:
+            self.found = asyncio.create_task(self._search(self._search_with))
 
     def follow_up(self, window: Sequence[Said]) -> None:
         """Once the window is read: a message after earlier questions is searched again with them, as
         the question it means ("And on Saturdays?"); the search of its words alone is dropped."""
-        if self.found is not None and earlier_questions(self._request.message, window):
-            _drop(self.found)
-            self.found = asyncio.create_task(self._search(window))
+        search, found = self._search_with, self.found
+        if search is not None and found is not None and earlier_questions(self._request.message, window):
+            _drop(found)
+            self.found = asyncio.create_task(self._search(search, window))
 
-    async def _search(self, window: Sequence[Said] = ()) -> list[Passage] | None:
+    async def _search(self, search: KnowledgeSearch, window: Sequence[Said] = ()) -> list[Passage] | None:
         """The initial search's passages, or None when the knowledge base failed; [] when not run."""
         if RAG_SEARCH not in (await asyncio.shield(self.toolset)).names:
             return []
-        search, request = self._o.search, self._request
-        assert search is not None  # only started with one
+        request = self._request
         try:
             return await search.search(
                 request.message, caller_id=request.caller.caller_id, vector=self._vector, history=window

@@ -1,4 +1,4 @@
-"""System prompts: the base prompt, the caller's role block (seed 002) and the app's context (seed 004).
+"""System prompts: the base prompt, the caller's role block (docs/auth.md) and the app's context (`contextType`, `context`: docs/api.md).
 
 The request's `context` is data from the client, so it reaches the prompt sanitized (control
 characters stripped, instruction-like phrases neutralised), bounded in depth and width, and at

@@ -1,5 +1,6 @@
 """The record of one turn: the messages it will store, the passages it found, its counters and outcome,
-and from them the turn's audit record (domain/audit.py)."""
+and from them the turn's audit record (domain/audit.py). The route answering a turn whole and the
+after-turn hooks read it once the turn has ended."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ from typing import Any
 
 from rag_orchestrator.conversations.versions import Superseded
 from rag_orchestrator.domain.approvals import HeldCall, Resolution, request_audit
-from rag_orchestrator.domain.audit import Outcome, turn_entry
+from rag_orchestrator.domain.audit import Outcome, TurnFacts, turn_entry
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.events import FinishReason
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.domain.passages import Key, Passage, drawn_on
 from rag_orchestrator.errors import RagError
-from rag_orchestrator.loop.ports import TurnRequest
+from rag_orchestrator.loop.request import TurnRequest
 
 
 @dataclass
@@ -85,20 +86,24 @@ class TurnRecord:
         outcome: Outcome = "failed" if self.failure else "interrupted" if interrupted else "completed"
         completed = outcome == "completed"
         entry = turn_entry(
-            conversation_id=self.conversation_id,
-            actor=request.caller,
-            request_id=request.request_id,
-            moment=utcnow(),
-            question=question,
-            stored=stored,
-            tool_success=self.tool_success,
-            answer=next((m for m in stored if m.message_id == self.message_id), None) if completed else None,
-            model=model,
-            tokens=self.tokens,
-            iterations=self.iterations,
-            outcome=outcome,
-            finish_reason=self.finish_reason if completed else None,
-            error=self.failure.error if self.failure else None,
+            TurnFacts(
+                conversation_id=self.conversation_id,
+                actor=request.caller,
+                request_id=request.request_id,
+                moment=utcnow(),
+                question=question,
+                stored=stored,
+                tool_success=self.tool_success,
+                answer=next((m for m in stored if m.message_id == self.message_id), None)
+                if completed
+                else None,
+                model=model,
+                tokens=self.tokens,
+                iterations=self.iterations,
+                outcome=outcome,
+                finish_reason=self.finish_reason if completed else None,
+                error=self.failure.error if self.failure else None,
+            )
         )
         if self.held is not None:
             entry["approvalRequested"] = request_audit(self.held)

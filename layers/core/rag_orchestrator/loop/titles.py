@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import asyncio
 from contextlib import aclosing
+from typing import Protocol
 
-from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.conversations.titles import clean_title, phrase_of
+from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.events import FinishReason
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.errors import ConversationNotFound
-from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.record import TurnRecord
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.observability import logger
 from rag_orchestrator.providers import events as se
 from rag_orchestrator.providers.strategies import ModelStrategy
@@ -32,8 +33,18 @@ PROMPT = (
 )
 
 
+class TitleStore(Protocol):
+    """What the title hook needs of the conversation store."""
+
+    async def get(self, conversation_id: str, caller_id: str) -> Conversation: ...
+
+    async def set_auto_title(self, conversation_id: str, title: str) -> bool:
+        """Title a conversation that has none yet; False when it has one (set meanwhile, or gone)."""
+        ...
+
+
 class AutoTitle:
-    def __init__(self, store: ConversationStore, strategy: ModelStrategy) -> None:
+    def __init__(self, store: TitleStore, strategy: ModelStrategy) -> None:
         self.store = store
         self.strategy = strategy
 

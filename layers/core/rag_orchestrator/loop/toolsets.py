@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from rag_orchestrator.loop.ports import ToolChooser, Toolset, TurnRequest
+from rag_orchestrator.loop.ports import ToolChooser, Toolset
 from rag_orchestrator.loop.prompts import system_prompt
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.registry import ToolRegistry
 from rag_orchestrator.tools.selection import ToolSelector
 
 
 def tool_chooser(registry: ToolRegistry, selector: ToolSelector | None = None) -> ToolChooser:
-    """Callers who may not use tools get none (seed 002); others what the selector picks for the
+    """Callers who may not use tools get none (docs/auth.md); others what the selector picks for the
     message, context and roles, or every registered tool when there is no selector."""
 
     async def choose(request: TurnRequest, vector: QueryVector | None = None) -> Toolset:

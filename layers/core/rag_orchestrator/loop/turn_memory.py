@@ -11,8 +11,8 @@ import time
 
 from rag_orchestrator.domain.events import FinishReason
 from rag_orchestrator.errors import RagError
-from rag_orchestrator.loop.ports import TurnRequest
 from rag_orchestrator.loop.record import TurnRecord
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.fragments import Fragment, FragmentIndex, conversation_fragment
 

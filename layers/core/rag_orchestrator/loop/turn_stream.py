@@ -15,12 +15,12 @@ import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, suppress
 
-from rag_orchestrator.config import Settings
+from rag_orchestrator.loop.configuration import StreamConfig
 from rag_orchestrator.loop.control import RunningTurns
 from rag_orchestrator.loop.relay import Relay
-from rag_orchestrator.loop.turn import ActiveTurn
+from rag_orchestrator.loop.turn import Turn
 from rag_orchestrator.observability import logger
-from rag_orchestrator.turns.log import EventLog, LoggedEvent, TurnEntry
+from rag_orchestrator.stream_log.log import EventLog, LoggedEvent, TurnEntry
 
 CHECK_SECONDS = 0.5  # how often a running turn asks the log whether it was cancelled
 YIELD_SECONDS = 0.001  # the longest an event waits for the reader while the turn works on
@@ -28,14 +28,14 @@ _detached: set[asyncio.Task[None]] = set()  # turns whose reader left: kept refe
 
 
 class TurnStream:
-    def __init__(self, turn: ActiveTurn, *, log: EventLog, running: RunningTurns, settings: Settings) -> None:
+    def __init__(self, turn: Turn, *, log: EventLog, running: RunningTurns, config: StreamConfig) -> None:
         self.turn = turn
         self.turn_id = turn.turn_id
         self._log: EventLog | None = log  # None after it failed to open
         self._running = running
-        self._flush_seconds = settings.stream_log_flush_ms / 1000
-        self._stop_on_disconnect = settings.turn_stop_on_disconnect
-        self._relay: Relay[LoggedEvent] = Relay(settings.sse_keepalive_seconds)
+        self._flush_seconds = config.flush_seconds
+        self._stop_on_disconnect = config.stop_on_disconnect
+        self._relay: Relay[LoggedEvent] = Relay(config.keepalive_seconds)
         request = turn.request
         self._entry = TurnEntry(
             request.conversation_id, turn.turn_id, request.caller.caller_id, turn.control.deadline

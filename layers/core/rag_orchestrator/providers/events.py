@@ -1,4 +1,4 @@
-"""What a strategy emits during one model iteration (seed 001): a tagged union on `type`.
+"""What a strategy emits during one model iteration: a tagged union on `type`.
 
 Reasoning travels only in ToolCallsComplete.reasoning and FinalResponse.reasoning: the loop stores it
 for replay and audit, and never forwards it to a client. Streamed pieces of reasoning and of tool

@@ -1,4 +1,4 @@
-"""Reasoning traces: sanitized before the audit log (seed 002), split from content when inline."""
+"""Reasoning traces: sanitized before the audit log (docs/audit.md), split from content when inline."""
 
 from __future__ import annotations
 

@@ -251,7 +251,7 @@ def _failed(exc: Exception, keys: dict, started: float) -> RagError:
         return exc
     logger.error("answer failed", extra={**detail, "detail": exc.message})
     metrics.add_metric(name="AnswerFailures", unit="Count", value=1)
-    # CL-02: a generic message; the provider's own text stays in the log.
+    # The model failed: a generic message; the provider's own text stays in the log.
     if isinstance(exc, ProviderError):
         return ProviderError(MODEL_FAILURE, retryable=exc.retryable, retry_after=exc.retry_after)
     return exc

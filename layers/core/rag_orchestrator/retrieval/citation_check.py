@@ -1,4 +1,4 @@
-"""Checking an answer's citations against the passages its prompt held (seed 003 R-01).
+"""Checking an answer's citations against the passages its prompt held: it may cite only those (docs/answers.md).
 
 A citation `[source:documentId#chunkIndex]` (parsed with `domain.passages.CITATION`) to a passage that was
 not in the context is removed, with the spaces before it. `CitationFilter` does the same to a stream of

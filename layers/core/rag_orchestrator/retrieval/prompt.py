@@ -1,4 +1,4 @@
-"""The answer prompt (seed 003 RF-03): a `string.Template` filled with numbered, sanitised passages.
+"""The answer prompt (docs/answers.md): a `string.Template` filled with numbered, sanitised passages.
 
 The template comes from `RAG_PROMPT_TEMPLATE_PATH`, else the packaged `prompts/rag_answer.txt`; the
 composition root reads it once and checks it at start-up (`load_template`). It becomes the system message; the question

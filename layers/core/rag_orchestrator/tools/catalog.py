@@ -1,4 +1,4 @@
-"""The tool catalogue (docs/tools.md): HTTP tools declared in YAML or JSON, validated at start.
+"""The tool catalogue (catalog.example.yaml, docs/operations.md): HTTP tools declared in YAML or JSON, validated at start.
 
 Every problem is a ConfigError that names the tool and the field. With no TOOL_CATALOG_PATH the
 catalogue is empty: only `rag_search` is offered. `catalog.example.yaml` beside this module documents
@@ -109,7 +109,7 @@ class ToolSpec(_Strict):
         return PATH_PARAM.findall(self.http.url)
 
     def embed_text(self) -> str:
-        """Seed 004's embed text: `{name} — {description} | {example} | …`."""
+        """The text a tool is embedded by for selection: `{name} — {description} | {example} | …`."""
         return " | ".join([f"{self.name} — {self.description}", *self.example_queries])
 
 
@@ -168,7 +168,7 @@ def _problems(spec: ToolSpec, lookup: Lookup) -> Iterator[tuple[str, str]]:
     if spec.name == RAG_SEARCH:
         yield "name", f"{RAG_SEARCH} is built in; configure it under ragSearch"
     if spec.roles and ANONYMOUS in spec.roles:
-        yield "roles", "anonymous callers get no tools (seed 002)"
+        yield "roles", "anonymous callers get no tools (docs/auth.md)"
     yield from _schema_problems(spec.input_schema)
     properties = spec.input_schema.get("properties") or {}
     required = set(spec.input_schema.get("required") or ())
@@ -237,7 +237,7 @@ def parse_catalog(document: Any, source: str = "catalogue", lookup: Lookup = env
     except ValidationError as exc:
         raise ConfigError(f"{source}: {_describe(exc, 'ragSearch.')}") from None
     if rag.roles and ANONYMOUS in rag.roles:
-        raise ConfigError(f"{source}: ragSearch.roles: anonymous callers get no tools (seed 002)")
+        raise ConfigError(f"{source}: ragSearch.roles: anonymous callers get no tools (docs/auth.md)")
     raw_tools = document.get("tools") or []
     if not isinstance(raw_tools, list):
         raise ConfigError(f"{source}: tools: must be a list")

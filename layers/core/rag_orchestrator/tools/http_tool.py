@@ -1,4 +1,4 @@
-"""HttpTool: one catalogue entry executed over HTTP (seed 004 steps 11-16).
+"""HttpTool: one catalogue entry executed over HTTP.
 
 The request goes to the catalogue URL's scheme, host and port and nowhere else: path parameters are
 refused when they could climb out of their segment, and the built URL is checked against the
@@ -148,7 +148,7 @@ class HttpTool:
         self._secrets = sorted((v for v in values if v and len(v) >= 4), key=len, reverse=True)
 
     def _arguments(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        """Seed 004 step 12: context parameters the model left out come from the request's context."""
+        """Context parameters the model left out come from the request's context (`contextParams`)."""
         filled = dict(arguments)
         for name in self.spec.http.context_params:
             value = ctx.context.get(name)

@@ -1,4 +1,4 @@
-"""Per-turn tool selection (seed 004): context filter, semantic top-k, core tools merged in.
+"""Per-turn tool selection: context filter, semantic top-k, core tools merged in.
 
 Stage 1 keeps the tools the caller's roles may use that are offered in the request's contextType
 (tools without `contexts` are offered in every context; a request without a contextType skips the

@@ -1,4 +1,4 @@
-"""EventLog on the conversations table (key design in turns/items.py).
+"""EventLog on the conversations table (key design in stream_log/items.py).
 
 Every method runs in a worker thread (boto3 blocks). Request counts: open, append, report and
 request_cancel are one write each (report an UpdateItem that returns the entry, which is how a running
@@ -14,11 +14,10 @@ from typing import Any
 
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.items import from_attributes, pk, to_attributes
-from rag_orchestrator.conversations.store import in_worker_thread
-from rag_orchestrator.conversations.table import ConditionFailed, Table
+from rag_orchestrator.conversations.table import ConditionFailed, Table, in_worker_thread
 from rag_orchestrator.errors import TurnEnded, TurnNotFound
-from rag_orchestrator.turns import items as ti
-from rag_orchestrator.turns.log import LoggedEvent, TurnEntry
+from rag_orchestrator.stream_log import items as ti
+from rag_orchestrator.stream_log.log import LoggedEvent, TurnEntry
 
 
 class DynamoEventLog:

@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator
 
 from rag_orchestrator.domain.events import TERMINAL_TYPES, Error
-from rag_orchestrator.turns.log import EventLog, LoggedEvent, TurnEntry
+from rag_orchestrator.stream_log.log import EventLog, LoggedEvent, TurnEntry
 
 LOST = "The turn ended without an answer. Please try again."
 

@@ -21,7 +21,7 @@ import zlib
 from typing import Any
 
 from rag_orchestrator.conversations.items import pk
-from rag_orchestrator.turns.log import LoggedEvent, TurnEntry
+from rag_orchestrator.stream_log.log import LoggedEvent, TurnEntry
 
 TURN_PREFIX = "TURN#"
 SEQ_DIGITS = 8

@@ -12,7 +12,7 @@ from rag_orchestrator.errors import AttachmentNotFound
 PROCESSING = AttachmentStatus.PROCESSING
 
 
-class MemoryAttachmentStore:
+class InProcessAttachmentStore:
     def __init__(self) -> None:
         self._items: dict[tuple[str, str], Attachment] = {}
         self._lock = threading.Lock()

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-if TYPE_CHECKING:
-    from rag_orchestrator.config import Settings
+if TYPE_CHECKING:  # a logged event keeps the live one for the stream that is sending it
     from rag_orchestrator.domain.events import StreamEvent
 
 LOG_TTL_SECONDS = 3600
@@ -71,14 +70,3 @@ class EventLog(Protocol):
     async def events(self, conversation_id: str, turn_id: str, from_seq: int = 1) -> list[LoggedEvent]:
         """The logged events of the batches starting at `from_seq` or later, in order; no ownership check."""
         ...
-
-
-def create_event_log(settings: Settings) -> EventLog:
-    """The log beside the conversations CONVERSATION_STORAGE names; boto3 is imported only for DynamoDB."""
-    if settings.conversation_storage == "memory":
-        from rag_orchestrator.turns.memory import MemoryEventLog
-
-        return MemoryEventLog()
-    from rag_orchestrator.turns.dynamo import DynamoEventLog
-
-    return DynamoEventLog.from_settings(settings)

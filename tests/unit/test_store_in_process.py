@@ -1,11 +1,12 @@
-"""The store contract on the in-memory store (CONVERSATION_STORAGE=memory), and what only it has."""
+"""The store contract on the in-process store (CONVERSATION_STORAGE=memory), and what only it has."""
 
 import asyncio
 import threading
 
 import pytest
 
-from rag_orchestrator.conversations.memory import MemoryConversationStore
+from rag_orchestrator.conversations.in_process import InProcessStore
+from rag_orchestrator.conversations.turn_data import Claim, TurnOutcome
 from rag_orchestrator.domain.messages import Role
 from rag_orchestrator.errors import Conflict
 from tests.unit.store_contract import *  # noqa: F403 - the shared cases run here against this store
@@ -14,8 +15,8 @@ from tests.unit.store_features_contract import *  # noqa: F403 - titles, feedbac
 
 
 @pytest.fixture
-def store() -> MemoryConversationStore:
-    return MemoryConversationStore()
+def store() -> InProcessStore:
+    return InProcessStore()
 
 
 async def test_of_20_turns_started_at_once_exactly_one_runs(store):
@@ -23,7 +24,7 @@ async def test_of_20_turns_started_at_once_exactly_one_runs(store):
 
     async def start(i: int) -> bool:
         try:
-            await store.start_turn(cid, ALICE, message(cid, f"q{i}"), f"client-{i}", LEASE)
+            await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, f"q{i}"), f"client-{i}")
         except Conflict:
             return False
         return True
@@ -35,14 +36,15 @@ async def test_of_20_turns_started_at_once_exactly_one_runs(store):
 async def test_its_methods_run_on_the_event_loop_thread(store):
     cid = (await store.create(conversation())).conversation_id
     ran_on: set[int] = set()
-    original = store._owned
+    shelf = store._shelf
+    original = shelf.owned
 
     def noted(*args):
         ran_on.add(threading.get_ident())
         return original(*args)
 
-    store._owned = noted
-    await store.start_turn(cid, ALICE, message(cid, "q"), None, LEASE)
+    shelf.owned = noted
+    await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "q"))
     await store.messages(cid, ALICE)
     assert ran_on == {threading.get_ident()}
 
@@ -54,11 +56,13 @@ def test_turns_from_20_threads_count_exactly(store):
     async def take_turn(i: int) -> None:
         while True:
             try:
-                await store.start_turn(cid, ALICE, message(cid, "q"), f"client-{i}", LEASE)
+                await store.start_turn(Claim(cid, ALICE, LEASE), message(cid, "q"), f"client-{i}")
                 break
             except Conflict:
                 await asyncio.sleep(0.001)
-        await store.finish_turn(cid, [message(cid, "answer", Role.ASSISTANT)], tool_calls=2, tokens=10)
+        await store.finish_turn(
+            cid, TurnOutcome([message(cid, "answer", Role.ASSISTANT)], tool_calls=2, tokens=10)
+        )
 
     threads = [threading.Thread(target=asyncio.run, args=(take_turn(i),)) for i in range(20)]
     for thread in threads:

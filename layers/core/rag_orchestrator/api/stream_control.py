@@ -23,8 +23,8 @@ from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.errors import BadRequest, TurnNotFound
 from rag_orchestrator.loop.control import RunningTurns
 from rag_orchestrator.loop.relay import Relay
-from rag_orchestrator.turns.follow import follow
-from rag_orchestrator.turns.log import EventLog, LoggedEvent
+from rag_orchestrator.stream_log.follow import follow
+from rag_orchestrator.stream_log.log import EventLog, LoggedEvent
 
 CONVERSATION_ID = Path(..., min_length=1, max_length=100)
 TURN_ID = Path(..., min_length=1, max_length=64)

@@ -1,4 +1,4 @@
-"""EventLog in process memory (CONVERSATION_STORAGE=memory): the DynamoDB log's behaviour without AWS.
+"""The event log in process memory (CONVERSATION_STORAGE=memory): the DynamoDB log's behaviour without AWS.
 
 Nothing here waits, so every method runs on the event loop; the lock guards a log shared with another
 thread's loop, as a test client does. A reconnecting client must reach the same process.
@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from rag_orchestrator.errors import TurnEnded, TurnNotFound
-from rag_orchestrator.turns.log import LoggedEvent, TurnEntry
+from rag_orchestrator.stream_log.log import LoggedEvent, TurnEntry
 
 
 @dataclass
@@ -21,7 +21,7 @@ class _Turn:
     batches: list[list[LoggedEvent]] = field(default_factory=list)
 
 
-class MemoryEventLog:
+class InProcessEventLog:
     def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._turns: dict[tuple[str, str], _Turn] = {}

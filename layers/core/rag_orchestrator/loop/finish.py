@@ -1,0 +1,91 @@
+"""A turn's end: its answer (and the finalizer's epilogue), its sources and Completed event; what it
+produced, its audit record and its tokens stored in the one write that releases its lock; the
+after-turn hooks once that is done."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import assert_never
+
+import anyio
+
+from rag_orchestrator.conversations.turn_data import TurnOutcome
+from rag_orchestrator.domain import events as ev
+from rag_orchestrator.domain.messages import Message, Role
+from rag_orchestrator.loop.after_turn import run_after_turn
+from rag_orchestrator.loop.deps import TurnDeps
+from rag_orchestrator.loop.state import TurnState
+from rag_orchestrator.loop.steps import Continuation, FinalAnswer, HoldForApproval, Stop
+from rag_orchestrator.observability import logger, metrics
+from rag_orchestrator.providers.events import StreamingMode
+
+Ending = FinalAnswer | Stop | HoldForApproval
+
+
+async def complete(deps: TurnDeps, state: TurnState, ending: Ending) -> AsyncIterator[ev.StreamEvent]:
+    """End the turn: with its answer, with the part of it a Stop cut short (marked interrupted), or
+    with no answer while a held call awaits its decision."""
+    match ending:
+        case FinalAnswer(content=content, reasoning=reasoning, reason=reason):
+            cut = False
+        case Stop(content=content, reason=reason):
+            reasoning, cut = None, True
+        case HoldForApproval():
+            content, reasoning, reason, cut = "", None, "awaiting_approval", False
+        case _:
+            assert_never(ending)
+    record, emit, answers = state.record, state.events, not isinstance(ending, HoldForApproval)
+    sources = record.sources_of(content)
+    tail = "" if cut or not answers else deps.finalizer.epilogue(content, sources)
+    if tail and state.request.mode is StreamingMode.PROGRESSIVE:
+        yield emit.chunk(tail)
+    if answers and (content or not cut):
+        stored = record.add(Message(role=Role.ASSISTANT, content=content + tail, reasoning=reasoning))
+        record.content, record.message_id = stored.content, stored.message_id
+    record.sources, record.finish_reason = sources, reason
+    await persist(deps, state, interrupted=cut)
+    if sources:
+        yield emit.sources(sources)
+    metrics.add_metric(name="TurnsCompleted", unit="Count", value=1)
+    metrics.add_metric(name="TurnTokens", unit="Count", value=record.tokens)
+    yield emit.completed(record)
+
+
+async def persist(deps: TurnDeps, state: TurnState, *, interrupted: bool) -> None:
+    """Store what the turn produced and release the lock, once, even while being cancelled."""
+    if state.finished:
+        return
+    state.finished = True
+    record, opening, request = state.record, state.opening, state.request
+    answer, revision = record.message_id, opening.revision
+    stored = revision.stored(record.to_store(interrupted), answer)
+    record.superseded = revision.superseded(answer)
+    with anyio.CancelScope(shield=True):
+        try:
+            model = deps.strategy.metadata.model
+            audit = record.audit(request, opening.question, stored, model=model, interrupted=interrupted)
+            outcome = TurnOutcome(
+                stored,
+                tool_calls=sum(len(m.tool_calls or ()) for m in stored),
+                tokens=record.tokens + revision.question_tokens(answer),
+                interrupted=interrupted,
+                audit=revision.audited(audit, answer),
+                context=state.context,
+                supersede=record.superseded,
+                held=record.held,
+                # A question's claim wrote the expired call's outcome; a continuation's finish writes it.
+                decided=record.decided if isinstance(opening, Continuation) else None,
+                spend=state.spend,
+            )
+            await deps.store.finish_turn(request.conversation_id, outcome)
+        except Exception:
+            logger.exception("could not record the turn; releasing the lock")
+            await deps.store.abort_turn(request.conversation_id)
+            if state.spend is not None and state.spend.reserve:
+                await deps.store.release(state.spend)
+
+
+async def after(deps: TurnDeps, state: TurnState) -> None:
+    """The after-turn hooks (loop/after_turn.py), once the turn has ended; nothing before."""
+    if state.finished:
+        await run_after_turn(deps.after_turn, state.request, state.record)
