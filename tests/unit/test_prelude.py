@@ -190,13 +190,15 @@ async def test_a_later_turn_searches_again_with_its_conversation_and_a_first_tur
     registry = ToolRegistry([search], timeout_seconds=1)
     store = GatedStore()
     orchestrator = Orchestrator(
-        store=store,
-        strategy=ScriptedStrategy([answer("At 06:30."), answer("At 08:00.")]),
-        tools=registry,
-        settings=load_settings(conversation_storage="memory"),
-        choose_tools=tool_chooser(registry, ToolSelector(OFFERS, embedder=embedder)),
-        search=search,
-        embedder=embedder,
+        TurnDeps(
+            store=store,
+            strategy=ScriptedStrategy([answer("At 06:30."), answer("At 08:00.")]),
+            tools=registry,
+            choose_tools=tool_chooser(registry, ToolSelector(OFFERS, embedder=embedder)),
+            config=loop_config(load_settings(conversation_storage="memory")),
+            search=search,
+            embedder=embedder,
+        )
     )
     created = await store.create(Conversation(caller_id="alice"))
     for message in ("When does the pool open on weekdays?", "And on Saturdays?"):
