@@ -1,4 +1,5 @@
-"""`python -m eval [--embedders hashing] [--modes hybrid,dense,lexical] [--rerankers none,local] [--misses]`:
+"""`python -m eval [--embedders hashing] [--modes hybrid,dense,lexical] [--rerankers none,local] [--misses]
+[--turns]`:
 answer quality. Ingests eval/corpus/ and the sample knowledge base (README.md, docs/) into a Chroma server
 of its own (data under .local/eval/), asks every question of eval/*.yaml through the service's code, and
 prints, per embedder, strategy, retrieval mode and reranker: hit@1, hit@3, MRR, answer accuracy, answers
@@ -9,12 +10,16 @@ while improving the code, `held-out` never was.
 Strategies: the offline `extractive` always, and MODEL_STRATEGY from the environment when it names another
 (its keys and URLs from the environment too). Retrieval uses the topK and similarity threshold `make dev`
 would use for the embedder. `--misses` lists the wrong answers of the tune split (never the held-out one).
+`--turns` also asks the package docs' questions as chat turns with conversation memory on and off
+(eval/turns.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import logging
 import os
 import shutil
@@ -30,7 +35,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from devserver.stack import apply_local_defaults, free_port, start_chroma  # noqa: E402
-from eval.questions import HELD_OUT, TUNE, QuestionSet, corpus_documents, question_sets  # noqa: E402
+from eval.questions import (  # noqa: E402
+    HELD_OUT,
+    TUNE,
+    Question,
+    QuestionSet,
+    corpus_documents,
+    question_sets,
+)
 from eval.runs import Asker  # noqa: E402
 from eval.scoring import Tally, table  # noqa: E402
 
@@ -72,6 +84,30 @@ def settings_for(embedder: str, collection: str, chroma_url: str, **overrides):
     )
 
 
+def run_turns(embedders: list[str], chroma_url: str, questions: list[Question]) -> list[dict[str, str]]:
+    """The questions as chat turns of the extractive model, memory on and off (eval/turns.py)."""
+    from eval.turns import ask_as_turns
+
+    rows = []
+    for embedder in embedders:
+        settings = settings_for(embedder, "eval", chroma_url)  # ingested by ingest()
+        for memory in (False, True):
+            with contextlib.redirect_stdout(io.StringIO()):
+                tally = asyncio.run(ask_as_turns(questions, settings, memory=memory))
+            name = f"extractive turns, memory {'on' if memory else 'off'}"
+            rows.append(
+                {
+                    "embedder": embedder,
+                    "strategy": name,
+                    "mode": settings.retrieval_mode,
+                    "reranker": settings.reranker,
+                    "questions": "package docs",
+                    **tally.row(),
+                }
+            )
+    return rows
+
+
 def ingest(embedder: str, chroma_url: str) -> None:
     from devserver.sample import sample_documents
     from rag_orchestrator.retrieval.ingestion import ingest_documents
@@ -107,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES), help="retrieval modes (default: all three)")
     parser.add_argument("--rerankers", default="", help="default: none, local, and http with RERANKER_URL")
     parser.add_argument("--misses", action="store_true", help="list the wrong answers of the tune split")
+    parser.add_argument(
+        "--turns", action="store_true", help="also ask as chat turns, conversation memory on and off"
+    )
     args = parser.parse_args(argv)
     embedders = [e.strip() for e in args.embedders.split(",") if e.strip()]
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -150,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
                             if args.misses and name in ("package docs", f"new: {TUNE}"):
                                 print(f"\n{embedder}/{strategy}/{mode}/{reranker}, {name}: wrong answers")
                                 print("\n".join(f"  - {m}" for m in tally.misses))
+        if args.turns:
+            package_docs = next(q for q in sets if q.name == "package docs")
+            rows += run_turns(embedders, chroma.url, package_docs.singles)
     finally:
         chroma.stop()
     print()

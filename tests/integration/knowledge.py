@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from rag_orchestrator.api.deps import process_aws
 from rag_orchestrator.attachments.factory import create_attachments
 from rag_orchestrator.attachments.service import Attachments
 from rag_orchestrator.config import Settings, load_settings
@@ -21,7 +22,7 @@ from rag_orchestrator.tools.rag_search import RagSearchTool
 
 
 def knowledge(settings: Settings | None = None) -> KnowledgeBase:
-    return create_knowledge_base(settings or load_settings())
+    return create_knowledge_base(settings or load_settings(), process_aws())
 
 
 def ingest(documents: Iterable[Mapping[str, Any]], settings: Settings | None = None) -> list[dict[str, Any]]:
@@ -49,7 +50,7 @@ async def asearch(
 def memory(settings: Settings | None = None) -> FragmentIndex:
     """The conversation memory collection, whatever MEMORY_ENABLED says (a test looks into it)."""
     settings = settings or load_settings()
-    embedder = create_embedder(settings)
+    embedder = create_embedder(settings, process_aws())
     return FragmentIndex(
         VectorStore(settings, embedder.name, collection=settings.chroma_memory_collection), embedder
     )
@@ -58,11 +59,13 @@ def memory(settings: Settings | None = None) -> FragmentIndex:
 def rag_search(settings: Settings | None = None) -> RagSearchTool:
     """rag_search over the knowledge base and conversation memory, as the composition root wires it."""
     settings = settings or load_settings()
-    embedder = create_embedder(settings)
-    memory = create_fragment_index(settings, embedder)
+    embedder = create_embedder(settings, process_aws())
+    memory = create_fragment_index(settings, embedder) if settings.memory_enabled else None
     return RagSearchTool(settings, create_retriever(settings, knowledge(settings), memory))
 
 
 def attachments(settings: Settings | None = None) -> Attachments:
     settings = settings or load_settings()
-    return create_attachments(settings, create_fragment_index(settings, create_embedder(settings)))
+    embedder = create_embedder(settings, process_aws())
+    memory = create_fragment_index(settings, embedder) if settings.memory_enabled else None
+    return create_attachments(settings, process_aws(), memory)

@@ -9,7 +9,7 @@ from urllib.parse import quote_plus
 import pytest
 
 from devserver.invoke import LambdaContext, load_handler_module
-from rag_orchestrator import aws
+from rag_orchestrator.api.deps import process_aws
 from rag_orchestrator.attachments.events import AttachmentRecordsFailed, process_event
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.attachments import Attachment, CreateAttachmentRequest
@@ -119,7 +119,7 @@ def test_segments_that_could_not_be_indexed_fail_the_invocation_and_a_retry_inde
 def test_objects_without_an_attachment_are_skipped(aws_stack):
     bucket = aws_stack["ATTACHMENTS_BUCKET"]
     orphan = f"attachments/nobody/{uuid.uuid4()}/{uuid.uuid4()}"
-    aws.client("s3").put_object(Bucket=bucket, Key=orphan, Body=b"x")
+    process_aws().client("s3").put_object(Bucket=bucket, Key=orphan, Body=b"x")
     assert invoke(s3_event(bucket, orphan, "attachments/too-short")) == {
         "processed": [],
         "skipped": [orphan, "attachments/too-short"],

@@ -2,19 +2,23 @@
 dependencies that hand them to routes.
 
 `create_app` puts one `Services` on `app.state`; each part is built on first use, so a function pays
-at cold start only for what its first request needs. Tests replace parts with
+at cold start only for what its first request needs. AWS clients come from one `AwsClients` (one
+boto3 session), the process's unless the app is given its own; the settings, the tool catalogue and
+MCP servers' headers read their secrets through it. Tests replace parts with
 `app.dependency_overrides[get_orchestrator] = ...` or build an app from their own settings.
 """
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cache, cached_property
 from string import Template
 from typing import TYPE_CHECKING, cast
 
 from fastapi import Request
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
+from rag_orchestrator.ssm_params import SecretReader
 from rag_orchestrator.tracing import NO_TRACER, Tracer
 
 if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
@@ -42,9 +46,23 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.tools.toolbox import Toolbox
 
 
+@cache
+def process_aws() -> AwsClients:
+    """The AWS clients of every app this process builds (botocore reads its data once per session)."""
+    return AwsClients()
+
+
+@cache
+def secrets_of(aws: AwsClients) -> SecretReader:
+    """One secret reader per set of clients: a secret is fetched once however many apps and threads ask."""
+    return SecretReader(aws)
+
+
 class Services:
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    def __init__(self, settings: Settings, aws: AwsClients | None = None) -> None:
+        self.aws = aws or process_aws()
+        self.secrets = secrets_of(self.aws)
+        self.settings = settings.read_secrets_with(self.secrets)
 
     @cached_property
     def tracer(self) -> Tracer:
@@ -62,14 +80,14 @@ class Services:
         turn's (loop/ports.py) and the title hook's (loop/titles.py)."""
         from rag_orchestrator.conversations.factory import create_store
 
-        return create_store(self.settings, self.tracer)
+        return create_store(self.settings, self.aws, self.tracer)
 
     @cached_property
     def attachments(self) -> Attachments:
         """Uploads and their segments; StorageUnavailable (503) without ATTACHMENTS_BUCKET."""
         from rag_orchestrator.attachments.factory import create_attachments
 
-        return create_attachments(self.settings, self.memory)
+        return create_attachments(self.settings, self.aws, self.memory)
 
     @cached_property
     def turn_attachments(self) -> TurnAttachments:
@@ -83,7 +101,7 @@ class Services:
         """The log of streamed turns, beside the conversations (stream_log/)."""
         from rag_orchestrator.stream_log.factory import create_event_log
 
-        return create_event_log(self.settings)
+        return create_event_log(self.settings, self.aws)
 
     @cached_property
     def running_turns(self) -> RunningTurns:
@@ -111,6 +129,8 @@ class Services:
             embedder=selection_embedder(lambda: self.embedder),
             attachment_links=self.turn_attachments,
             assertions=self.caller_assertions,
+            aws=self.aws,
+            secrets=self.secrets,
         )
 
     @cached_property
@@ -133,23 +153,26 @@ class Services:
         """EMBEDDING_PROVIDER's embedder, shared by ingestion, search, memory and tool selection."""
         from rag_orchestrator.retrieval.embedders import create_embedder
 
-        return create_embedder(self.settings)
+        return create_embedder(self.settings, self.aws)
 
     @cached_property
     def knowledge_base(self) -> KnowledgeBase:
         """CHROMA_COLLECTION, its embedder and its document registry."""
         from rag_orchestrator.retrieval.knowledge_base import create_knowledge_base
 
-        return create_knowledge_base(self.settings, self.embedder)
+        return create_knowledge_base(self.settings, self.aws, self.embedder)
 
     @cached_property
-    def memory(self) -> FragmentIndex | None:
-        """Conversation memory (CHROMA_MEMORY_COLLECTION), or None with MEMORY_ENABLED=false."""
-        if not self.settings.memory_enabled:
-            return None
+    def fragment_index(self) -> FragmentIndex:
+        """CHROMA_MEMORY_COLLECTION, whether or not new turns are remembered: the memory routes read it."""
         from rag_orchestrator.retrieval.fragments import create_fragment_index
 
         return create_fragment_index(self.settings, self.embedder)
+
+    @cached_property
+    def memory(self) -> FragmentIndex | None:
+        """Conversation memory for turns and searches, or None with MEMORY_ENABLED=false."""
+        return self.fragment_index if self.settings.memory_enabled else None
 
     @cached_property
     def retriever(self) -> Retriever:

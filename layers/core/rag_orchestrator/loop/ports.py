@@ -115,6 +115,7 @@ class KnowledgeSearch(Protocol):
         query: str,
         *,
         caller_id: str | None = None,
+        conversation_id: str | None = None,
         vector: QueryVector | None = None,
         history: Sequence[Said] = (),  # the conversation before the message (a follow-up's meaning)
     ) -> list[Passage]: ...

@@ -2,9 +2,10 @@
 
 On a new question it calls `rag_search`; then it answers by quoting the sentences of the results (and of
 the text read from the message's attachments) that answer best (`sentence_picker`), each quote followed
-by its `[source:documentId#chunkIndex]`, or says that nothing was found. A follow-up ("And on
-Saturdays?") is searched and read with the earlier questions' words it points back to
-(`text/follow_ups.py`).
+by its `[source:documentId#chunkIndex]`, or says that nothing was found. Of conversation memory it may
+quote what the user said, introduced as "You said on <date>: ", and never an earlier answer (an answer
+quoting an answer echoes). A follow-up ("And on Saturdays?") is searched and read with the earlier
+questions' words it points back to (`text/follow_ups.py`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ RAG_SEARCH = "rag_search"
 MAX_RESULTS = 5
 # The title of each passage block in the answer endpoint's prompt (domain/passage_formats.py).
 _BLOCK_TITLE = re.compile(r'<passage\b[^>]*?\bcitation="([^"]*)"[^>]*?\btitle="([^"]*)"')
+SAID, ANSWERED = "said", "answered"  # conversation memory's kinds (retrieval/fragments.py)
 
 
 def parse_results(content: str) -> list[Passage]:
@@ -54,16 +56,23 @@ def parse_results(content: str) -> list[Passage]:
     results = data.get("results") if isinstance(data, dict) else None
     passages = []
     for item in results if isinstance(results, list) else ():
-        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("text"), str)
+            or item.get("kind") == ANSWERED
+        ):
             continue
         chunk = item.get("chunkIndex", 0)
         title = item.get("title")
+        said = item.get("kind") == SAID  # its title is the date it was said, which labels the quote
+        label = f"{title}: " if said else ""
         passages.append(
             Passage(
                 str(item.get("documentId", "unknown")),
                 chunk if isinstance(chunk, int) else 0,
                 item["text"],
-                title=title if isinstance(title, str) else "",
+                title=title if isinstance(title, str) and not said else "",
+                label=label,
             )
         )
     return passages

@@ -63,6 +63,7 @@ class Passage:
     whole: bool = (
         False  # a whole text (an attachment's segment: a transcript has no punctuation), not a chunk
     )
+    label: str = ""  # what introduces a quote of it ("You said on 2026-11-20: ")
 
     @property
     def citation(self) -> str:
@@ -295,4 +296,4 @@ def compose_answer(
     quotes = pick(question, passages, embed)
     if not quotes:
         return NOTHING_FOUND
-    return "\n\n".join(f"{text} {passage.citation}" for passage, text in quotes)
+    return "\n\n".join(f"{passage.label}{text} {passage.citation}" for passage, text in quotes)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.retrieval.embedders import Embedder, create_embedder
 from rag_orchestrator.retrieval.registry import DocumentRegistry, create_registry
@@ -21,13 +22,16 @@ class KnowledgeBase:
     chunk_overlap: int
 
 
-def create_knowledge_base(settings: Settings, embedder: Embedder | None = None) -> KnowledgeBase:
-    """The parts of these settings; the embedder is made here unless the caller shares one."""
-    embedder = embedder or create_embedder(settings)
+def create_knowledge_base(
+    settings: Settings, aws: AwsClients | None = None, embedder: Embedder | None = None
+) -> KnowledgeBase:
+    """The parts of these settings, with the caller's AWS clients; the embedder is made here unless the
+    caller shares one."""
+    embedder = embedder or create_embedder(settings, aws)
     return KnowledgeBase(
         embedder=embedder,
         store=VectorStore(settings, embedder.name),
-        registry=create_registry(settings),
+        registry=create_registry(settings, aws),
         chunk_size=settings.chunk_size,
         chunk_overlap=settings.chunk_overlap,
     )

@@ -46,10 +46,11 @@ def build_where(
     source: str | None = None,
     tags: Sequence[str] | None = None,
     modality: ModalityFilter | None = None,
+    scope: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """Chroma `where` filter: caller and source must match, the modality be one of those given; any one
-    of the tags is enough."""
-    clauses: list[dict[str, Any]] = []
+    of the tags is enough; `scope` must hold too (conversation memory's own clauses)."""
+    clauses: list[dict[str, Any]] = [scope] if scope else []
     if caller_id is not None:
         clauses.append({"callerId": caller_id})
     if source:
@@ -121,6 +122,11 @@ class VectorStore:
             where = {"$and": [where, {"chunkIndex": {"$gte": keep_first}}]}
         self.delete(where)
 
+    def delete_ids(self, ids: Sequence[str]) -> None:
+        """Delete these entries; a collection that does not exist holds nothing and is not created."""
+        if ids and self._resolve()[1] is not None:
+            self._call(lambda c: c.delete(ids=list(ids)))
+
     def delete(self, where: dict[str, Any]) -> None:
         """Delete what matches `where`; a collection that does not exist holds nothing and is not created."""
         if self._resolve()[1] is None:
@@ -136,16 +142,33 @@ class VectorStore:
         source: str | None = None,
         tags: Sequence[str] | None = None,
         modality: ModalityFilter | None = None,
+        scope: dict[str, Any] | None = None,
     ) -> list[Passage]:
         """The `top_k` nearest chunks, best first, with score = 1 - cosine distance; none if no collection yet."""
         if top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
-        where = build_where(caller_id=caller_id, source=source, tags=tags, modality=modality)
+        where = build_where(caller_id=caller_id, source=source, tags=tags, modality=modality, scope=scope)
+        return [passage_of(row) for row in self.nearest(embedding, top_k, where)]
+
+    def nearest(self, embedding: Sequence[float], top_k: int, where: dict[str, Any] | None) -> list[QueryRow]:
+        """The `top_k` nearest entries matching `where`, best first, as Chroma returns them."""
         none: list[QueryRow] = []
-        rows = self.read(
+        return self.read(
             lambda reader, collection_id: reader.query(collection_id, embedding, top_k, where), none
         )
-        return [passage_of(row) for row in rows]
+
+    def entries(self, where: dict[str, Any]) -> list[QueryRow]:
+        """Every entry matching `where`, with its text and metadata, in no particular order."""
+        return self.entries_of(None, where)
+
+    def entries_of(self, ids: Sequence[str] | None, where: dict[str, Any]) -> list[QueryRow]:
+        """The entries matching `where` (among `ids`, if given), with their text and metadata."""
+        none: list[QueryRow] = []
+        include = ["documents", "metadatas"]
+        return self.read(
+            lambda reader, collection_id: reader.get(collection_id, ids=ids, where=where, include=include),
+            none,
+        )
 
     def count(self, document_id: str | None = None, *, where: dict[str, Any] | None = None) -> int:
         """Entries in the collection, of one document, or matching `where`."""
@@ -289,4 +312,5 @@ def passage_of(row: QueryRow, score: float | None = None) -> Passage:
         source=meta.get("source") or None,
         tags=[str(t) for t in tags] if isinstance(tags, list) else [],
         text=row.document or "",
+        kind=meta.get("kind") or None,
     )

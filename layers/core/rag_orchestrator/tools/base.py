@@ -21,6 +21,7 @@ class ToolContext:
     roles: tuple[str, ...] = ()
     context_type: str | None = None
     context: dict[str, Any] = field(default_factory=dict)
+    memory: bool = True  # false in a temporary chat: no conversation memory is searched
     caller_token: str | None = field(default=None, repr=False)  # the caller's bearer token (AUTH_MODE=jwt)
     deadline: float | None = None  # epoch seconds by which the turn must end
 
@@ -42,6 +43,7 @@ class SearchTool(Tool, Protocol):
         query: str,
         *,
         caller_id: str | None = None,
+        conversation_id: str | None = None,
         vector: QueryVector | None = None,
         history: Sequence[Said] = (),
     ) -> list[Passage]: ...

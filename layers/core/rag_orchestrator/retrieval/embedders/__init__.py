@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
+from rag_orchestrator.errors import ConfigError
 
 
 @runtime_checkable
@@ -24,8 +26,9 @@ class Embedder(Protocol):
     def embed_batch(self, texts: list[str]) -> list[list[float]]: ...
 
 
-def create_embedder(settings: Settings) -> Embedder:
-    """The embedder EMBEDDING_PROVIDER names; imports only its module. The composition root makes one."""
+def create_embedder(settings: Settings, aws: AwsClients | None = None) -> Embedder:
+    """The embedder EMBEDDING_PROVIDER names; imports only its module. The composition root makes one,
+    handing it its AWS clients (Bedrock's need them)."""
     provider = settings.embedding_provider
     if provider == "hashing":
         from rag_orchestrator.text.hashing import HashingEmbedder
@@ -42,7 +45,9 @@ def create_embedder(settings: Settings) -> Embedder:
     if provider == "bedrock":
         from rag_orchestrator.retrieval.embedders.bedrock import BedrockEmbedder
 
-        return BedrockEmbedder.from_settings(settings)
+        if aws is None:
+            raise ConfigError("EMBEDDING_PROVIDER=bedrock: the embedder was given no AWS clients")
+        return BedrockEmbedder.from_settings(settings, aws)
     raise ValueError(f"unknown EMBEDDING_PROVIDER {provider!r}")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.errors import ConfigError, EmbedderUnavailable
 from rag_orchestrator.observability import logger
@@ -28,9 +29,7 @@ class BedrockEmbedder:
         self.name = f"bedrock/{model}/{dimensions}"
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> BedrockEmbedder:
-        from rag_orchestrator import aws
-
+    def from_settings(cls, settings: Settings, aws: AwsClients) -> BedrockEmbedder:
         # A hung Bedrock is asked again at most EMBEDDING_MAX_RETRIES times, each bounded by the timeout.
         client = aws.client(
             "bedrock-runtime",
