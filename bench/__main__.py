@@ -42,6 +42,7 @@ BENCHMARKS = {
     "memory_use": "bench.memory_use",
     "size": "bench.size",
     "embedders": "bench.embedders",
+    "retrieval": "bench.retrieval",
 }
 
 

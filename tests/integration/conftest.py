@@ -37,7 +37,7 @@ class DevApp:
 @pytest.fixture
 def dev_app(request, chroma_url, fake_llm, monkeypatch) -> Iterator[DevApp]:
     from rag_orchestrator.config import get_settings
-    from rag_orchestrator.retrieval.ingestion import ingest_documents
+    from tests.integration.knowledge import ingest
 
     port = free_port()
     monkeypatch.setenv("CHROMA_COLLECTION", f"dev-app-{uuid.uuid4().hex[:8]}")
@@ -54,7 +54,7 @@ def dev_app(request, chroma_url, fake_llm, monkeypatch) -> Iterator[DevApp]:
         for key, value in fake_llm.settings_for("openai_compatible", model_max_retries=0).items():
             monkeypatch.setenv(key.upper(), str(value))
     get_settings.cache_clear()
-    ingest_documents(
+    ingest(
         [{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs", "tags": ["dev"]}],
         get_settings(),
     )

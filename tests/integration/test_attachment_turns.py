@@ -13,14 +13,12 @@ from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.fences import blocks
 from rag_orchestrator.errors import AttachmentNotReady
-from rag_orchestrator.retrieval.fragments import get_fragment_index
-from rag_orchestrator.retrieval.ingestion import ingest_documents
 from rag_orchestrator.tools.base import ToolContext
-from rag_orchestrator.tools.rag_search import RagSearchTool
 from tests.fakes.attachments import SPEECH_WAV, post_upload, render_png
 from tests.fakes.llm_script import text_reply
 from tests.fakes.pdf import make_pdf
 from tests.fakes.sse import SSEMessage, parse_sse
+from tests.integration.knowledge import ingest, memory, rag_search
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +34,7 @@ def client(aws_stack, chroma_url, fake_llm, monkeypatch) -> TestClient:
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
     for key, value in fake_llm.settings_for("openai_compatible", model_max_retries=0).items():
         monkeypatch.setenv(key.upper(), str(value))
-    ingest_documents([{"documentId": "guide", "title": "Guide", "text": GUIDE}], load_settings())
+    ingest([{"documentId": "guide", "title": "Guide", "text": GUIDE}], load_settings())
     return TestClient(create_app(ALL_ROUTERS))
 
 
@@ -90,7 +88,7 @@ async def search(modality=None, caller: str = "alice") -> set[tuple[str, str]]:
     arguments = {"query": "invoice Alice Martin quarterly report lamp", "max_results": 10}
     if modality is not None:
         arguments["modality"] = modality
-    result = await RagSearchTool(load_settings()).execute(arguments, ToolContext("c-later", caller))
+    result = await rag_search().execute(arguments, ToolContext("c-later", caller))
     return {(p.source or "", p.document_id) for p in result.passages}
 
 
@@ -147,7 +145,7 @@ async def test_a_streamed_turn_reads_an_image_a_pdf_and_a_voice_note_and_the_mod
     assert await search("image-ocr") == {("image-ocr", f"attachment:{png}")}
     assert ("audio", f"attachment:{wav}") in await search()
     assert await search("image-ocr", caller="bob") == set()
-    fragment = get_fragment_index(load_settings()).store
+    fragment = memory(load_settings()).store
     assert fragment.count(where={"attachmentId": png}) == 1
 
     # A later turn's window shows the earlier message with a note of its attachments, not their text.

@@ -387,7 +387,9 @@ async def test_the_index_is_cached_in_s3_and_reused(aws_stack, catalog_path, aws
     )
     lookup = {"TOOL_API_URL": "http://127.0.0.1:9", "TOOL_API_TOKEN": TOKEN}.get
 
-    first = build_toolbox(settings, embedder=HashingEmbedder(), lookup=lookup, aws=aws_clients)
+    first = build_toolbox(
+        settings, rag_search=MemorySearchTool([]), embedder=HashingEmbedder(), lookup=lookup, aws=aws_clients
+    )
     await first.selector.select("where is my order", "orders", ("user",))
     s3 = boto3.client("s3", endpoint_url=aws_stack["endpoint"])
     listed = s3.list_objects_v2(Bucket=aws_stack["TRANSCRIPTS_BUCKET"], Prefix=PREFIX)["Contents"]
@@ -397,6 +399,8 @@ async def test_the_index_is_cached_in_s3_and_reused(aws_stack, catalog_path, aws
         def embed_batch(self, texts):
             raise AssertionError("the cached index should have been used")
 
-    second = build_toolbox(settings, embedder=NoBatch(), lookup=lookup, aws=aws_clients)
+    second = build_toolbox(
+        settings, rag_search=MemorySearchTool([]), embedder=NoBatch(), lookup=lookup, aws=aws_clients
+    )
     offered = await second.selector.select("When will order 204 arrive?", "orders", ("user",))
     assert "get_order_status" in offered and len(offered) == 8  # ranked, not the degraded full list

@@ -56,6 +56,7 @@ SECRET_PARAMETERS = {
     "OPENAI_COMPATIBLE_API_KEY_PARAM": "OpenAICompatibleApiKeyParameter",
     "CHROMA_TOKEN_PARAM": "ChromaTokenParameter",
     "EMBEDDING_API_KEY_PARAM": "EmbeddingApiKeyParameter",
+    "RERANKER_API_KEY_PARAM": "RerankerApiKeyParameter",
     "ATTACHMENT_CAPTION_API_KEY_PARAM": "AttachmentCaptionApiKeyParameter",
     "ATTACHMENT_WHISPER_API_KEY_PARAM": "AttachmentWhisperApiKeyParameter",
     "GUEST_TOKEN_SECRET_PARAM": "GuestTokenSecretParameter",
@@ -864,3 +865,15 @@ def test_snapstart_is_an_option_of_the_functions_whose_hooks_run(template, resou
             assert "snapstart.register(" in code, logical_id
         else:
             assert "SnapStart" not in props, logical_id
+
+
+def test_retrieval_parameters_offer_the_modes_and_rerankers(template):
+    params = template["Parameters"]
+    assert params["RetrievalMode"]["AllowedValues"] == ["hybrid", "dense", "lexical"]
+    assert params["RetrievalMode"]["Default"] == "hybrid"
+    assert (
+        params["Reranker"]["AllowedValues"] == ["local", "http", "none"]
+        and params["Reranker"]["Default"] == "local"
+    )
+    rule = template["Rules"]["HttpRerankerNeedsUrl"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "Reranker"}, "http"]}

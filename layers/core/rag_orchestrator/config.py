@@ -29,6 +29,7 @@ SECRET_FIELDS = (
     "openai_compatible_api_key",
     "chroma_token",
     "embedding_api_key",
+    "reranker_api_key",
     "attachment_caption_api_key",
     "attachment_whisper_api_key",
     "guest_token_secret",
@@ -123,6 +124,14 @@ class Settings(BaseSettings):
     rag_prompt_template_path: str | None = None
     rag_stream_enabled: bool = True
     rag_context_max_chars: int = Field(2000, ge=200, le=20000)  # each passage's text in the answer prompt
+    retrieval_mode: Literal["hybrid", "dense", "lexical"] = "hybrid"
+    retrieval_candidates: int = Field(20, ge=1, le=200)  # what each ranking offers fusion and the reranker
+    reranker: Literal["none", "local", "http"] = "local"
+    reranker_url: str | None = None  # the full endpoint, e.g. https://api.cohere.com/v2/rerank
+    reranker_model: str | None = None
+    reranker_api_key: SecretStr | None = None
+    reranker_timeout_seconds: float = Field(5.0, gt=0, le=60)
+    condense_follow_ups: bool = True  # a model rewrites a later turn's message for its initial search
     chunk_size: int = Field(800, ge=100, le=8000)
     chunk_overlap: int = Field(120, ge=0, le=2000)
 
@@ -257,6 +266,8 @@ class Settings(BaseSettings):
                 )
         if self.attachment_speech_backend == "whisper" and not self.attachment_whisper_base_url:
             raise ValueError("ATTACHMENT_WHISPER_BASE_URL is required when ATTACHMENT_SPEECH_BACKEND=whisper")
+        if self.reranker == "http" and not self.reranker_url:
+            raise ValueError("RERANKER_URL is required when RERANKER=http")
         if self.embedding_provider == "openai_compatible":
             for name in ("embedding_base_url", "embedding_model"):
                 if not getattr(self, name):

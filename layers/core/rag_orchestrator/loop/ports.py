@@ -22,6 +22,7 @@ from rag_orchestrator.domain.messages import ToolCall, ToolResult
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.request import TurnRequest
+from rag_orchestrator.retrieval.followup import Said
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.base import Tool, ToolContext
 
@@ -119,6 +120,7 @@ class KnowledgeSearch(Protocol):
         caller_id: str | None = None,
         conversation_id: str | None = None,
         vector: QueryVector | None = None,
+        history: Sequence[Said] = (),  # the conversation before the message (a follow-up's meaning)
     ) -> list[Passage]: ...
 
 

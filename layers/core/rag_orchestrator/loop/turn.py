@@ -109,6 +109,7 @@ class Turn:
         state.fence = toolset.fence
         prelude = state.prelude
         assert prelude is not None  # open_turn starts a continuation's
+        prelude.follow_up(context.messages)  # a follow-up is searched with its conversation
         state.context, record.titled = context, context.titled
         record.summary, record.summarized_through = context.summary, context.summarized_through
         recent = after_summary(context.messages, context.summarized_through)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.messages import ToolResult
 from rag_orchestrator.domain.passages import Passage
+from rag_orchestrator.retrieval.followup import Said
 from rag_orchestrator.retrieval.query_vector import QueryVector
 
 
@@ -51,6 +52,7 @@ class SearchTool(Tool, Protocol):
         caller_id: str | None = None,
         conversation_id: str | None = None,
         vector: QueryVector | None = None,
+        history: Sequence[Said] = (),
     ) -> list[Passage]: ...
 
 

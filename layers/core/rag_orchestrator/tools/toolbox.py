@@ -3,6 +3,7 @@ registry and selection."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -74,12 +75,10 @@ def offers(catalog: Catalog) -> list[Offer]:
     ]
 
 
-def selection_embedder(settings: Settings) -> Embedder | None:
-    """The configured embedder, or None (selection degrades to the context filter) when it cannot be made."""
-    from rag_orchestrator.retrieval.embedders import get_embedder
-
+def selection_embedder(make: Callable[[], Embedder]) -> Embedder | None:
+    """The embedder `make` builds, or None (selection degrades to the context filter) when it cannot."""
     try:
-        return get_embedder(settings)
+        return make()
     except Exception as exc:
         logger.warning("no embedder for tool selection", extra={"error_type": type(exc).__name__})
         return None
@@ -96,8 +95,8 @@ def _cache(settings: Settings, aws: AwsClients | None) -> Any:
 def build_toolbox(
     settings: Settings,
     *,
-    rag_search: SearchTool | None = None,
-    embedder: Embedder | None = _DEFAULT,
+    rag_search: SearchTool,
+    embedder: Embedder | None,
     transport: httpx.AsyncBaseTransport | None = None,
     lookup: Lookup | None = None,
     cache: Any = _DEFAULT,
@@ -114,10 +113,6 @@ def build_toolbox(
     lookup = lookup or environment_secrets(secrets)
     catalog = load_catalog(settings, lookup, aws)
     servers = _servers(settings, aws)
-    if rag_search is None:
-        from rag_orchestrator.tools.rag_search import RagSearchTool
-
-        rag_search = RagSearchTool(settings)
     pool = ClientPool(transport)
     identities = [spec.http.identity for spec in catalog.tools] + [server.identity for server in servers]
     if "assertion" in identities:
@@ -135,10 +130,9 @@ def build_toolbox(
         )
         for spec in catalog.tools
     ]
-    chosen_embedder = selection_embedder(settings) if embedder is _DEFAULT else embedder
     fixed: list[Tool] = [rag_search, *http_tools]
     mcp = (
-        _mcp_tools(settings, _endpoints(settings, servers, assertions, secrets), chosen_embedder, fixed)
+        _mcp_tools(settings, _endpoints(settings, servers, assertions, secrets), embedder, fixed)
         if servers
         else None
     )
@@ -150,7 +144,7 @@ def build_toolbox(
     registry = ToolRegistry(fixed, timeout_seconds=timeout, more=mcp)
     selector = ToolSelector(
         offers(catalog),
-        embedder=chosen_embedder,
+        embedder=embedder,
         top_k=settings.tool_selection_top_k,
         min_score=settings.tool_selection_min_score,
         cache=_cache(settings, aws) if cache is _DEFAULT else cache,
