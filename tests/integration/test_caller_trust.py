@@ -26,9 +26,9 @@ from fastapi.testclient import TestClient
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.fences import blocks
-from rag_orchestrator.retrieval.ingestion import ingest_documents
 from tests.fakes.fake_tool_api import FakeToolAPI
 from tests.fakes.llm_script import text_reply, tool_calls_reply
+from tests.integration.knowledge import ingest
 
 pytestmark = pytest.mark.integration
 
@@ -172,7 +172,7 @@ def test_an_injected_document_cannot_make_any_tool_touch_another_account(
     monkeypatch.setenv("CHROMA_COLLECTION", f"inject-{uuid.uuid4().hex[:8]}")
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.0")
     monkeypatch.setenv("LOOP_INITIAL_RAG", "true")
-    ingest_documents([{"documentId": "orders-help", "title": "Orders", "text": INJECTED}], load_settings())
+    ingest([{"documentId": "orders-help", "title": "Orders", "text": INJECTED}], load_settings())
     client = TestClient(create_app(ALL_ROUTERS))
     headers = alice(jwks, **{"custom:accountId": MINE})
     cid = client.post(BASE, json={}, headers=headers).json()["conversationId"]
