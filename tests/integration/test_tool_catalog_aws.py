@@ -163,6 +163,7 @@ def test_the_assertion_key_is_read_from_ssm_and_a_catalogue_that_needs_it_refuse
         build_toolbox(
             load_settings(tool_catalog_path=deployed["ssm"]),
             rag_search=MemorySearchTool([]),
+            embedder=None,
             aws=aws,
             secrets=secrets,
         )
