@@ -86,3 +86,28 @@ def test_the_mcp_sdk_loads_only_where_mcp_servers_is_set_and_then_at_first_use()
     built, listed = _sdk_modules(MCP_SERVERS=servers)
     assert not {"mcp", "mcp_types", "httpx2", "rag_orchestrator.tools.mcp_client"} & set(built)
     assert {"mcp", "mcp_types", "rag_orchestrator.tools.mcp_client"} <= set(listed)
+
+
+BOTO_AT_START = """
+import json, sys
+from rag_orchestrator.api.app import STREAM_ROUTERS, create_app
+from rag_orchestrator.aws import AwsClients
+aws = AwsClients()
+create_app(STREAM_ROUTERS, aws=aws).state.services.toolbox
+print(json.dumps([aws.made, sorted(set(sys.modules) & {"boto3", "botocore.session", "botocore.client"})]))
+"""
+
+
+def test_the_stream_app_makes_no_aws_client_before_its_first_request():
+    """botocore's session and a client are a large part of a cold start's CPU: the first turn pays them,
+    not the start-up before the function listens (Powertools imports botocore's top module alone)."""
+    environ = os.environ | {
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "CONVERSATION_STORAGE": "dynamodb",
+        "CONVERSATIONS_TABLE": "conversations",
+        "TRANSCRIPTS_BUCKET": "transcripts",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", BOTO_AT_START], capture_output=True, text=True, env=environ, check=True
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [0, []]
