@@ -99,13 +99,26 @@ print(json.dumps([aws.made, sorted(set(sys.modules) & {"boto3", "botocore.sessio
 
 
 def test_the_stream_app_makes_no_aws_client_before_its_first_request():
-    """botocore's session and a client are a large part of a cold start's CPU: the first turn pays them,
-    not the start-up before the function listens (Powertools imports botocore's top module alone)."""
+    """botocore's session, a client and an SSM call are a large part of a cold start: the first turn
+    pays them, not the start-up before the function listens (Powertools imports botocore's top module
+    alone)."""
     environ = os.environ | {
         "PYTHONPATH": os.pathsep.join(sys.path),
         "CONVERSATION_STORAGE": "dynamodb",
         "CONVERSATIONS_TABLE": "conversations",
         "TRANSCRIPTS_BUCKET": "transcripts",
+        # deployed, with a model whose key is in SSM: building its strategy would fetch the key
+        "AWS_LAMBDA_FUNCTION_NAME": "rag-orchestrator-test-ChatStreamFunction",
+        "AUTH_MODE": "jwt",
+        "JWT_ISSUER": "https://issuer.example.com",
+        "JWT_AUDIENCE": "aud",
+        "JWT_JWKS_URL": "https://issuer.example.com/jwks.json",
+        "CONDENSE_FOLLOW_UPS": "true",  # the default deployed (the suite turns it off)
+        "MODEL_STRATEGY": "openai_compatible",
+        "OPENAI_COMPATIBLE_BASE_URL": "https://models.example/v1",
+        "OPENAI_COMPATIBLE_MODEL": "m",
+        "OPENAI_COMPATIBLE_API_KEY_PARAM": "/rag/model-key",
+        "AWS_DEFAULT_REGION": "us-east-1",
     }
     done = subprocess.run(
         [sys.executable, "-c", BOTO_AT_START], capture_output=True, text=True, env=environ, check=True

@@ -12,7 +12,7 @@ not for its words alone ("And on Saturdays?" finds nothing by itself):
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Protocol
 
@@ -58,10 +58,10 @@ def earlier_questions(message: str, window: Sequence[Said]) -> list[str]:
 class FollowUps:
     """Makes a chat message a search query of its own; built once, with the turn's model strategy."""
 
-    def __init__(self, strategy: ModelStrategy | None = None) -> None:
-        self.strategy = (
-            strategy if strategy is not None and strategy.metadata.provider != "extractive" else None
-        )
+    def __init__(self, model: Callable[[], ModelStrategy] | None = None) -> None:
+        # The strategy is asked for on the first follow-up, not here: the stream function builds this at
+        # start-up, and the strategy would fetch its API key (an SSM call) before the function listens.
+        self._model = model
 
     async def query(self, message: str, window: Sequence[Said]) -> str:
         """What to search for this message; the message itself on a conversation's first turn."""
@@ -69,12 +69,12 @@ class FollowUps:
         if not earlier:
             return message
         words = standalone(message, previous_question(earlier))
-        if self.strategy is None:
+        strategy = self._model() if self._model is not None else None
+        if strategy is None or strategy.metadata.provider == "extractive":
             return words
-        return await self._condensed(message, window) or words
+        return await self._condensed(strategy, message, window) or words
 
-    async def _condensed(self, message: str, window: Sequence[Said]) -> str | None:
-        assert self.strategy is not None  # only called with a model
+    async def _condensed(self, strategy: ModelStrategy, message: str, window: Sequence[Said]) -> str | None:
         exchanges = [m for m in window if m.role in (Role.USER, Role.ASSISTANT) and m.content.strip()]
         if exchanges and exchanges[-1].role is Role.USER and exchanges[-1].content.strip() == message.strip():
             exchanges.pop()
@@ -98,7 +98,7 @@ class FollowUps:
         text = ""
         try:
             async with asyncio.timeout(CONDENSE_SECONDS):
-                async with aclosing(self.strategy.run_iteration(messages, [], ctx)) as events:
+                async with aclosing(strategy.run_iteration(messages, [], ctx)) as events:
                     async for event in events:
                         if isinstance(event, se.FinalResponse):
                             text = event.content
