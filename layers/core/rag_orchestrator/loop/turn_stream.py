@@ -4,8 +4,8 @@ The turn no longer belongs to the HTTP response: when the client goes away the t
 turn's end (or its deadline), and the event log keeps what a reconnecting client replays
 (docs/streams.md). TURN_STOP_ON_DISCONNECT=true cancels the turn instead. A flusher task writes the
 log at most once per STREAM_LOG_FLUSH_MS, and at once when the reader leaves (what it was sent is then
-logged for its reconnect); it asks about a cancel about every CHECK_SECONDS (a read of the log's entry),
-so a cancel made in another process stops the turn within a second. Failures of the log are logged and
+logged for its reconnect); it asks about a cancel every CHECK_SECONDS, whatever the flush interval (a
+read of the log's entry), so a cancel made in another process stops the turn within a second. Failures of the log are logged and
 never stop the turn.
 """
 
@@ -107,15 +107,19 @@ class TurnStream:
             )
             self._log = None
             return
-        every = max(1, round(CHECK_SECONDS / self._flush_seconds))  # ticks between two reports
+        tick_seconds = min(self._flush_seconds, CHECK_SECONDS)
+        writes_every = max(1, round(self._flush_seconds / tick_seconds))  # ticks between two writes
+        reports_every = max(1, round(CHECK_SECONDS / tick_seconds))  # ticks between two cancel checks
         for tick in itertools.count(1):
             with suppress(TimeoutError):
-                await asyncio.wait_for(self._flush_now.wait(), self._flush_seconds)
+                await asyncio.wait_for(self._flush_now.wait(), tick_seconds)
             ended = self._ended.is_set()  # as of now: events that come during the writes go next round
+            now = self._flush_now.is_set()
             if not ended:
                 self._flush_now.clear()
-            await self._safely(self._write)
-            if ended or tick % every == 0:
+            if now or tick % writes_every == 0:
+                await self._safely(self._write)
+            if ended or tick % reports_every == 0:
                 await self._safely(self._report, ended)
             if ended:
                 return
