@@ -5,7 +5,8 @@
   the bench's moto server, a reader taking the events as they come. A botocore hook counts each request
   and sizes each item the log writes, as DynamoDB bills them (write request units, 1 KB each).
 - resume: a chat-stream process (as in ttft) has streamed a turn; a plain-socket client reconnects with
-  `Last-Event-ID` half way: request sent -> first replayed event.
+  `Last-Event-ID` half way: request sent -> first replayed event; in alternating rounds with a process
+  of the pinned baseline code (bench/layout.py), whose ratio must not show it slower.
 - cancel: two chat-stream processes; a turn streams on one, held mid-answer by the fake LLM's Gate; the
   cancel is sent to the same process or the other, at a random moment of the turn's half-second report
   cycle (as a person's would be): request sent -> Completed on the turn's stream.
