@@ -117,7 +117,7 @@ def run(quick: bool = False) -> Section:
         for wait in MODEL_WAITS:
             priced = per_thousand(counts, log, wait, memory)
             figure = section.add(f"{kind}, model wait {wait:g} s", "USD per 1,000 turns", priced["total"])
-            if kind == "without a tool call":
+            if kind == "turn without a tool call":
                 figure.goal, figure.met = f"<= ${GOALS[wait]:g}", priced["total"] <= GOALS[wait]
             rows.append(
                 {"turn": kind, "model wait s": wait, "DynamoDB WRU": used["write"], "RRU": used["read"]}
