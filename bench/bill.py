@@ -33,6 +33,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -252,22 +253,21 @@ def run(quick: bool = False) -> Section:
     _assertion_key()
     work = ROOT / ".local" / "bench" / "bill"
     work.mkdir(parents=True, exist_ok=True)
-    mcp_port = free_port()
-    mcp_server = serve(mcp_port)
-    api, receiver = FakeToolAPI().start(), TraceReceiver()
-    stack.llm.default, stack.llm.answer_first = text_reply(ANSWER, chunks=5), _answer_summaries
-    try:
+    with ExitStack() as running:
+        mcp_port = free_port()
+        mcp_server = serve(mcp_port)
+        running.callback(mcp_server.wait, 10)
+        running.callback(mcp_server.terminate)
+        api, receiver = running.enter_context(FakeToolAPI()), TraceReceiver()
+        running.callback(receiver.stop)
+        stack.llm.default, stack.llm.answer_first = text_reply(ANSWER, chunks=5), _answer_summaries
+        running.callback(setattr, stack.llm, "answer_first", None)
+        running.callback(setattr, stack.llm, "default", None)
         modes = configurations(work, api.url, f"http://127.0.0.1:{mcp_port}/mcp", receiver.url)
         envs = {mode: stack.stream_env(layout) | EVERYWHERE | extra for mode, (_, extra) in modes.items()}
         turns = Turns(stack, api, {mode: kind for mode, (kind, _) in modes.items()}, questions(), warmup)
         samples, _ = alternate(layout, envs, turns.take, runs, warmup)
         spans = len(receiver.received())
-    finally:
-        stack.llm.default, stack.llm.answer_first = None, None
-        receiver.stop()
-        api.stop()
-        mcp_server.terminate()
-        mcp_server.wait(10)
     if not spans:
         raise RuntimeError("tracing on, and the receiver got no span")
     bill(section, samples, lambda mode: turns.cpu_per_turn(mode, runs), runs)
@@ -278,11 +278,16 @@ def run(quick: bool = False) -> Section:
 def bill(section: Section, samples: Any, cpu: Callable[[str], float], runs: int) -> None:
     """Two goal rows a feature (first token, CPU), the baselines' own figures, and the one table;
     `cpu(mode)`: a configuration's CPU per turn (ms)."""
-    for mode in ("off", "tool", "no compaction"):
+    baselines = {
+        "off": "a plain turn",
+        "tool": "an HTTP tool turn",
+        "no compaction": "a long turn after another (CPU: both)",
+    }
+    for mode, what in baselines.items():
         section.add(
-            f"baseline '{mode}': request sent -> first ResponseChunk, warm", "ms", samples[mode]["first"]
+            f"baseline, {what}: request sent -> first ResponseChunk, warm", "ms", samples[mode]["first"]
         )
-        section.add(f"baseline '{mode}': CPU per turn", "ms", cpu(mode)).runs = runs
+        section.add(f"baseline, {what}: CPU", "ms", cpu(mode)).runs = runs
     rows = []
     for line in LINES:
         paired = zip(samples[line.on]["first"], samples[line.off]["first"], strict=True)
