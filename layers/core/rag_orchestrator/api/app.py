@@ -42,6 +42,7 @@ ROUTERS: dict[str, str] = {
     "guest": "rag_orchestrator.api.guest:router",
     "audit": "rag_orchestrator.api.audit:router",
     "documents": "rag_orchestrator.api.documents:router",
+    "lifecycle": "rag_orchestrator.api.lifecycle:router",
 }
 
 API_ROUTERS = (
@@ -59,6 +60,7 @@ API_ROUTERS = (
     "audit",
     "documents",
     "usage",
+    "lifecycle",
 )
 STREAM_ROUTERS = (
     "health",

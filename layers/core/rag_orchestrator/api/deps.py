@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.attachments.turns import TurnAttachments
     from rag_orchestrator.conversations.dynamo import DynamoConversationStore
     from rag_orchestrator.conversations.in_process import InProcessStore
+    from rag_orchestrator.lifecycle.service import Lifecycle
     from rag_orchestrator.loop.configuration import LoopConfig, StreamConfig
     from rag_orchestrator.loop.control import RunningTurns
     from rag_orchestrator.loop.orchestrator import Orchestrator
@@ -43,6 +44,13 @@ class Services:
         from rag_orchestrator.conversations.factory import create_store
 
         return create_store(self.settings)
+
+    @cached_property
+    def lifecycle(self) -> Lifecycle:
+        """Erasures (lifecycle/): started here, run by LIFECYCLE_FUNCTION or a thread of this process."""
+        from rag_orchestrator.lifecycle.runner import create_lifecycle
+
+        return create_lifecycle(self.settings)
 
     @cached_property
     def attachments(self) -> Attachments:

@@ -41,6 +41,13 @@ def cursor_key(settings: Settings) -> bytes:
     return hashlib.sha256(material.encode()).digest()
 
 
+def actor_key(settings: Settings) -> bytes:
+    """AUDIT_ACTOR_SECRET when set; else a key derived from the table name (docs/privacy.md)."""
+    secret = settings.secret("audit_actor_secret")
+    material = secret or f"rag-orchestrator/actor/{settings.conversations_table or 'memory'}"
+    return hashlib.sha256(material.encode()).digest()
+
+
 class CursorCodec:
     def __init__(self, key: bytes) -> None:
         self._key = key

@@ -60,10 +60,19 @@ class DynamoConversations:
         return read_owned(self._table, conversation_id, caller_id)
 
     def soft_delete(self, conversation_id: str, caller_id: str) -> None:
-        """Into PURGE# for the retention period; a guest's stays in EXPIRE#, with its own TTL."""
+        """Into PURGE# for the retention period; a guest's stays in EXPIRE#, with its own TTL. Out of
+        the caller's listing, into the caller's GONE# partition (where an erasure finds it)."""
         now = utcnow()
-        values: dict[str, Any] = {":deleted": DELETED, ":now": iso(now), ":caller": caller_id}
-        expression = "SET #status = :deleted, deletedAt = :now, updatedAt = :now"
+        values: dict[str, Any] = {
+            ":deleted": DELETED,
+            ":now": iso(now),
+            ":caller": caller_id,
+            ":gone": it.GONE_PREFIX + caller_id,
+            ":gone_key": f"{iso(now)}#{conversation_id}",
+        }
+        expression = (
+            "SET #status = :deleted, deletedAt = :now, updatedAt = :now, GSI1PK = :gone, GSI1SK = :gone_key"
+        )
         if not is_guest(caller_id):
             expression += ", expiresAt = :ttl, GSI3PK = :purge, GSI3SK = :now"
             values |= {
@@ -74,7 +83,7 @@ class DynamoConversations:
             self._table.call(
                 "update_item",
                 Key=meta_key(conversation_id),
-                UpdateExpression=expression + " REMOVE GSI1PK, GSI1SK",
+                UpdateExpression=expression,
                 ConditionExpression="callerId = :caller AND #status <> :deleted",
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues=it.to_attributes(values),

@@ -82,7 +82,7 @@ class InProcessTurns:
             tokens = outcome.tokens
             record.add(outcome.stored(), tokens=tokens, tool_calls=outcome.tool_calls, gone=len(by))
             if outcome.audit is not None:
-                sealed = seal(copy.deepcopy(outcome.audit), record.audit_head)
+                sealed = seal(copy.deepcopy(outcome.audit), record.audit_head, shelf.actor_key)
                 record.audits.append(sealed)
                 record.audit_head = sealed["hash"]
             if outcome.decided is not None:

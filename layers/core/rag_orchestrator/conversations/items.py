@@ -41,6 +41,9 @@ ARCHIVE_SHARDS = 16
 # purged conversations by the end of their retention.
 ARCHIVE_PREFIX, CLEANUP_PREFIX, PURGE_PREFIX = "ARCHIVE#", "CLEANUP#", "PURGE#"
 EXPIRE_PREFIX, RETAIN_PREFIX = "EXPIRE#", "RETAIN#"
+# ByCaller partitions besides CALLER#<id> (the listing): a caller's DELETED conversations not yet
+# purged, and the audit trails kept of purged ones; what an erasure looks for (docs/privacy.md).
+GONE_PREFIX, TRAIL_PREFIX = "GONE#", "TRAIL#"
 # DynamoDB TTL (`expiresAt`) is a backstop this long after the archival job's own removal is due.
 TTL_GRACE = timedelta(days=7)
 

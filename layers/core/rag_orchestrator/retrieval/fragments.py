@@ -178,6 +178,14 @@ class FragmentIndex:
         """Delete every fragment of the conversation: its turns and its attachments' segments."""
         self.store.delete({"conversationId": conversation_id})
 
+    def forget_caller(self, caller_id: str) -> int:
+        """Delete every fragment of the caller (an erasure); how many there were."""
+        where = {"callerId": caller_id}
+        found = self.store.count(where=where)
+        if found:
+            self.store.delete(where)
+        return found
+
 
 @lru_cache(maxsize=4)
 def get_fragment_index(settings: Settings) -> FragmentIndex:

@@ -1,0 +1,83 @@
+"""The lifecycle jobs built from the settings, and the event LifecycleFunction (or a local thread) runs."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from rag_orchestrator.config import Settings
+from rag_orchestrator.conversations.audit_archive import TrailKeeper
+from rag_orchestrator.conversations.cursors import actor_key
+from rag_orchestrator.conversations.s3_objects import ObjectStore
+from rag_orchestrator.conversations.table import Table
+from rag_orchestrator.conversations.transcripts import S3AuditTrails
+from rag_orchestrator.errors import BadRequest, StorageUnavailable
+from rag_orchestrator.lifecycle.conversation_erasure import Checkpoint, ConversationEraser
+from rag_orchestrator.lifecycle.erasure import CallerEraser
+from rag_orchestrator.lifecycle.jobs import ErasureJobs
+from rag_orchestrator.lifecycle.service import Lifecycle
+from rag_orchestrator.lifecycle.sharing import revoker
+
+
+def _table(settings: Settings) -> Table:
+    if settings.conversation_storage != "dynamodb":
+        raise StorageUnavailable("Erasure and export need CONVERSATION_STORAGE=dynamodb")
+    from rag_orchestrator import aws
+
+    return Table(aws.client("dynamodb"), settings.conversations_table or "")
+
+
+def caller_eraser(settings: Settings, checkpoint: Checkpoint | None = None) -> CallerEraser:
+    from rag_orchestrator import aws
+    from rag_orchestrator.retrieval.fragments import FragmentIndex
+    from rag_orchestrator.retrieval.vector_store import VectorStore
+
+    table, s3 = _table(settings), aws.client("s3")
+    objects = ObjectStore(s3, settings.transcripts_bucket or "")
+    attachments = ObjectStore(s3, settings.attachments_bucket) if settings.attachments_bucket else None
+    trails = S3AuditTrails(s3, settings.transcripts_bucket or "")
+    retention = timedelta(days=settings.audit_retention_days)
+    # No embedder: erasing embeds nothing (nor reads its key); also with MEMORY_ENABLED=false.
+    memory = FragmentIndex(VectorStore(settings, None, collection=settings.chroma_memory_collection), None)
+    conversations = ConversationEraser(
+        table,
+        objects,
+        attachments,
+        trails,
+        forget=memory.forget_conversation,
+        revoke_shares=revoker(table, objects),
+        audit_retention=retention,
+        checkpoint=checkpoint,
+    )
+    return CallerEraser(
+        table,
+        ErasureJobs(table),
+        conversations,
+        objects=objects,
+        attachment_objects=attachments,
+        forget_caller=memory.forget_caller,
+        actor_key=actor_key(settings),
+        keeper=TrailKeeper(table, objects, trails, retention),
+    )
+
+
+def run_lifecycle_event(settings: Settings, event: dict[str, Any]) -> dict[str, Any]:
+    """One job: `{"kind": "erasure", "erasureId": ...}`; what it ended with."""
+    if event.get("kind") == "erasure" and isinstance(event.get("erasureId"), str):
+        return caller_eraser(settings).run(event["erasureId"])
+    raise BadRequest("Unknown lifecycle event")
+
+
+def create_lifecycle(settings: Settings) -> Lifecycle:
+    """The routes' side: jobs on the table, run by LIFECYCLE_FUNCTION or a thread of this process."""
+    from rag_orchestrator.lifecycle.dispatch import LambdaDispatcher, ThreadDispatcher
+    from rag_orchestrator.lifecycle.service import Dispatcher
+
+    dispatcher: Dispatcher
+    if settings.lifecycle_function:
+        from rag_orchestrator import aws
+
+        dispatcher = LambdaDispatcher(aws.client("lambda"), settings.lifecycle_function)
+    else:
+        dispatcher = ThreadDispatcher(lambda event: run_lifecycle_event(settings, event))
+    return Lifecycle(ErasureJobs(_table(settings)), dispatcher, actor_key(settings))
