@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from devserver.event_setup import prepare
 from devserver.stack import ROOT, apply_local_defaults
 
-FUNCTIONS = ("api", "chat_stream", "archive", "ingest", "attachments")
+FUNCTIONS = ("api", "chat_stream", "archive", "ingest", "attachments", "lifecycle")
 
 
 @dataclass

@@ -29,6 +29,7 @@ FUNCTIONS = {
     "ArchiveFunction": ("functions/archive/", "app.handler"),
     "IngestFunction": ("functions/ingest/", "app.handler"),
     "AttachmentFunction": ("functions/attachments/", "app.handler"),
+    "LifecycleFunction": ("functions/lifecycle/", "app.handler"),
 }
 SHARED_ENV = {
     "CONVERSATIONS_TABLE",
@@ -556,7 +557,9 @@ def test_ingest_is_notified_of_new_documents(template, resources):
     assert effective_function(template, "IngestFunction")["Timeout"] == 300
 
 
-@pytest.mark.parametrize("logical_id", ["ArchiveFunction", "IngestFunction", "AttachmentFunction"])
+@pytest.mark.parametrize(
+    "logical_id", ["ArchiveFunction", "IngestFunction", "AttachmentFunction", "LifecycleFunction"]
+)
 def test_async_functions_send_failures_to_an_encrypted_queue(resources, logical_id):
     config = resources[logical_id]["Properties"]["EventInvokeConfig"]
     assert config["MaximumRetryAttempts"] == 2
@@ -769,7 +772,7 @@ def test_sample_events_are_realistic():
 def test_snapstart_is_an_option_of_the_functions_whose_hooks_run(template, resources):
     parameter = template["Parameters"]["SnapStart"]
     assert parameter["Default"] == "None" and parameter["AllowedValues"] == ["None", "PublishedVersions"]
-    with_snapstart = {"ApiFunction", "ArchiveFunction", "IngestFunction"}
+    with_snapstart = {"ApiFunction", "ArchiveFunction", "IngestFunction", "LifecycleFunction"}
     for logical_id in FUNCTIONS:
         props = effective_function(template, logical_id)
         if logical_id in with_snapstart:
@@ -779,3 +782,11 @@ def test_snapstart_is_an_option_of_the_functions_whose_hooks_run(template, resou
             assert "snapstart.register()" in code, logical_id
         else:
             assert "SnapStart" not in props, logical_id
+
+
+def test_erasures_run_in_a_function_of_their_own_invoked_asynchronously_by_the_api(template, resources):
+    api = effective_function(template, "ApiFunction")
+    assert api["Environment"]["Variables"]["LIFECYCLE_FUNCTION"] == {"Ref": "LifecycleFunction.Alias"}
+    (invoke,) = [s for s in statements_of(resources, "ApiFunction") if s.get("Sid") == "StartLifecycleJobs"]
+    assert as_list(invoke["Action"]) == ["lambda:InvokeFunction"]
+    assert effective_function(template, "LifecycleFunction")["Timeout"] == 900  # beyond API Gateway's 29 s

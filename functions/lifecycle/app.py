@@ -1,0 +1,23 @@
+"""LifecycleFunction (invoked asynchronously by the API function): erases a caller's data (docs/privacy.md).
+A run stopped by the timeout fails, Lambda runs the event again, and the erasure resumes where it stopped."""
+
+from rag_orchestrator.startup import frozen_start
+
+with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/startup.py)
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+    from rag_orchestrator.api import snapstart
+    from rag_orchestrator.config import get_settings
+    from rag_orchestrator.lifecycle.runner import run_lifecycle_event
+    from rag_orchestrator.observability import logger
+
+    settings = get_settings()  # a bad setting fails the cold start, naming the variable
+    snapstart.register()  # with the template's SnapStart on (docs/performance.md)
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict, context: LambdaContext) -> dict:
+    logger.info("lifecycle job started", extra={"kind": event.get("kind")})
+    job = run_lifecycle_event(settings, event)
+    logger.info("lifecycle job done", extra={"status": job.get("status"), "counts": job.get("counts")})
+    return {k: v for k, v in job.items() if k != "callerId"}
