@@ -42,9 +42,10 @@ bench: setup  ## benchmarks (see bench/README.md)
 eval: setup  ## answer quality on eval/questions.yaml: hit@1/hit@3, answer accuracy (see docs/retrieval.md)
 	@$(PY) -m eval $(EVAL_ARGS)
 
-validate:
+validate:  ## sam validate --lint, and cfn-lint in the aws, aws-cn and aws-us-gov partitions
 	@bash devserver/bootstrap.sh sam
 	@sam validate --lint
+	@cfn-lint --regions us-east-1 cn-north-1 us-gov-west-1 -- template.yaml
 
 build: setup validate  ## sam build: the layer needs .venv's python3.12 and uv (layers/core/build_layer.py)
 	@sam build

@@ -35,6 +35,7 @@ BENCHMARKS = {
     "concurrency": "bench.concurrency",
     "archival": "bench.archival",
     "answers": "bench.answers",
+    "mcp": "bench.mcp",
     "attachments": "bench.attachments",
     "memory_use": "bench.memory_use",
     "size": "bench.size",

@@ -1,5 +1,5 @@
-"""`make dev`: moto server + Chroma server + sample knowledge base + demo tools + every route and the
-chat page on PORT."""
+"""`make dev`: moto server + Chroma server + sample knowledge base + demo tools (HTTP and MCP) + every
+route and the chat page on PORT."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import os
 import signal
 import sys
 import time
-from pathlib import Path
 
+from devserver import dev_env
+from devserver.demo_mcp import use_demo_mcp
 from devserver.demo_tools import use_demo_catalog
 from devserver.stack import ROOT, S3_EVENTS_PATH, apply_local_defaults, start_chroma, start_moto
 
@@ -20,6 +21,7 @@ def _interrupt(*_: object) -> None:
 def main() -> int:
     env = apply_local_defaults()
     use_demo_catalog(env.get("PORT") or "8000", env)  # a bad PORT is named by the settings below
+    use_demo_mcp(env.get("PORT") or "8000", env)
     sys.path.insert(0, str(ROOT / "layers" / "core"))
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "layers" / "core"), str(ROOT)]))
     from rag_orchestrator.config import get_settings
@@ -31,10 +33,11 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    local = Path(os.environ.get("DEVSERVER_LOCAL_DIR", ROOT / ".local"))
+    local = dev_env.local_dir()
     services = []
 
     def stop(*_: object) -> None:
+        dev_env.remove(local)
         for service in reversed(services):
             service.stop()
 
@@ -61,6 +64,11 @@ def main() -> int:
             f"  api                   http://127.0.0.1:{settings.port}  (docs: /docs, health: /api/v1/agent/health)"
         )
         print(f"  tools                 {settings.tool_catalog_path}")
+        print(f"  MCP                   the knowledge base: http://127.0.0.1:{settings.port}/mcp; tools from")
+        print(
+            f"                        the demo MCP server: http://127.0.0.1:{settings.port}/demo-mcp (docs/mcp.md)"
+        )
+        print(f"  make invoke reads     {dev_env.write(env, local)}")
         print("Ctrl-C stops everything.", flush=True)
         import uvicorn
 

@@ -1,6 +1,7 @@
 """The local app: every router in one FastAPI app, plus what only `make dev` serves — the chat page at
-`/` (static files in devserver/static), the demo tool API under /demo-tools, and the S3 events the local
-moto server sends (in AWS, S3 notifies AttachmentFunction; here the app processes the upload the same way)."""
+`/` (static files in devserver/static), the demo tool API under /demo-tools and the demo MCP server
+under /demo-mcp, and the S3 events the local moto server sends (in AWS, S3 notifies AttachmentFunction;
+here the app processes the upload the same way)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from fastapi import BackgroundTasks, FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
+from devserver.demo_mcp import MOUNT as MCP_MOUNT
+from devserver.demo_mcp import DemoMcpApp
 from devserver.demo_tools import MOUNT, demo_tools_app
 from devserver.stack import S3_EVENTS_PATH
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
@@ -41,4 +44,5 @@ def build_app() -> FastAPI:
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.mount(MOUNT, demo_tools_app(), name="demo-tools")
+    app.mount(MCP_MOUNT, DemoMcpApp(), name="demo-mcp")
     return app

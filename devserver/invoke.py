@@ -1,4 +1,5 @@
-"""`make invoke FN=<function> EVENT=<file>`: run a function's handler in-process against the local stack."""
+"""`make invoke FN=<function> EVENT=<file>`: run a function's handler in-process against the local stack:
+the running `make dev`'s, on whatever ports it took (devserver/dev_env.py), else the default one."""
 
 from __future__ import annotations
 
@@ -6,11 +7,13 @@ import asyncio
 import base64
 import importlib.util
 import json
+import os
 import sys
 import time
 import uuid
 from dataclasses import dataclass, field
 
+from devserver import dev_env
 from devserver.event_setup import prepare
 from devserver.stack import ROOT, apply_local_defaults
 
@@ -95,6 +98,11 @@ def main(argv: list[str]) -> int:
         print(f"usage: python -m devserver.invoke <{'|'.join(FUNCTIONS)}> <event.json>", file=sys.stderr)
         return 2
     name, event_path = argv
+    running = dev_env.read(dev_env.local_dir())
+    for key, value in running.items():
+        os.environ.setdefault(key, value)  # what you export still wins, as for `make dev`
+    if running:
+        print(f"against the running make dev on port {os.environ.get('PORT', '8000')}", file=sys.stderr)
     apply_local_defaults()
     sys.path[:0] = [str(ROOT / "layers" / "core"), str(ROOT / "functions" / name)]
     event = json.loads((ROOT / event_path).read_text())  # an absolute path replaces ROOT

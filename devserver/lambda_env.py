@@ -1,5 +1,6 @@
-"""The environment a deployed function sees (Lambda's own variables plus template.yaml's Globals),
-with placeholder values: for checks that load handlers the way Lambda does, never for real calls."""
+"""The environment a deployed function sees (Lambda's own variables plus template.yaml's Globals and the
+REST function's model and guest settings), with placeholder values: for checks that load handlers the
+way Lambda does, never for real calls."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def lambda_environment(function_dir: str, function_name: str, stage: str = "test
         "AWS_ACCESS_KEY_ID": "ASIATESTTESTTESTTEST",
         "AWS_SECRET_ACCESS_KEY": "test-secret-key",
         "AWS_SESSION_TOKEN": "test-session-token",
-        # The template's Globals
+        # The template's
         "CONVERSATIONS_TABLE": f"rag-orchestrator-{stage}-conversations",
         "TRANSCRIPTS_BUCKET": f"rag-orchestrator-{stage}-transcripts",
         "DOCUMENTS_BUCKET": f"rag-orchestrator-{stage}-documents-123456789012-us-east-1",

@@ -9,14 +9,14 @@ with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/s
     from rag_orchestrator.api import snapstart
     from rag_orchestrator.config import get_settings
     from rag_orchestrator.conversations.archival import run_archival
-    from rag_orchestrator.observability import logger, metrics
+    from rag_orchestrator.observability import logger, publishes_metrics
 
     settings = get_settings()  # a bad setting fails the cold start, naming the variable
     snapstart.register()  # with the template's SnapStart on (docs/performance.md)
 
 
 @logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics
+@publishes_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
     logger.info("archival started", extra={"scheduled_at": event.get("time")})
     report = run_archival(settings, remaining_ms=context.get_remaining_time_in_millis)

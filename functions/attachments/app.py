@@ -10,13 +10,13 @@ with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/s
     from rag_orchestrator.attachments.events import process_s3_event
     from rag_orchestrator.attachments.factory import create_attachments
     from rag_orchestrator.config import get_settings
-    from rag_orchestrator.observability import logger, metrics
+    from rag_orchestrator.observability import logger, publishes_metrics
 
     attachments = create_attachments(get_settings())  # a bad setting fails the cold start, naming it
 
 
 @logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics
+@publishes_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
     result = process_s3_event(attachments, event)
     logger.info(

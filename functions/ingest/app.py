@@ -8,7 +8,7 @@ with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/s
 
     from rag_orchestrator.api import snapstart
     from rag_orchestrator.config import get_settings
-    from rag_orchestrator.observability import logger, metrics
+    from rag_orchestrator.observability import logger, publishes_metrics
     from rag_orchestrator.retrieval.s3_ingest import ingest_s3_event
 
     settings = get_settings()  # a bad setting fails the cold start, naming the variable
@@ -16,7 +16,7 @@ with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/s
 
 
 @logger.inject_lambda_context(clear_state=True)
-@metrics.log_metrics
+@publishes_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
     result = ingest_s3_event(event, settings)
     logger.info(

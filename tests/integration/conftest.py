@@ -1,5 +1,5 @@
 """`dev_app`: the dev server's app on a loopback port, as `make dev` serves it — chat page, demo tools
-and every route — over a real Chroma server holding a small guide, with the fake LLM as its model
+(HTTP and MCP) and every route — over a real Chroma server holding a small guide, with the fake LLM as its model
 (or, parametrized indirectly with "extractive", the offline strategy)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from devserver.demo_mcp import use_demo_mcp
 from devserver.demo_tools import CATALOG, MOUNT
 from devserver.stack import free_port
 from tests.fakes.fake_llm import FakeLLM
@@ -40,6 +41,9 @@ def dev_app(request, chroma_url, fake_llm, monkeypatch) -> Iterator[DevApp]:
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
     monkeypatch.setenv("TOOL_CATALOG_PATH", str(CATALOG))
     monkeypatch.setenv("DEMO_TOOLS_URL", f"http://127.0.0.1:{port}{MOUNT}")
+    demo_mcp: dict[str, str] = {}
+    use_demo_mcp(str(port), demo_mcp)
+    monkeypatch.setenv("MCP_SERVERS", demo_mcp["MCP_SERVERS"])
     if getattr(request, "param", None) == "extractive":
         monkeypatch.setenv("MODEL_STRATEGY", "extractive")
     else:

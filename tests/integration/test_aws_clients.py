@@ -1,13 +1,16 @@
 """boto3 clients from one shared session, created lazily where a request may not need them, and
-secrets read from SSM (on the moto server) the way a deployed function reads them."""
+secrets read from SSM or Secrets Manager (on the moto server) the way a deployed function reads them."""
 
 from __future__ import annotations
 
+import json
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import boto3
+import pytest
 
 from rag_orchestrator import aws
 from rag_orchestrator.config import load_settings
@@ -83,3 +86,45 @@ def test_threads_asking_at_once_for_a_secret_fetch_it_once(aws_stack, in_lambda,
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(lambda _: ask(), range(8))) == ["chroma-token"] * 8
     assert fetched == ["/rag/chroma_token"]
+
+
+def secret_in_secrets_manager(monkeypatch, setting: str, value: str, *, by_arn: bool = False) -> str:
+    """`setting` held by a new Secrets Manager secret that `<SETTING>_PARAM` names; the secret's ARN."""
+    name = f"rag/{setting}-{uuid.uuid4().hex[:8]}"
+    arn = aws.client("secretsmanager").create_secret(Name=name, SecretString=value)["ARN"]
+    monkeypatch.delenv(setting.upper(), raising=False)
+    monkeypatch.setenv(f"{setting.upper()}_PARAM", arn if by_arn else f"secretsmanager:{name}")
+    return arn
+
+
+@pytest.mark.parametrize("by_arn", [False, True], ids=["by-name", "by-arn"])
+def test_secret_comes_from_secrets_manager_and_is_cached(aws_stack, in_lambda, monkeypatch, by_arn):
+    arn = secret_in_secrets_manager(monkeypatch, "qwen_api_key", "sk-from-secrets", by_arn=by_arn)
+    settings = load_settings()
+
+    assert settings.secret("qwen_api_key") == "sk-from-secrets"
+    aws.client("secretsmanager").put_secret_value(SecretId=arn, SecretString="sk-rotated")
+    assert settings.secret("qwen_api_key") == "sk-from-secrets"  # cached for max_age (5 minutes)
+    aws.reset()
+    assert settings.secret("qwen_api_key") == "sk-rotated"
+
+
+@pytest.mark.parametrize("store", ["ssm", "secretsmanager"])
+def test_one_field_of_a_json_secret(aws_stack, in_lambda, monkeypatch, store):
+    keys = json.dumps({"deepseek": "sk-deepseek", "qwen": "sk-qwen"})
+    if store == "ssm":
+        secret_in_ssm(aws_stack, monkeypatch, "deepseek_api_key", keys)
+        reference = "/rag/deepseek_api_key"
+    else:
+        reference = secret_in_secrets_manager(monkeypatch, "deepseek_api_key", keys)
+    monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", f"{reference}#deepseek")
+    assert load_settings().secret("deepseek_api_key") == "sk-deepseek"
+    monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", f"{reference}#openai")
+    with pytest.raises(ValueError, match="has no string field 'openai'"):
+        load_settings().secret("deepseek_api_key")
+
+
+def test_a_missing_secret_fails_with_the_services_error(aws_stack, in_lambda, monkeypatch):
+    monkeypatch.setenv("CHROMA_TOKEN_PARAM", "secretsmanager:rag/no-such-secret")
+    with pytest.raises(Exception, match="ResourceNotFoundException"):
+        load_settings().secret("chroma_token")

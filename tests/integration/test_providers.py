@@ -102,6 +102,7 @@ async def test_a_streamed_answer_with_keepalives_usage_and_no_done(fake_llm, str
     body = fake_llm.requests[0]
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["model"] == "fake-model" and body["tools"] == [RAG_TOOL]
+    assert body["temperature"] == 0.7  # MODEL_TEMPERATURE's default
     assert body["messages"][-1] == {"role": "user", "content": "How long do refunds take?"}
     assert fake_llm.headers[0]["authorization"] == "Bearer test-key"
 

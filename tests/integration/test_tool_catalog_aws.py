@@ -1,7 +1,10 @@
 """The tool catalogue as deployed: an S3 object or an SSM parameter, read at start and validated like a
-file; tool secrets under one SSM path prefix. Against the moto server, as a function in Lambda sees it."""
+file; tool secrets under one SSM path prefix, or one Secrets Manager name prefix. Against the moto
+server, as a function in Lambda sees it."""
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 import yaml
@@ -97,5 +100,21 @@ def test_an_unreadable_catalogue_stops_the_start_with_its_location(deployed, aws
 
 def test_a_secret_missing_under_the_prefix_names_the_parameter(deployed):
     aws.client("ssm").delete_parameter(Name=f"{PREFIX}ORDERS_API_TOKEN")
-    with pytest.raises(ConfigError, match=rf"the SSM parameter {PREFIX}ORDERS_API_TOKEN cannot be read"):
+    with pytest.raises(ConfigError, match=rf"the secret {PREFIX}ORDERS_API_TOKEN cannot be read"):
+        load_catalog(load_settings(tool_catalog_path=deployed["ssm"]))
+
+
+def test_tool_secrets_may_live_in_secrets_manager_under_a_name_prefix(deployed, monkeypatch):
+    prefix = f"rag-orchestrator-{uuid.uuid4().hex[:8]}/tools/"
+    aws.client("secretsmanager").create_secret(Name=f"{prefix}ORDERS_API_TOKEN", SecretString="from-secrets")
+    monkeypatch.setenv("TOOL_SECRETS_PREFIX", f"secretsmanager:{prefix}")
+    toolbox = build_toolbox(
+        load_settings(tool_catalog_path=deployed["ssm"]),
+        rag_search=MemorySearchTool([]),
+        embedder=None,
+        cache=None,
+    )
+    assert toolbox.registry.get("get_order_status")._headers["Authorization"] == "Bearer from-secrets"
+    monkeypatch.setenv("TOOL_SECRETS_PREFIX", "secretsmanager:rag-orchestrator/no-such-tools/")
+    with pytest.raises(ConfigError, match="the secret secretsmanager:rag-orchestrator/no-such-tools/ORDERS"):
         load_catalog(load_settings(tool_catalog_path=deployed["ssm"]))

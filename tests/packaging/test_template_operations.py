@@ -21,44 +21,13 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from devserver.cfn_yaml import load_template  # noqa: E402
-from tests.packaging.test_template import FUNCTIONS, as_list, branches, env_of, policy_statements  # noqa: E402
+from tests.packaging.intrinsics import NO_VALUE as NO_VALUE_LEFT_OUT  # noqa: E402
+from tests.packaging.intrinsics import Deployment  # noqa: E402
+from tests.packaging.test_template import FUNCTIONS, as_list, branches, env_of  # noqa: E402
 
 CODE = [REPO / "layers" / "core" / "rag_orchestrator", REPO / "functions"]
 NO_VALUE = {"Ref": "AWS::NoValue"}
 NOTIFY = {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], NO_VALUE]}
-# Settings a deployer sets, and the variable each becomes (docs/configuration.md).
-EXPOSED = {
-    "LoopMaxIterations": "LOOP_MAX_ITERATIONS",
-    "LoopInitialRag": "LOOP_INITIAL_RAG",
-    "LoopFinalizer": "LOOP_FINALIZER",
-    "ConversationRollingWindow": "CONVERSATION_ROLLING_WINDOW",
-    "AllowAnonymous": "ALLOW_ANONYMOUS",
-    "CallerIdClaim": "CALLER_ID_CLAIM",
-    "RolesClaim": "ROLES_CLAIM",
-    "ArchiveAfterDays": "ARCHIVE_AFTER_DAYS",
-    "DeletedRetentionDays": "DELETED_RETENTION_DAYS",
-    "RagTopkDefault": "RAG_TOPK_DEFAULT",
-    "RagTopkMax": "RAG_TOPK_MAX",
-    "RagSimilarityThreshold": "RAG_SIMILARITY_THRESHOLD",
-    "ChromaCollection": "CHROMA_COLLECTION",
-    "ChromaTenant": "CHROMA_TENANT",
-    "ChromaDatabase": "CHROMA_DATABASE",
-    "ChromaTimeoutSeconds": "CHROMA_TIMEOUT_SECONDS",
-    "EmbeddingProvider": "EMBEDDING_PROVIDER",
-    "EmbeddingModel": "EMBEDDING_MODEL",
-    "EmbeddingBaseUrl": "EMBEDDING_BASE_URL",
-    "EmbeddingDimensions": "EMBEDDING_DIMENSIONS",
-    "EmbeddingTimeoutSeconds": "EMBEDDING_TIMEOUT_SECONDS",
-    "JwksTimeoutSeconds": "JWKS_TIMEOUT_SECONDS",
-    "DeepSeekModel": "DEEPSEEK_MODEL",
-    "QwenThinkingModel": "QWEN_THINKING_MODEL",
-    "QwenInstructModel": "QWEN_INSTRUCT_MODEL",
-    "OpenAICompatibleBaseUrl": "OPENAI_COMPATIBLE_BASE_URL",
-    "OpenAICompatibleModel": "OPENAI_COMPATIBLE_MODEL",
-    "ToolSecretsPrefix": "TOOL_SECRETS_PREFIX",
-    "ToolSelectionTopK": "TOOL_SELECTION_TOP_K",
-    "LogLevel": "LOG_LEVEL",
-}
 
 
 @pytest.fixture(scope="module")
@@ -75,44 +44,11 @@ def of_type(resources: dict, kind: str) -> dict[str, dict]:
     return {k: v["Properties"] for k, v in resources.items() if v["Type"] == kind}
 
 
-def evaluate(node: Any, template: dict, params: dict[str, str], region: str = "us-east-1") -> Any:
-    """A condition or rule expression's value for these parameter values (the functions they use)."""
-    if not isinstance(node, dict):
-        return node
-    ((key, value),) = node.items()
-    match key:
-        case "Ref" if value == "AWS::Region":
-            return region
-        case "Ref":
-            return params.get(value, template["Parameters"][value].get("Default"))
-        case "Condition":
-            return evaluate(template["Conditions"][value], template, params, region)
-        case "Fn::Equals":
-            left, right = (evaluate(v, template, params, region) for v in value)
-            return str(left) == str(right)
-        case "Fn::Not":
-            return not evaluate(value[0], template, params, region)
-        case "Fn::And":
-            return all(evaluate(v, template, params, region) for v in value)
-        case "Fn::Split":
-            return evaluate(value[1], template, params, region).split(value[0])
-        case "Fn::Select":
-            return evaluate(value[1], template, params, region)[int(value[0])]
-    raise AssertionError(f"no evaluator for {key}")
-
-
 def condition(name: str, template: dict, region: str = "us-east-1", **params: str) -> bool:
-    return evaluate({"Condition": name}, template, params, region)
+    return Deployment(template, params, region).condition(name)
 
 
 # ---------------------------------------------------------------- settings as parameters
-
-
-def test_each_setting_a_deployer_sets_is_a_parameter_passed_to_the_functions(template):
-    for parameter, variable in EXPOSED.items():
-        assert parameter in template["Parameters"], parameter
-        given = {fn: env_of(template, fn).get(variable) for fn in FUNCTIONS}
-        assert {"Ref": parameter} in given.values(), (parameter, given)
 
 
 def test_every_variable_the_template_sets_is_a_setting_the_app_reads(template):
@@ -128,21 +64,6 @@ def test_every_variable_the_template_sets_is_a_setting_the_app_reads(template):
             ):
                 continue
             assert variable.lower() in Settings.model_fields, (fn, variable)
-
-
-def test_the_parameters_defaults_are_valid_settings(template, monkeypatch):
-    from rag_orchestrator.config import load_settings
-
-    for parameter, variable in EXPOSED.items():
-        default = template["Parameters"][parameter].get("Default")
-        if variable != "LOG_LEVEL" and default is not None:
-            monkeypatch.setenv(variable, str(default))  # a blank one is passed as "" and read as unset
-    monkeypatch.setenv("EMBEDDING_PROVIDER", "hashing")  # bedrock needs AWS; its name is checked above
-    settings = load_settings()
-    assert settings.loop_finalizer == "direct" and settings.allow_anonymous is False
-    assert (
-        settings.tool_secrets_prefix == "/rag-orchestrator/tools/" and settings.embedding_dimensions is None
-    )
 
 
 def test_the_log_level_allows_trace(template):
@@ -183,11 +104,10 @@ def test_the_catalogue_reaches_the_tool_functions_with_read_access_to_it_alone(
     assert condition("ToolCatalogInS3", template, ToolCatalog=value) is in_s3
     assert condition("ToolCatalogInSsm", template, ToolCatalog=value) is in_ssm
     for fn in ("ApiFunction", "ChatStreamFunction"):
-        variable = env_of(template, fn)["TOOL_CATALOG_PATH"]
-        assert variable == {
-            "Fn::If": ["ToolCatalogInSsm", {"Fn::Sub": "ssm:${ToolCatalog}"}, {"Ref": "ToolCatalog"}]
-        }
-        assert (f"ssm:{value}" if in_ssm else value) == path  # what the app reads (tools/catalog.py)
+        variable = Deployment(template, {"ToolCatalog": value}).value(
+            env_of(template, fn)["TOOL_CATALOG_PATH"]
+        )
+        assert variable == (path or NO_VALUE_LEFT_OUT)  # what the app reads (tools/catalog.py); blank: unset
         statements = resources[fn]["Properties"]["Policies"][0]["Statement"]
         # The others are the attachment engines' (UseTextract, UseTranscribe: test_template.py).
         conditional = [s["Fn::If"] for s in statements if s.get("Fn::If", [""])[0].startswith("ToolCatalog")]
@@ -199,25 +119,91 @@ def test_the_catalogue_reaches_the_tool_functions_with_read_access_to_it_alone(
 
 
 @pytest.mark.parametrize(
-    ("prefix", "allowed"),
-    [("/rag-orchestrator/tools/", True), ("/a/", True), ("/", False), ("/tools", False), ("tools/", False)],
+    ("value", "allowed"),
+    [
+        ("", True),
+        ('{"servers": [{"name": "orders", "url": "https://orders.example.com/mcp"}]}', True),
+        ('[{"name": "orders", "url": "https://orders.example.com/mcp"}]', True),
+        ("s3://my-config-bucket/mcp.json", True),
+        ("/rag-orchestrator/mcp-servers", True),
+        ("s3://my-config-bucket/mcp.txt", False),
+        ("ssm:/rag-orchestrator/mcp-servers", False),
+        ("mcp.json", False),
+        ('{"servers": [{"name": "orders"', False),
+    ],
 )
-def test_tool_secrets_are_readable_under_one_path_prefix_and_nowhere_else(
-    template, resources, prefix, allowed
+def test_the_mcp_servers_parameter_takes_the_document_an_s3_object_or_an_ssm_parameter(
+    template, value, allowed
 ):
-    assert (
-        bool(re.fullmatch(template["Parameters"]["ToolSecretsPrefix"]["AllowedPattern"], prefix)) is allowed
-    )
+    pattern = template["Parameters"]["McpServers"]["AllowedPattern"]
+    assert bool(re.fullmatch(pattern, value)) is allowed
+
+
+def test_the_inline_mcp_servers_documents_limit_is_the_one_the_docs_give(template):
+    """Lambda's 4 KB environment bounds a document given inline (test_template_settings.py deploys one
+    this long with every other setting given); docs/mcp.md sends larger ones to S3 or SSM."""
+    parameter = template["Parameters"]["McpServers"]
+    said = f"at most {parameter['MaxLength']} characters"
+    assert said in parameter["ConstraintDescription"]
+    assert said in (REPO / "docs" / "mcp.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("value", "in_s3", "in_ssm", "variable"),
+    [
+        ("", False, False, ""),
+        ('{"servers": []}', False, False, '{"servers": []}'),
+        ("s3://b/mcp.json", True, False, "s3://b/mcp.json"),
+        ("/rag/mcp", False, True, "ssm:/rag/mcp"),
+    ],
+)
+def test_mcp_servers_reach_the_tool_functions_with_read_access_to_their_document_alone(
+    template, resources, value, in_s3, in_ssm, variable
+):
+    assert condition("McpServersInS3", template, McpServers=value) is in_s3
+    assert condition("McpServersInSsm", template, McpServers=value) is in_ssm
+    deployment = Deployment(template, {"McpServers": value})
     for fn in ("ApiFunction", "ChatStreamFunction"):
-        (grant,) = [
-            s
-            for s in policy_statements(resources[fn]["Properties"]["Policies"])
-            if s.get("Sid") == "ReadToolSecrets"
-        ]
-        assert grant["Action"] == ["ssm:GetParameter", "ssm:GetParameters"]
-        assert grant["Resource"] == {
-            "Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${ToolSecretsPrefix}*"
-        }
+        given = deployment.value(env_of(template, fn)["MCP_SERVERS"])
+        assert given == (variable or NO_VALUE_LEFT_OUT)  # what the app reads (tools/mcp_servers.py)
+        statements = resources[fn]["Properties"]["Policies"][0]["Statement"]
+        conditional = [s["Fn::If"] for s in statements if s.get("Fn::If", [""])[0].startswith("McpServers")]
+        assert {c[0] for c in conditional} == {"McpServersInS3", "McpServersInSsm"}
+        for name, statement, otherwise in conditional:
+            assert otherwise == NO_VALUE
+            expected = ["s3:GetObject"] if name == "McpServersInS3" else ["ssm:GetParameter"]
+            assert statement["Action"] == expected and "*" not in json.dumps(statement["Resource"])
+
+
+@pytest.mark.parametrize(
+    ("prefix", "action", "resource"),
+    [
+        (
+            "/rag-orchestrator/tools/",
+            "ssm:GetParameter",
+            "ssm:us-east-1:123456789012:parameter/rag-orchestrator/tools/*",
+        ),
+        ("/a/", "ssm:GetParameter", "ssm:us-east-1:123456789012:parameter/a/*"),
+        (
+            "secretsmanager:rag-orchestrator/tools/",
+            "secretsmanager:GetSecretValue",
+            "secretsmanager:us-east-1:123456789012:secret:rag-orchestrator/tools/*",
+        ),
+        ("/", None, None),
+        ("/tools", None, None),
+        ("tools/", None, None),
+        ("secretsmanager:tools", None, None),
+    ],
+)
+def test_tool_secrets_are_readable_under_one_prefix_and_nowhere_else(template, prefix, action, resource):
+    pattern = template["Parameters"]["ToolSecretsPrefix"]["AllowedPattern"]
+    assert bool(re.fullmatch(pattern, prefix)) is (action is not None)
+    if action is None:
+        return
+    deployment = Deployment(template, {"ToolSecretsPrefix": prefix})
+    for fn in ("ApiFunction", "ChatStreamFunction"):
+        (grant,) = [s for s in deployment.grants(fn) if s.get("Sid", "").startswith("ToolSecrets")]
+        assert action in as_list(grant["Action"]) and grant["Resource"] == f"arn:aws:{resource}"
         assert env_of(template, fn)["TOOL_SECRETS_PREFIX"] == {"Ref": "ToolSecretsPrefix"}
 
 
@@ -361,13 +347,10 @@ def test_edge_protection_is_off_by_default_and_needs_a_us_east_1_web_acl(
     template, enabled, region, arn, protected, creates_acl, refused
 ):
     assert template["Parameters"]["EnableEdgeProtection"]["Default"] == "false"
-    params = {"EnableEdgeProtection": enabled, "EdgeWebAclArn": arn}
-    assert evaluate({"Condition": "EdgeProtection"}, template, params, region) is protected
-    assert evaluate({"Condition": "CreateEdgeWebAcl"}, template, params, region) is creates_acl
-    rule = template["Rules"]["EdgeWebAclOutsideUsEast1"]
-    applies = evaluate(rule["RuleCondition"], template, params, region)
-    holds = all(evaluate(a["Assert"], template, params, region) for a in rule["Assertions"])
-    assert (applies and not holds) is refused
+    deployment = Deployment(template, {"EnableEdgeProtection": enabled, "EdgeWebAclArn": arn}, region)
+    assert deployment.condition("EdgeProtection") is protected
+    assert deployment.condition("CreateEdgeWebAcl") is creates_acl
+    assert ("EdgeWebAclOutsideUsEast1" in deployment.refusals()) is refused
 
 
 def test_the_web_acl_rate_limits_each_ip_in_front_of_both_entry_points(resources):

@@ -146,3 +146,13 @@ def test_attachment_types_default_to_every_readable_type_or_the_listed_subset(mo
     assert "image/png" in every and "application/pdf" in every and "audio/wav" in every
     monkeypatch.setenv("ATTACHMENT_ALLOWED_TYPES", " Image/PNG , application/pdf")
     assert load_settings().attachment_types == ("image/png", "application/pdf")
+
+
+@pytest.mark.parametrize(
+    "reference",
+    ["deepseek-key", "ssm:/rag/key", "secretsmanager:", "arn:aws:ssm:us-east-1:123456789012:parameter/k"],
+)
+def test_a_secret_reference_of_no_known_form_is_named(monkeypatch, reference):
+    monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", reference)
+    with pytest.raises(ConfigError, match=r"DEEPSEEK_API_KEY_PARAM: .* is neither an SSM parameter name"):
+        load_settings()

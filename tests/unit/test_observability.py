@@ -42,3 +42,47 @@ def test_upstream_text_is_logged_on_one_line_without_keys_and_truncated():
     logged = redacted(text, "my-own-secret")
     assert "sk-abcdef123456" not in logged and "eyJhbGciOi" not in logged and "my-own-secret" not in logged
     assert "\n" not in logged and len(logged) == 300 and logged.count("[redacted]") == 3
+
+
+@pytest.fixture
+def enabled_metrics(monkeypatch):
+    from rag_orchestrator.observability import metrics
+
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    metrics.clear_metrics()
+    yield metrics
+    metrics.clear_metrics()
+
+
+def emf_lines(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith('{"_aws"')]
+
+
+def test_a_handler_that_adds_no_metrics_publishes_nothing_and_warns_of_nothing(enabled_metrics, capsys):
+    import warnings
+
+    from rag_orchestrator.observability import publishes_metrics
+
+    @publishes_metrics
+    def handler(event: dict, context: object) -> dict:
+        return {"skipped": event["keys"]}
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Powertools' log_metrics warns "No application metrics to publish"
+        assert handler({"keys": ["a"]}, None) == {"skipped": ["a"]}
+    assert emf_lines(capsys.readouterr().out) == []
+
+
+def test_a_handlers_metrics_are_published_once_even_when_it_fails(enabled_metrics, capsys):
+    from rag_orchestrator.observability import publishes_metrics
+
+    @publishes_metrics
+    def handler(event: dict, context: object) -> dict:
+        enabled_metrics.add_metric(name="DocumentsFailed", unit="Count", value=1)
+        raise RuntimeError("an object cannot be read now")
+
+    with pytest.raises(RuntimeError):
+        handler({}, None)
+    (line,) = emf_lines(capsys.readouterr().out)
+    assert '"DocumentsFailed":[1.0]' in line or '"DocumentsFailed":1.0' in line
+    assert enabled_metrics.metric_set == {}

@@ -474,7 +474,41 @@ def test_payloads_carry_each_dialects_switches():
     )
     plain = generic.build_payload(messages, [RAG_TOOL], ctx(allow_tools=False))
     assert "tools" not in plain
-    assert set(plain) == {"model", "messages", "stream", "stream_options", "max_tokens"}
+    assert set(plain) == {"model", "messages", "stream", "stream_options", "max_tokens", "temperature"}
+
+
+@pytest.mark.parametrize(
+    ("settings", "sent"),
+    [
+        ({"model_strategy": "openai_compatible"}, 0.7),  # the default
+        ({"model_strategy": "openai_compatible", "model_temperature": 0}, 0.0),
+        ({"model_strategy": "deepseek_single", "model_temperature": 1.3}, 1.3),
+        ({"model_strategy": "deepseek_single", "deepseek_thinking": True}, None),  # ignored there
+        ({"model_strategy": "deepseek_single", "deepseek_model": "deepseek-reasoner"}, None),
+        ({"model_strategy": "qwen_single_instruct", "model_temperature": 0.2}, 0.2),
+        ({"model_strategy": "qwen_single_thinking", "model_temperature": 0.2}, None),  # DashScope's own
+    ],
+)
+def test_model_temperature_goes_with_every_request_but_thinking_ones(settings, sent):
+    strategy = create_strategy(
+        load_settings(
+            **settings,
+            deepseek_api_key="k",
+            qwen_api_key="k",
+            openai_compatible_base_url="http://127.0.0.1:9/v1",
+            openai_compatible_model="llama3",
+        )
+    )
+    assert strategy.build_payload([user("hi")], [RAG_TOOL], ctx()).get("temperature") == sent
+    # a call without tools (a title, an answer) too
+    assert strategy.build_payload([user("hi")], [], ctx(allow_tools=False)).get("temperature") == sent
+
+
+@pytest.mark.parametrize("value", ["-0.1", "2.5", "warm"])
+def test_a_temperature_out_of_range_is_named(monkeypatch, value):
+    monkeypatch.setenv("MODEL_TEMPERATURE", value)
+    with pytest.raises(ConfigError, match="MODEL_TEMPERATURE"):
+        load_settings()
 
 
 def test_the_extractive_strategy_imports_no_http_client():

@@ -1,8 +1,13 @@
-"""frozen_start(): GC off while a function's app module loads, its objects frozen after."""
+"""frozen_start(): GC off while a function's app module loads, its objects frozen after; and what start-up
+imports: the MCP SDK only where MCP_SERVERS names a server, and only at the first use of its tools."""
 
 from __future__ import annotations
 
 import gc
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -44,3 +49,40 @@ def test_a_failed_start_turns_the_collector_back_on():
     with pytest.raises(RuntimeError), frozen_start():
         raise RuntimeError("a bad setting")
     assert gc.isenabled()
+
+
+IMPORTS = """
+import json, os, sys
+from rag_orchestrator.api.app import API_ROUTERS, STREAM_ROUTERS, create_app
+create_app(STREAM_ROUTERS)
+app = create_app(API_ROUTERS)
+built = app.state.services.toolbox
+sdk = lambda: sorted(
+    {m.split(".")[0] for m in sys.modules} & {"mcp", "mcp_types", "httpx2"}
+    | {m for m in sys.modules if m.startswith("rag_orchestrator.tools.mcp_")}
+)
+before = sdk()
+from fastapi.testclient import TestClient  # Starlette's, which brings httpx2 along
+with TestClient(app) as client:
+    client.get("/api/v1/agent/tools", headers={"X-Caller-Id": "alice"})
+print(json.dumps([before, sdk()]))
+"""
+
+
+def _sdk_modules(**env: str) -> list[list[str]]:
+    """The MCP SDK's modules and our MCP tool modules loaded once the apps and their toolbox are built,
+    and after a tool listing."""
+    environ = {k: v for k, v in os.environ.items() if k != "MCP_SERVERS"}
+    environ |= {"PYTHONPATH": os.pathsep.join(sys.path), "CONVERSATION_STORAGE": "memory", **env}
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORTS], capture_output=True, text=True, env=environ, check=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_mcp_sdk_loads_only_where_mcp_servers_is_set_and_then_at_first_use():
+    assert _sdk_modules() == [[], ["httpx2"]]  # not even the MCP tool modules
+    servers = json.dumps([{"name": "gone", "url": "http://127.0.0.1:9/mcp", "identity": "none"}])
+    built, listed = _sdk_modules(MCP_SERVERS=servers)
+    assert not {"mcp", "mcp_types", "httpx2", "rag_orchestrator.tools.mcp_client"} & set(built)
+    assert {"mcp", "mcp_types", "rag_orchestrator.tools.mcp_client"} <= set(listed)

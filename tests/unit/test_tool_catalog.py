@@ -219,6 +219,6 @@ def test_secrets_come_from_the_environment_or_ssm_in_lambda(monkeypatch):
     monkeypatch.setenv("ORDERS_TOKEN_PARAM", "/app/orders-token")
     assert environment_secret("ORDERS_TOKEN") is None  # outside Lambda the parameter is not read
     fetched = []
-    monkeypatch.setattr(catalog_module, "ssm_secret", lambda name: fetched.append(name) or "from-ssm")
+    monkeypatch.setattr(catalog_module, "read_secret", lambda name: fetched.append(name) or "from-ssm")
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "fn")
     assert environment_secret("ORDERS_TOKEN") == "from-ssm" and fetched == ["/app/orders-token"]

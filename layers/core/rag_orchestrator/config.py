@@ -17,7 +17,8 @@ Strategy = Literal[
     "deepseek_single", "qwen_single_thinking", "qwen_single_instruct", "openai_compatible", "extractive"
 ]
 
-# Secrets that may be given as an SSM parameter name (`<NAME>_PARAM`) when running in AWS.
+# Secrets that may be given by reference (`<NAME>_PARAM`: an SSM parameter or a Secrets Manager secret,
+# ssm_params.py) when running in AWS.
 SECRET_FIELDS = (
     "deepseek_api_key",
     "qwen_api_key",
@@ -27,6 +28,7 @@ SECRET_FIELDS = (
     "attachment_caption_api_key",
     "attachment_whisper_api_key",
     "guest_token_secret",
+    "cursor_secret",
 )
 
 
@@ -56,6 +58,7 @@ class Settings(BaseSettings):
     model_idle_timeout_seconds: float = Field(60.0, gt=0)
     model_max_retries: int = Field(3, ge=0, le=10)
     model_max_tokens: int = Field(4096, ge=1)
+    model_temperature: float = Field(0.7, ge=0.0, le=2.0)  # not sent in thinking mode (providers/*.py)
 
     loop_max_iterations: int = Field(10, ge=1, le=50)
     loop_initial_rag: bool = True
@@ -122,7 +125,14 @@ class Settings(BaseSettings):
     tool_selection_min_score: float = Field(0.0, ge=-1.0, le=1.0)
     tool_response_max_bytes: int = Field(65_536, ge=1024, le=10_485_760)  # larger HTTP tool answers fail
     tool_index_cache: bool = False  # keep the tool index in TRANSCRIPTS_BUCKET under cache/tool-index/
-    tool_secrets_prefix: str | None = Field(None, pattern=r"^/[A-Za-z0-9_.\-/]*/$")  # SSM path of ${NAME}s
+    # Where ${NAME}s are: an SSM path, or a Secrets Manager name prefix (secretsmanager:rag/tools/).
+    tool_secrets_prefix: str | None = Field(
+        None, pattern=r"^(/[A-Za-z0-9_.\-/]*/|secretsmanager:[A-Za-z0-9/_+=.@-]*/)$"
+    )
+    # MCP servers whose tools join the catalogue's (docs/mcp.md): a file, s3://, ssm: or the JSON itself;
+    # each server's tool list is kept this long before it is listed again.
+    mcp_servers: str | None = None
+    mcp_tools_ttl_seconds: float = Field(300.0, ge=1, le=86_400)
 
     # Attachments (docs/attachments.md): limits, and one engine per modality ("none": no segment).
     attachments_bucket: str | None = None
@@ -159,6 +169,14 @@ class Settings(BaseSettings):
     audit_retention_days: int = Field(365, ge=1)  # audit records outlive their deleted conversation
 
     port: int = Field(8000, ge=1, le=65535)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_secret_references(cls, data: Any) -> Any:
+        from rag_orchestrator.ssm_params import check_references
+
+        check_references(f"{name.upper()}_PARAM" for name in SECRET_FIELDS)
+        return data
 
     @field_validator("budget_tokens_per_day")
     @classmethod
@@ -241,15 +259,16 @@ class Settings(BaseSettings):
         return normalise_roles(self.kb_writer_roles.split(","))
 
     def secret(self, name: str) -> str | None:
-        """A secret's value: from the environment, else from SSM (`<NAME>_PARAM`) when in AWS."""
+        """A secret's value: from the environment, else, in AWS, the one `<NAME>_PARAM` names
+        (an SSM parameter or a Secrets Manager secret)."""
         value = getattr(self, name)
         if value is not None:
             return value.get_secret_value()
-        parameter = os.environ.get(f"{name.upper()}_PARAM")
-        if parameter and in_lambda():
-            from rag_orchestrator.ssm_params import ssm_secret
+        reference = os.environ.get(f"{name.upper()}_PARAM")
+        if reference and in_lambda():
+            from rag_orchestrator.ssm_params import read_secret
 
-            return ssm_secret(parameter)
+            return read_secret(reference)
         return None
 
     def provider_configured(self) -> tuple[bool, str]:

@@ -8,12 +8,15 @@ each invocation. See bench/README.md.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
+from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 
@@ -77,6 +80,20 @@ def flush_metrics() -> None:
         metrics.flush_metrics()
         metrics.provider.clear_metrics()
         sys.stdout.flush()
+
+
+def publishes_metrics[Handler: Callable[..., Any]](handler: Handler) -> Handler:
+    """A Lambda handler whose metrics are published when it returns or fails; none added, nothing
+    published (Powertools' `log_metrics` would warn "No application metrics to publish")."""
+
+    @functools.wraps(handler)
+    def publishing(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return handler(*args, **kwargs)
+        finally:
+            flush_metrics()
+
+    return publishing  # type: ignore[return-value]
 
 
 def log_enabled(level: int) -> bool:

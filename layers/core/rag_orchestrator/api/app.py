@@ -42,6 +42,7 @@ ROUTERS: dict[str, str] = {
     "guest": "rag_orchestrator.api.guest:router",
     "audit": "rag_orchestrator.api.audit:router",
     "documents": "rag_orchestrator.api.documents:router",
+    "mcp": "rag_orchestrator.api.mcp:router",
     "lifecycle": "rag_orchestrator.api.lifecycle:router",
 }
 
@@ -60,6 +61,7 @@ API_ROUTERS = (
     "audit",
     "documents",
     "usage",
+    "mcp",
     "lifecycle",
 )
 STREAM_ROUTERS = (

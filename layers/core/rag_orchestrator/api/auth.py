@@ -9,6 +9,7 @@ here). A request with no credentials at all is the shared anonymous caller when 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from fastapi import Depends, Request
@@ -87,7 +88,10 @@ def resolve_caller(request: Request, settings: Settings) -> Caller | None:
             return guest_caller(token, settings)
     if settings.auth_mode == "dev":
         return _dev_caller(request)
-    return _jwt_caller(request, token, settings)
+    caller = _jwt_caller(request, token, settings)
+    if caller is None or token is None:
+        return caller
+    return dataclasses.replace(caller, token=token)  # for tools with identity caller-token
 
 
 def get_caller(request: Request, settings: Settings = Depends(get_settings)) -> Caller:

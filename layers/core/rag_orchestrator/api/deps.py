@@ -16,6 +16,8 @@ from fastapi import Request
 from rag_orchestrator.config import Settings
 
 if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
+    from mcp.server import Server as McpServer
+
     from rag_orchestrator.attachments.service import Attachments
     from rag_orchestrator.attachments.turns import TurnAttachments
     from rag_orchestrator.conversations.dynamo import DynamoConversationStore
@@ -30,6 +32,7 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.providers.strategies import ModelStrategy
     from rag_orchestrator.retrieval.fragments import FragmentIndex
     from rag_orchestrator.stream_log.log import EventLog
+    from rag_orchestrator.tools.caller_assertions import CallerAssertions
     from rag_orchestrator.tools.toolbox import Toolbox
 
 
@@ -81,11 +84,27 @@ class Services:
         return RunningTurns()
 
     @cached_property
+    def caller_assertions(self) -> CallerAssertions | None:
+        """The signer of X-Caller-Assertion for tool servers with `identity: assertion` (docs/mcp.md).
+        None: this build signs none, and such tools' calls fail with a tool error saying so."""
+        return None
+
+    @cached_property
     def toolbox(self) -> Toolbox:
-        """rag_search and the catalogue's tools; building it validates the catalogue (ConfigError)."""
+        """rag_search, the catalogue's tools and MCP_SERVERS' (listed when first used); building it
+        validates the catalogue and MCP_SERVERS (ConfigError)."""
         from rag_orchestrator.tools.toolbox import build_toolbox
 
-        return build_toolbox(self.settings, attachment_links=self.turn_attachments)
+        return build_toolbox(
+            self.settings, attachment_links=self.turn_attachments, assertions=self.caller_assertions
+        )
+
+    @cached_property
+    def knowledge_mcp(self) -> McpServer:
+        """The knowledge base as an MCP server (POST /mcp): the SDK loads here, at the first request."""
+        from rag_orchestrator.api.knowledge_mcp import knowledge_server
+
+        return knowledge_server(self.settings, lambda: self.strategy)
 
     @cached_property
     def strategy(self) -> ModelStrategy:

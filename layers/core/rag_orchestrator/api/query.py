@@ -17,7 +17,7 @@ from rag_orchestrator.api.errors import validation_failure
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
-from rag_orchestrator.domain.passages import Passage, Source
+from rag_orchestrator.domain.passages import QueryResult
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.errors import BadRequest, UnsupportedMediaType
 from rag_orchestrator.retrieval.search import MAX_QUERY_CHARS, search
@@ -53,24 +53,6 @@ class QueryRequest(ClientBody):
     )
     source: str | None = Field(None, max_length=MAX_SOURCE)
     tags: list[str] | None = Field(None, max_length=MAX_TAGS)
-
-
-class QueryResult(Source):
-    text: str = Field(description="the whole chunk")
-    snippet: str = Field(description="text[snippetStart:snippetEnd]: the sentences matching the query")
-    snippet_start: int
-    snippet_end: int
-
-    @classmethod
-    def from_passage(cls, passage: Passage) -> QueryResult:
-        excerpt = passage.excerpt
-        return cls(
-            **Source.of(passage).model_dump(),
-            text=passage.text,
-            snippet=excerpt.text,
-            snippet_start=excerpt.start,
-            snippet_end=excerpt.end,
-        )
 
 
 class QueryResponse(CamelModel):

@@ -34,7 +34,7 @@ async def list_tools(
     caller: Caller = Depends(get_caller), toolbox: Toolbox = Depends(get_toolbox)
 ) -> ToolList:
     """Anonymous callers get answers without tools, so their list is empty."""
-    return ToolList(tools=[ToolInfo(**tool) for tool in toolbox.listing(caller.roles)])
+    return ToolList(tools=[ToolInfo(**tool) for tool in await toolbox.listing(caller.roles)])
 
 
 def check(services: Services) -> None:

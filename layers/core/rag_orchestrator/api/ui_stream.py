@@ -29,7 +29,7 @@ from rag_orchestrator.api.ui_parts import DONE, HEADERS, UIParts, encode_part
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain.attachments import MAX_PER_TURN, well_formed_ids
-from rag_orchestrator.domain.base import CamelModel
+from rag_orchestrator.domain.base import RequestBody
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import (
     MAX_ID_LENGTH,
@@ -75,10 +75,10 @@ class UIMessage(BaseModel):
     parts: list[UIPart] = Field(max_length=1000)
 
 
-class UIChatRequest(CamelModel):
+class UIChatRequest(RequestBody):
     # Unknown fields are ignored rather than refused: the SDK's body may grow, and the caller is never
     # read from a body anyway.
-    model_config = CamelModel.model_config | {"extra": "ignore"}
+    model_config = RequestBody.model_config | {"extra": "ignore"}
 
     id: str | None = Field(None, max_length=MAX_ID_LENGTH, description="The SDK's chat id (not used)")
     messages: list[UIMessage] = Field(min_length=1, description="The chat; only the last message is read")

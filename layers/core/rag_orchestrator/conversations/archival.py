@@ -248,7 +248,7 @@ def run_archival(
 
 
 def emit(report: ArchivalReport) -> None:
-    """The report as EMF metrics (flushed by the handler's log_metrics) and one log line."""
+    """The report as EMF metrics (published when the handler ends) and one log line."""
     for name, unit, value in (
         ("ConversationsArchived", "Count", report.archived),
         ("MessagesMoved", "Count", report.messages_moved),

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from rag_orchestrator.domain.base import CamelModel, new_id, utcnow
+from rag_orchestrator.domain.base import CamelModel, RequestBody, new_id, utcnow
 
 Kind = Literal["image", "audio", "document"]
 
@@ -126,7 +126,7 @@ class Attachment(CamelModel):
         return [(number, s) for number, s in enumerate(self.segments) if s.text.strip()]
 
 
-class CreateAttachmentRequest(CamelModel):
+class CreateAttachmentRequest(RequestBody):
     file_name: str = Field(min_length=1, max_length=MAX_FILE_NAME_CHARS)
     content_type: str = Field(min_length=1, max_length=255)
     size_bytes: int = Field(ge=1)

@@ -17,6 +17,14 @@ class CamelModel(BaseModel):
     )
 
 
+class RequestBody(CamelModel):
+    """A request body FastAPI validates: built when defined (about 1 ms a body at start-up)."""
+
+    # FastAPI wraps a body in a TypeAdapter that a deferred model defers too; built on the first request,
+    # outside FastAPI's guard, it warns of the `alias` FastAPI gives it (UnsupportedFieldAttributeWarning).
+    model_config = CamelModel.model_config | {"defer_build": False}
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 

@@ -8,7 +8,7 @@ normalised once, here, when a Caller is made: `moderator` reads as `mod` everywh
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 ADMIN, MOD, USER, ANONYMOUS = "admin", "mod", "user", "anonymous"
 DEFAULT_ROLE = USER
@@ -30,6 +30,8 @@ def normalise_roles(roles: Iterable[str]) -> tuple[str, ...]:
 class Caller:
     caller_id: str
     roles: tuple[str, ...] = (DEFAULT_ROLE,)
+    # The caller's own bearer token (AUTH_MODE=jwt), for tools whose server takes it (docs/mcp.md).
+    token: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "roles", normalise_roles(self.roles))

@@ -74,6 +74,27 @@ class SourceWithSnippet(Source):
         return cls(**Source.of(passage).model_dump(), snippet=passage.snippet)
 
 
+class QueryResult(Source):
+    """A passage as `/api/v1/query` and the MCP `search_knowledge_base` tool return it: the whole chunk
+    and where in it the snippet lies."""
+
+    text: str = Field(description="the whole chunk")
+    snippet: str = Field(description="text[snippetStart:snippetEnd]: the sentences matching the query")
+    snippet_start: int
+    snippet_end: int
+
+    @classmethod
+    def from_passage(cls, passage: Passage) -> QueryResult:
+        excerpt = passage.excerpt
+        return cls(
+            **Source.of(passage).model_dump(),
+            text=passage.text,
+            snippet=excerpt.text,
+            snippet_start=excerpt.start,
+            snippet_end=excerpt.end,
+        )
+
+
 def citation_key(document_id: str, chunk_index: int) -> str:
     return f"[source:{document_id}#{chunk_index}]"
 

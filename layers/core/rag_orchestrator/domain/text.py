@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import model_validator
 from pydantic_core import PydanticCustomError
 
-from rag_orchestrator.domain.base import CamelModel
+from rag_orchestrator.domain.base import RequestBody
 
 # C0 controls but \t \n \r, DEL, C1 controls; and lone surrogates.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -66,7 +66,7 @@ def scrub(value: str) -> str:
     return _SURROGATE.sub("\ufffd", value)
 
 
-class ClientBody(CamelModel):
+class ClientBody(RequestBody):
     """A request body: every string in it, however nested, follows the rule before any field is read."""
 
     @model_validator(mode="before")

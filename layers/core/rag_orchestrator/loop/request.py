@@ -24,12 +24,14 @@ class TurnRequest:
     attachment_ids: tuple[str, ...] = ()  # attachments of this conversation the message comes with
     deadline: float | None = None  # epoch seconds by which the turn must end; None: the default budget
 
-    def tool_context(self) -> ToolContext:
-        """What the turn's tools may know of it."""
+    def tool_context(self, deadline: float | None = None) -> ToolContext:
+        """What the turn's tools may know of it; `deadline`: the turn's, in epoch seconds."""
         return ToolContext(
             conversation_id=self.conversation_id,
             caller_id=self.caller.caller_id,
             roles=self.caller.roles,
             context_type=self.context_type,
             context=self.context,
+            caller_token=self.caller.token,
+            deadline=deadline,
         )

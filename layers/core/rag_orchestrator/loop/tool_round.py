@@ -40,7 +40,7 @@ async def run_tools(
         except ValueError:
             arguments = {"_raw": scrub(call.function.arguments[:2000])}
         yield emit.tool_start(call, arguments)
-    context = state.request.tool_context()
+    context = state.request.tool_context(state.control.deadline)
     results = await state.control.wait(deps.tools.execute_all(calls, context, allowed)) if calls else []
     for result in [*results, *(failure(c.function.name, NOT_RUN, c.id) for c in refused)]:
         if result.success:

@@ -1,7 +1,8 @@
 """DeepSeek (`deepseek_single`): OpenAI format, thinking switched by the `thinking` parameter.
 
 In thinking mode the API refuses (HTTP 400) a history whose tool-call turns lack the assistant's
-`reasoning_content`; it ignores it elsewhere. https://api-docs.deepseek.com/guides/thinking_mode
+`reasoning_content`; it ignores it elsewhere. It also ignores `temperature` there, so MODEL_TEMPERATURE
+is sent only with thinking off. https://api-docs.deepseek.com/guides/thinking_mode
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rag_orchestrator.providers.chat_strategy import ChatCompletionsStrategy
-from rag_orchestrator.providers.strategies import StrategyMetadata, chat_client, require_secret
+from rag_orchestrator.providers.strategies import StrategyMetadata, chat_client, require_secret, sampling
 
 if TYPE_CHECKING:
     import httpx
@@ -38,6 +39,9 @@ def create(
         client=client,
         max_tokens=settings.model_max_tokens,
         # Sent either way: the API's default is thinking on.
-        extra_body={"thinking": {"type": "enabled" if thinking else "disabled"}},
+        extra_body={
+            "thinking": {"type": "enabled" if thinking else "disabled"},
+            **sampling(settings, thinking=thinking),
+        },
         replay_reasoning=thinking,
     )

@@ -1,7 +1,8 @@
 """Any OpenAI-compatible server (`openai_compatible`: Ollama, vLLM, OpenAI): the plain dialect.
 
-Nothing extra is sent or replayed. A trace the server separates (`reasoning_content` or
-`reasoning`) is captured; one inlined as a leading `<think>` block is split off the content.
+Nothing extra is sent or replayed but MODEL_TEMPERATURE (a model that takes only its default, as some
+reasoning models do, needs it set to that default). A trace the server separates (`reasoning_content`
+or `reasoning`) is captured; one inlined as a leading `<think>` block is split off the content.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from rag_orchestrator.errors import ConfigError
 from rag_orchestrator.providers.chat_strategy import ChatCompletionsStrategy
-from rag_orchestrator.providers.strategies import StrategyMetadata, chat_client
+from rag_orchestrator.providers.strategies import StrategyMetadata, chat_client, sampling
 
 if TYPE_CHECKING:
     import httpx
@@ -42,5 +43,6 @@ def create(
         ),
         client=client,
         max_tokens=settings.model_max_tokens,
+        extra_body=sampling(settings, thinking=False),
         split_think_tags=True,
     )

@@ -1,6 +1,7 @@
 """Qwen on DashScope's OpenAI-compatible mode: `enable_thinking` in the body switches thinking.
 
-Thinking answers stream only, with the trace in `reasoning_content`; we always stream.
+Thinking answers stream only, with the trace in `reasoning_content`; we always stream. MODEL_TEMPERATURE
+goes with instruct models only: thinking ones keep the sampling DashScope sets for them.
 https://www.alibabacloud.com/help/en/model-studio/deep-thinking
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rag_orchestrator.providers.chat_strategy import ChatCompletionsStrategy
-from rag_orchestrator.providers.strategies import StrategyMetadata, chat_client, require_secret
+from rag_orchestrator.providers.strategies import StrategyMetadata, chat_client, require_secret, sampling
 
 if TYPE_CHECKING:
     import httpx
@@ -40,7 +41,7 @@ def _create(
         metadata=StrategyMetadata(provider="qwen", model=model, reasoning=thinking),
         client=client,
         max_tokens=settings.model_max_tokens,
-        extra_body={"enable_thinking": thinking},
+        extra_body={"enable_thinking": thinking, **sampling(settings, thinking=thinking)},
     )
 
 

@@ -80,6 +80,12 @@ def require_secret(settings: Settings, name: str) -> str:
     return value
 
 
+def sampling(settings: Settings, *, thinking: bool) -> dict[str, float]:
+    """MODEL_TEMPERATURE for the request body, except in thinking mode: DeepSeek ignores it there, and
+    DashScope keeps the sampling its thinking models are tuned for (docs/configuration.md)."""
+    return {} if thinking else {"temperature": settings.model_temperature}
+
+
 def chat_client(
     settings: Settings,
     *,

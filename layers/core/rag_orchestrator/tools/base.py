@@ -19,6 +19,8 @@ class ToolContext:
     roles: tuple[str, ...] = ()
     context_type: str | None = None
     context: dict[str, Any] = field(default_factory=dict)
+    caller_token: str | None = field(default=None, repr=False)  # the caller's bearer token (AUTH_MODE=jwt)
+    deadline: float | None = None  # epoch seconds by which the turn must end
 
 
 @runtime_checkable

@@ -4,7 +4,7 @@ Every problem is a ConfigError that names the tool and the field. With no TOOL_C
 catalogue is empty: only `rag_search` is offered. `catalog.example.yaml` beside this module documents
 every field. TOOL_CATALOG_PATH is a file, an S3 object (`s3://bucket/key.yaml`) or an SSM parameter
 (`ssm:/name`), read once when a function starts. `${NAME}` in a URL or header is the environment
-variable NAME; in Lambda, else the SSM parameter NAME_PARAM names, else `<TOOL_SECRETS_PREFIX>NAME`.
+variable NAME; in Lambda, else the secret NAME_PARAM names, else `<TOOL_SECRETS_PREFIX>NAME`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pydantic.alias_generators import to_camel
 from rag_orchestrator.config import Settings, in_lambda
 from rag_orchestrator.domain.callers import ANONYMOUS, normalise_roles
 from rag_orchestrator.errors import ConfigError
-from rag_orchestrator.ssm_params import ssm_secret
+from rag_orchestrator.ssm_params import read_secret
 from rag_orchestrator.tools.catalog_source import read_catalog_document
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 
@@ -119,8 +119,9 @@ class Catalog(_Strict):
 
 
 def environment_secret(name: str) -> str | None:
-    """`${NAME}`: the environment variable NAME, else in Lambda the SSM parameter `NAME_PARAM` names,
-    else the SSM parameter NAME under TOOL_SECRETS_PREFIX (the one path the template lets functions read)."""
+    """`${NAME}`: the environment variable NAME, else in Lambda the secret `NAME_PARAM` names, else the
+    secret NAME under TOOL_SECRETS_PREFIX (an SSM path or a Secrets Manager name prefix: the one place
+    the template lets functions read)."""
     value = os.environ.get(name)
     if value is not None:
         return value
@@ -129,9 +130,9 @@ def environment_secret(name: str) -> str | None:
     if not (parameter and in_lambda()):
         return None
     try:
-        return ssm_secret(parameter)
-    except Exception:  # Powertools' GetParameterError: missing, or not readable by this function
-        raise ValueError(f"${{{name}}}: the SSM parameter {parameter} cannot be read") from None
+        return read_secret(parameter)
+    except Exception:  # a bad reference, or Powertools' GetParameterError: missing, or not readable
+        raise ValueError(f"${{{name}}}: the secret {parameter} cannot be read") from None
 
 
 def resolve(text: str, lookup: Lookup = environment_secret) -> str:

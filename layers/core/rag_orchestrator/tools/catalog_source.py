@@ -1,4 +1,5 @@
-"""Where a tool catalogue comes from: a file, an S3 object or an SSM parameter, parsed as YAML or JSON."""
+"""Where a tool catalogue (or the MCP_SERVERS document) comes from: a file, an S3 object or an SSM
+parameter, parsed as YAML or JSON. `setting` names the variable in every error."""
 
 from __future__ import annotations
 
@@ -8,19 +9,21 @@ from typing import Any
 
 from rag_orchestrator.errors import ConfigError
 
+CATALOG_SETTING = "TOOL_CATALOG_PATH"
 
-def read_catalog_document(location: str) -> Any:
-    """The document TOOL_CATALOG_PATH names (a path, `s3://bucket/key` or `ssm:/name`), parsed."""
+
+def read_catalog_document(location: str, setting: str = CATALOG_SETTING) -> Any:
+    """The document at `location` (a path, `s3://bucket/key` or `ssm:/name`), parsed."""
     if location.startswith(("s3://", "ssm:")):
-        return read_remote_document(location)
-    return read_document(Path(location))
+        return read_remote_document(location, setting)
+    return read_document(Path(location), setting)
 
 
-def parse_document(text: str, source: str, suffix: str) -> Any:
+def parse_document(text: str, source: str, suffix: str, setting: str = CATALOG_SETTING) -> Any:
     """A catalogue's text parsed as YAML or JSON by its `suffix` (an SSM parameter's has none: YAML)."""
     suffix = suffix.lower()
     if suffix not in ("", ".yaml", ".yml", ".json"):
-        raise ConfigError(f"TOOL_CATALOG_PATH: {source} must end in .yaml, .yml or .json")
+        raise ConfigError(f"{setting}: {source} must end in .yaml, .yml or .json")
     try:
         if suffix == ".json":
             return json.loads(text)
@@ -28,23 +31,23 @@ def parse_document(text: str, source: str, suffix: str) -> Any:
 
         return yaml.safe_load(text)
     except (ValueError, ImportError) as exc:
-        raise ConfigError(f"TOOL_CATALOG_PATH: {source} is not valid: {exc}") from None
+        raise ConfigError(f"{setting}: {source} is not valid: {exc}") from None
     except Exception as exc:  # yaml.YAMLError, without importing yaml for JSON catalogues
-        raise ConfigError(f"TOOL_CATALOG_PATH: {source} is not valid YAML: {exc}") from None
+        raise ConfigError(f"{setting}: {source} is not valid YAML: {exc}") from None
 
 
-def read_document(path: Path) -> Any:
+def read_document(path: Path, setting: str = CATALOG_SETTING) -> Any:
     """A catalogue file's content, parsed as YAML or JSON by its extension."""
     if path.suffix.lower() not in (".yaml", ".yml", ".json"):
-        raise ConfigError(f"TOOL_CATALOG_PATH: {path} must end in .yaml, .yml or .json")
+        raise ConfigError(f"{setting}: {path} must end in .yaml, .yml or .json")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"TOOL_CATALOG_PATH: cannot read {path}: {exc.strerror or exc}") from None
-    return parse_document(text, str(path), path.suffix)
+        raise ConfigError(f"{setting}: cannot read {path}: {exc.strerror or exc}") from None
+    return parse_document(text, str(path), path.suffix, setting)
 
 
-def read_remote_document(location: str) -> Any:
+def read_remote_document(location: str, setting: str = CATALOG_SETTING) -> Any:
     """The catalogue in an S3 object (`s3://bucket/key`) or an SSM parameter (`ssm:/name`), parsed."""
     from rag_orchestrator import aws
 
@@ -52,18 +55,18 @@ def read_remote_document(location: str) -> Any:
         if location.startswith("ssm:"):
             name = location.removeprefix("ssm:")
             parameter = aws.client("ssm").get_parameter(Name=name, WithDecryption=True)
-            return parse_document(parameter["Parameter"]["Value"], location, "")
+            return parse_document(parameter["Parameter"]["Value"], location, "", setting)
         bucket, _, key = location.removeprefix("s3://").partition("/")
         if not bucket or not key:
-            raise ConfigError(f"TOOL_CATALOG_PATH: {location} must be s3://bucket/key")
+            raise ConfigError(f"{setting}: {location} must be s3://bucket/key")
         suffix = Path(key).suffix
         if suffix.lower() not in (".yaml", ".yml", ".json"):
-            raise ConfigError(f"TOOL_CATALOG_PATH: {location} must end in .yaml, .yml or .json")
+            raise ConfigError(f"{setting}: {location} must end in .yaml, .yml or .json")
         body = aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
-        return parse_document(body.decode("utf-8"), location, suffix)
+        return parse_document(body.decode("utf-8"), location, suffix, setting)
     except ConfigError:
         raise
     except UnicodeDecodeError:
-        raise ConfigError(f"TOOL_CATALOG_PATH: {location} is not UTF-8 text") from None
+        raise ConfigError(f"{setting}: {location} is not UTF-8 text") from None
     except Exception as exc:  # botocore's ClientError and BotoCoreError, without importing botocore
-        raise ConfigError(f"TOOL_CATALOG_PATH: cannot read {location} ({aws.error_code(exc)})") from None
+        raise ConfigError(f"{setting}: cannot read {location} ({aws.error_code(exc)})") from None

@@ -6,7 +6,7 @@ import asyncio
 import json
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from rag_orchestrator.domain.messages import ToolCall, ToolResult
 from rag_orchestrator.domain.text import InvalidText
@@ -48,25 +48,37 @@ def schema_errors(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str
     ][:5]
 
 
+class MoreTools(Protocol):
+    """Tools beside the fixed ones that change while the process runs (an MCP server's)."""
+
+    def get(self, name: str) -> Tool | None: ...
+
+    def tools(self) -> Sequence[Tool]: ...
+
+
 class ToolRegistry:
-    def __init__(self, tools: Iterable[Tool], *, timeout_seconds: float = 30.0) -> None:
+    def __init__(
+        self, tools: Iterable[Tool], *, timeout_seconds: float = 30.0, more: MoreTools | None = None
+    ) -> None:
         self._tools: dict[str, Tool] = {}
         for tool in tools:
             if tool.name in self._tools:
                 raise ValueError(f"duplicate tool name: {tool.name}")
             self._tools[tool.name] = tool
         self.timeout_seconds = timeout_seconds
+        self._more = more
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        tool = self._tools.get(name)
+        if tool is None and self._more is not None:
+            return self._more.get(name)
+        return tool
 
     def all(self) -> list[Tool]:
-        return list(self._tools.values())
+        return [*self._tools.values(), *(self._more.tools() if self._more is not None else ())]
 
     def definitions(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
-        chosen = (
-            self._tools.values() if names is None else (self._tools[n] for n in names if n in self._tools)
-        )
+        chosen = self.all() if names is None else (tool for n in names if (tool := self.get(n)) is not None)
         return [definition(tool) for tool in chosen]
 
     async def execute(
@@ -74,7 +86,7 @@ class ToolRegistry:
     ) -> ToolResult:
         """Run one call; unknown tools, bad arguments, errors and timeouts become unsuccessful results."""
         name = call.function.name
-        tool = self._tools.get(name)
+        tool = self.get(name)
         if tool is None or (allowed is not None and name not in set(allowed)):
             return failure(name, f"Unknown tool: {name}", call.id)
         try:

@@ -6,6 +6,10 @@ filter). Stage 2 ranks the non-core survivors by cosine similarity between the m
 tool's embed text and keeps the top k scoring at least the minimum. Stage 3 puts the core tools of
 the context first. The tool vectors are computed once per process (or read from a cache).
 
+Tools that come and go (an MCP server's, tools/mcp_toolset.py) join through `more`: refreshed
+before each selection, ranked with the catalogue's by the vectors their listing was embedded into;
+one of them without a vector is offered unranked.
+
 Degradation tree: no embedder, a failed index build or a failed search offers every tool stage 1
 kept. Each kind of failure is logged once per outage, not per request; a failed build is retried
 after `retry_seconds`.
@@ -20,7 +24,7 @@ import math
 import operator
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -57,6 +61,16 @@ class VectorCache(Protocol):
     def load(self, key: str) -> dict[str, list[float]] | None: ...
 
     def store(self, key: str, vectors: dict[str, list[float]]) -> None: ...
+
+
+class MoreOffers(Protocol):
+    """Tools beside the catalogue's that change while the process runs, with their vectors."""
+
+    async def refresh(self) -> None: ...
+
+    def offers(self) -> Sequence[Offer]: ...
+
+    def vectors(self) -> Mapping[str, tuple[float, ...]]: ...
 
 
 def normalized(vector: Sequence[float]) -> tuple[float, ...]:
@@ -97,11 +111,20 @@ class ToolIndex:
         return cls(vectors)
 
     def search(
-        self, query: Sequence[float], names: Iterable[str], k: int, min_score: float
+        self,
+        query: Sequence[float],
+        names: Iterable[str],
+        k: int,
+        min_score: float,
+        more: Mapping[str, tuple[float, ...]] | None = None,
     ) -> list[tuple[str, float]]:
-        """The top `k` of `names` by cosine similarity to `query`, best first, each scoring >= min_score."""
+        """The top `k` of `names` by cosine similarity to `query`, best first, each scoring >= min_score;
+        `more` holds vectors of tools outside the index."""
         score = _scorer(normalized(query))
-        scored = [(name, score(self.vectors[name])) for name in names]
+        if more:
+            scored = [(name, score(self.vectors.get(name) or more[name])) for name in names]
+        else:
+            scored = [(name, score(self.vectors[name])) for name in names]
         scored = [item for item in scored if item[1] >= min_score]
         scored.sort(key=lambda item: item[1], reverse=True)
         return scored[:k]
@@ -142,8 +165,10 @@ class ToolSelector:
         cache: VectorCache | None = None,
         retry_seconds: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
+        more: MoreOffers | None = None,
     ) -> None:
         self.offers = list(offers)
+        self.more = more
         # Tools forced into every context are never ranked, so they need no vector.
         self._rankable = [o for o in self.offers if not (o.core and o.contexts is None)]
         self.embedder = embedder
@@ -158,8 +183,14 @@ class ToolSelector:
         self._outages: set[str] = set()
 
     def visible(self, roles: Sequence[str]) -> list[Offer]:
-        """Every tool the roles may use, in any context."""
-        return [offer for offer in self.offers if offer.usable_by(roles)]
+        """Every tool the roles may use, in any context (those of `more` as last refreshed)."""
+        offers = self.offers if self.more is None else [*self.offers, *self.more.offers()]
+        return [offer for offer in offers if offer.usable_by(roles)]
+
+    async def refresh(self) -> None:
+        """Bring the tools of `more` up to date (an MCP server's listing, at first use and at its TTL)."""
+        if self.more is not None:
+            await self.more.refresh()
 
     def candidates(self, context_type: str | None, roles: Sequence[str]) -> list[Offer]:
         """Stage 1: the tools the roles may use that are offered in the context."""
@@ -173,6 +204,8 @@ class ToolSelector:
         vector: QueryVector | None = None,
     ) -> list[str]:
         """The names of the tools to offer for one message, core tools first; `vector`: its embedding."""
+        if self.more is not None and may_use_tools(roles):
+            await self.more.refresh()
         candidates = self.candidates(context_type, roles)
         core = [offer.name for offer in candidates if offer.core_in(context_type)]
         ranked = [offer.name for offer in candidates if not offer.core_in(context_type)]
@@ -193,17 +226,22 @@ class ToolSelector:
         index = await asyncio.to_thread(self._ensure_index, self.embedder)
         if index is None:
             return None
+        more, unranked = None, []
+        if self.more is not None:  # a tool whose listing could not be embedded has no vector
+            more = self.more.vectors()
+            unranked = [name for name in names if name not in index.vectors and name not in more]
+            names = [name for name in names if name in index.vectors or name in more]
         try:
             if vector is not None and vector.serves(message, self.embedder):
                 query = await vector.get()
             else:
                 query = await asyncio.to_thread(self.embedder.embed, query_text(message))
-            matches = index.search(query, names, self.top_k, self.min_score)
+            matches = index.search(query, names, self.top_k, self.min_score, more)
         except Exception as exc:
             self._degraded("search", "tool search failed; offering every tool of the context", exc)
             return None
         self._recovered("search")
-        return matches
+        return matches + [(name, 0.0) for name in unranked]
 
     def _ensure_index(self, embedder: Embedder) -> ToolIndex | None:
         """Build the index once; after a failure, try again only when `retry_seconds` have passed."""

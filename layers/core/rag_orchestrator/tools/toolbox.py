@@ -1,21 +1,28 @@
-"""The tools a process offers: rag_search and the catalogue's HTTP tools, their registry and selection."""
+"""The tools a process offers: rag_search, the catalogue's HTTP tools and the tools of MCP_SERVERS, their
+registry and selection."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from rag_orchestrator.config import Settings
+from rag_orchestrator.domain.callers import may_use_tools
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.embedders import Embedder
-from rag_orchestrator.tools.base import AttachmentLinks, SearchTool
+from rag_orchestrator.tools.base import AttachmentLinks, SearchTool, Tool
+from rag_orchestrator.tools.caller_assertions import CallerAssertions
 from rag_orchestrator.tools.catalog import Catalog, Lookup, environment_secret, load_catalog
 from rag_orchestrator.tools.http_tool import ClientPool, HttpTool
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 from rag_orchestrator.tools.registry import ToolRegistry
 from rag_orchestrator.tools.selection import Offer, ToolSelector
+
+if TYPE_CHECKING:  # built only when MCP_SERVERS names a server
+    from rag_orchestrator.tools.mcp_servers import McpServer
+    from rag_orchestrator.tools.mcp_toolset import McpTools
 
 _DEFAULT: Any = object()
 
@@ -26,12 +33,16 @@ class Toolbox:
     registry: ToolRegistry
     selector: ToolSelector
     search: SearchTool  # rag_search, also called by the loop before the first model call
+    mcp: McpTools | None = None  # the tools of MCP_SERVERS, when it names any
 
     def preview_type(self, name: str) -> str | None:
         return getattr(self.registry.get(name), "preview", None)
 
-    def listing(self, roles: tuple[str, ...]) -> list[dict[str, Any]]:
-        """The tools these roles may use, in any context (GET /api/v1/agent/tools)."""
+    async def listing(self, roles: tuple[str, ...]) -> list[dict[str, Any]]:
+        """The tools these roles may use, in any context (GET /api/v1/agent/tools); MCP servers'
+        tools as listed now (the first listing of a process lists them)."""
+        if may_use_tools(roles):
+            await self.selector.refresh()
         listed = []
         for offer in self.selector.visible(roles):
             tool = self.registry.get(offer.name)
@@ -87,9 +98,12 @@ def build_toolbox(
     lookup: Lookup = environment_secret,
     cache: Any = _DEFAULT,
     attachment_links: AttachmentLinks | None = None,
+    assertions: CallerAssertions | None = None,
 ) -> Toolbox:
-    """Load and validate the catalogue (ConfigError on any problem) and wire its tools."""
+    """Load and validate the catalogue and MCP_SERVERS (ConfigError on any problem) and wire their
+    tools; MCP servers are listed when first used, not here."""
     catalog = load_catalog(settings, lookup)
+    servers = _servers(settings)
     if rag_search is None:
         from rag_orchestrator.tools.rag_search import RagSearchTool
 
@@ -106,14 +120,53 @@ def build_toolbox(
         )
         for spec in catalog.tools
     ]
+    chosen_embedder = selection_embedder(settings) if embedder is _DEFAULT else embedder
+    fixed: list[Tool] = [rag_search, *http_tools]
+    mcp = (
+        _mcp_tools(settings, servers, chosen_embedder, [t.name for t in fixed], assertions)
+        if servers
+        else None
+    )
     # A tool's own timeoutSeconds may exceed TOOL_TIMEOUT_SECONDS; the registry's bound must not cut it.
-    timeout = max([settings.tool_timeout_seconds, *(tool.timeout_seconds + 1 for tool in http_tools)])
-    registry = ToolRegistry([rag_search, *http_tools], timeout_seconds=timeout)
+    own = [tool.timeout_seconds for tool in http_tools] + [
+        e.timeout_seconds for e in (mcp.endpoints if mcp else ())
+    ]
+    timeout = max([settings.tool_timeout_seconds, *(seconds + 1 for seconds in own)])
+    registry = ToolRegistry(fixed, timeout_seconds=timeout, more=mcp)
     selector = ToolSelector(
         offers(catalog),
-        embedder=selection_embedder(settings) if embedder is _DEFAULT else embedder,
+        embedder=chosen_embedder,
         top_k=settings.tool_selection_top_k,
         min_score=settings.tool_selection_min_score,
         cache=_cache(settings) if cache is _DEFAULT else cache,
+        more=mcp,
     )
-    return Toolbox(catalog=catalog, registry=registry, selector=selector, search=rag_search)
+    return Toolbox(catalog=catalog, registry=registry, selector=selector, search=rag_search, mcp=mcp)
+
+
+def _servers(settings: Settings) -> tuple[McpServer, ...]:
+    """MCP_SERVERS' servers, validated; their module is not even imported without them."""
+    if not settings.mcp_servers:
+        return ()
+    from rag_orchestrator.tools.mcp_servers import load_servers
+
+    return load_servers(settings)
+
+
+def _mcp_tools(
+    settings: Settings,
+    servers: tuple[McpServer, ...],
+    embedder: Embedder | None,
+    taken: list[str],
+    assertions: CallerAssertions | None,
+) -> McpTools:
+    from rag_orchestrator.tools.mcp_endpoint import McpEndpoint
+    from rag_orchestrator.tools.mcp_exchange import lazy_client
+    from rag_orchestrator.tools.mcp_toolset import McpTools
+
+    client = lazy_client(settings.tool_response_max_bytes)
+    endpoints = [
+        McpEndpoint(server, client, default_timeout=settings.tool_timeout_seconds, assertions=assertions)
+        for server in servers
+    ]
+    return McpTools(endpoints, ttl_seconds=settings.mcp_tools_ttl_seconds, embedder=embedder, taken=taken)

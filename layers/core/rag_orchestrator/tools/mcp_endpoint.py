@@ -1,0 +1,116 @@
+"""One configured MCP server as the service reaches it: its headers, the caller's identity, its protocol.
+
+Header values' secret references (`${ssm:/name}`, `${secretsmanager:name}`) are read through
+ssm_params (decrypted, cached five minutes) on each exchange, so the first use reads them and a
+rotated secret is picked up. The caller's identity goes with each call, as `identity` says
+(docs/mcp.md): `assertion` (X-Caller-Assertion, a JWT the service signs), `caller-token` (the
+caller's own bearer token, AUTH_MODE=jwt; it replaces an `Authorization` of the server's headers) or
+`none`. A listing is the same for every caller, so it carries the server's headers only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from rag_orchestrator.ssm_params import read_secret
+from rag_orchestrator.tools.base import ToolContext
+from rag_orchestrator.tools.caller_assertions import CallerAssertions
+from rag_orchestrator.tools.mcp_exchange import (
+    AUTO,
+    CallOutcome,
+    Connection,
+    Listing,
+    McpCallFailed,
+    McpExchanges,
+)
+from rag_orchestrator.tools.mcp_servers import SECRET_REF, McpServer, secret_reference
+
+ASSERTION_HEADER = "X-Caller-Assertion"
+USER_AGENT = "rag-orchestrator-mcp/1"
+LIST_TIMEOUT_SECONDS = 10.0  # a listing holds up the turn that asks for it first
+
+
+class McpEndpoint:
+    def __init__(
+        self,
+        server: McpServer,
+        client: Callable[[], Awaitable[McpExchanges]],
+        *,
+        default_timeout: float,
+        assertions: CallerAssertions | None = None,
+    ) -> None:
+        self.server = server
+        self.timeout_seconds = server.timeout_seconds or default_timeout
+        self.mode = AUTO  # until a listing says which protocol the server speaks
+        self._client = client
+        self._assertions = assertions
+
+    async def headers(self) -> tuple[dict[str, str], list[str]]:
+        """The server's own headers with references read, and the values read; McpCallFailed when a
+        secret cannot be read."""
+        refs = {ref for value in self.server.headers.values() for ref in SECRET_REF.findall(value)}
+        values: dict[str, str] = {}
+        for ref in refs:
+            try:
+                values[ref] = await asyncio.to_thread(read_secret, secret_reference(ref))
+            except Exception:  # missing, not readable by this function, or not a string
+                raise McpCallFailed(f"The secret {ref} of its headers cannot be read") from None
+            if "\r" in values[ref] or "\n" in values[ref]:
+                raise McpCallFailed(f"The secret {ref} holds a line break, which no header may")
+        resolved = {
+            header: SECRET_REF.sub(lambda match: values[match.group(1)], value)
+            for header, value in self.server.headers.items()
+        }
+        return {"User-Agent": USER_AGENT, **resolved}, list(values.values())
+
+    async def identity(self, ctx: ToolContext, tool: str) -> dict[str, str]:
+        """The caller's identity for one call of `tool`, as the server's `identity` says."""
+        match self.server.identity:
+            case "none":
+                return {}
+            case "caller-token":
+                if not ctx.caller_token:
+                    raise McpCallFailed(
+                        "This tool needs the caller's own token, which this request has none of"
+                    )
+                return {"Authorization": f"Bearer {ctx.caller_token}"}
+            case "assertion":
+                if self._assertions is None:
+                    raise McpCallFailed("This service cannot sign caller assertions, which this tool needs")
+                try:
+                    signed = await self._assertions.assertion(ctx, audience=self.server.origin, tool=tool)
+                except Exception as exc:  # the signer's key cannot be read, say
+                    raise McpCallFailed(
+                        f"The caller assertion could not be signed ({type(exc).__name__})"
+                    ) from None
+                return {ASSERTION_HEADER: signed}
+
+    async def list_tools(self) -> Listing:
+        timeout = min(self.timeout_seconds, LIST_TIMEOUT_SECONDS)
+        headers, _ = await self.headers()
+        listing = await (await self._client()).list_tools(Connection(self.server.url, headers, timeout))
+        self.mode = listing.mode
+        return listing
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], ctx: ToolContext, tool: str, seconds: float
+    ) -> CallOutcome:
+        """Call the server's `name` for the caller of `ctx`; `tool` is the name the model used. No
+        secret sent (a parameter's value, the caller's token, the assertion) is in the text returned."""
+        headers, secrets = await self.headers()
+        identity = await self.identity(ctx, tool)
+        secrets += [value.removeprefix("Bearer ") for value in identity.values()]
+        replaced = {name.lower() for name in identity}  # the server's own Authorization, for listings
+        sent = {name: value for name, value in headers.items() if name.lower() not in replaced} | identity
+        connection = Connection(self.server.url, sent, seconds, self.mode)
+        outcome = await (await self._client()).call_tool(connection, name, arguments)
+        return CallOutcome(redact(outcome.text, secrets), outcome.is_error)
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """`text` with each secret of four characters or more replaced, longest first."""
+    for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
+        text = text.replace(secret, "[redacted]")
+    return text
