@@ -10,6 +10,7 @@ import zlib
 from datetime import timedelta
 
 import boto3
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -159,6 +160,16 @@ def erase(chat: TestClient, caller: str) -> dict:
     return status.json()
 
 
+def export(chat: TestClient, caller: str) -> dict:
+    headers = {"X-Caller-Id": caller}
+    accepted = chat.post("/api/v1/me/exports", headers=headers)
+    assert accepted.status_code == 202, accepted.text
+    chat.app.state.services.lifecycle.dispatcher.wait()
+    status = chat.get(f"/api/v1/me/exports/{accepted.json()['exportId']}", headers=headers)
+    assert status.status_code == 200, status.text
+    return status.json()
+
+
 def audit(chat: TestClient, cid: str) -> dict:
     response = chat.get("/api/v1/admin/audit", params={"conversationId": cid}, headers=ADMIN)
     assert response.status_code == 200, response.text
@@ -179,6 +190,7 @@ def test_an_erasure_leaves_nothing_of_the_caller_but_pseudonymous_audit_records(
     alice, bob = who(), who()
     made = build(chat, fake_llm, own_tables, alice)
     bob_made = build(chat, fake_llm, own_tables, bob)
+    assert export(chat, alice)["status"] == "READY"  # the caller's data too: the erasure removes it
     bob_before = traces(own_tables, bob)
     actor_refs = {r["actorRef"] for r in audit(chat, made["live"])["records"]}
 
@@ -250,3 +262,34 @@ def test_only_admins_erase_others_or_read_erasures_and_unknown_ids_are_404(chat)
         response = chat.get(f"/api/v1/admin/erasures/{unknown}", headers=ADMIN)
         assert response.status_code == 404 and response.json()["error"] == "Erasure not found"
     assert chat.delete("/api/v1/me").status_code == 401  # the anonymous caller owns nothing
+
+
+def test_an_export_is_one_json_document_of_everything_about_the_caller(chat, fake_llm, own_tables):
+    alice = who()
+    made = build(chat, fake_llm, own_tables, alice)
+    done = export(chat, alice)
+    assert done["status"] == "READY" and done["expiresIn"] == 3600
+    document = httpx.get(done["url"]).json()  # the presigned URL, on the moto server
+
+    assert document["callerId"] == alice
+    conversations = {c["conversationId"]: c for c in document["conversations"]}
+    assert set(conversations) == {
+        made["archived"],
+        made["live"],
+    }  # deleted ones are not the caller's any more
+    archived = [m["content"] for m in conversations[made["archived"]]["messages"]]
+    assert archived[0] == "ports" and "continued" in archived  # from the S3 transcript and the table
+    live = conversations[made["live"]]["messages"]
+    assert [m["supersededBy"] is not None for m in live if m["role"] == "assistant"] == [True, False]
+    assert "REASONING" not in json.dumps(document) and all("reasoning" not in m for m in live)
+    (attachment,) = document["attachments"]
+    assert httpx.get(attachment["downloadUrl"]).content == b"a file"
+    assert {f["metadata"]["modality"] for f in document["memory"]} >= {"text", "document"}
+    assert [r["rating"] for r in document["feedback"]] == ["up"]
+    assert document["usage"] and document["usage"][0]["tokensUsed"] > 0
+
+    other = chat.get(f"/api/v1/me/exports/{done['exportId']}", headers={"X-Caller-Id": who()})
+    assert other.status_code == 404  # another caller's export is not found
+    for unknown in (str(uuid.uuid4()), "nope"):
+        response = chat.get(f"/api/v1/me/exports/{unknown}", headers={"X-Caller-Id": alice})
+        assert response.status_code == 404 and response.json()["error"] == "Export not found"

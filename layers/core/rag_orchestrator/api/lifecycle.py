@@ -16,6 +16,7 @@ from rag_orchestrator.api.auth import get_owner, require_roles
 from rag_orchestrator.api.deps import services
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import ADMIN, Caller
+from rag_orchestrator.lifecycle.export import ExportNotFound
 from rag_orchestrator.lifecycle.jobs import ErasureNotFound
 from rag_orchestrator.lifecycle.service import Lifecycle
 
@@ -53,6 +54,44 @@ async def erase_me(
     """Every conversation, attachment, memory fragment, share, export and counter of the caller."""
     started = await _erase(lifecycle, caller.caller_id, caller)
     return ErasureAccepted(erasure_id=started)
+
+
+class ExportAccepted(CamelModel):
+    export_id: str
+
+
+class ExportStatus(CamelModel):
+    export_id: str
+    status: str  # RUNNING | READY
+    requested_at: datetime
+    ready_at: datetime | None = None
+    url: str | None = None  # once READY: a presigned GET of the JSON document
+    expires_in: int | None = None  # the URL's seconds (3600)
+
+
+@router.post("/me/exports", status_code=202, response_model=ExportAccepted, summary="Export my data")
+async def export_me(
+    caller: Caller = Depends(get_owner), lifecycle: Lifecycle = Depends(get_lifecycle)
+) -> ExportAccepted:
+    """One JSON document of everything about the caller, built in LifecycleFunction."""
+    return ExportAccepted(export_id=await asyncio.to_thread(lifecycle.export, caller.caller_id))
+
+
+@router.get(
+    "/me/exports/{export_id}",
+    response_model=ExportStatus,
+    responses={404: {"description": "No such export of the caller's"}},
+    summary="An export's status, and its URL once ready",
+)
+async def export_status(
+    export_id: str = Path(..., max_length=100),
+    caller: Caller = Depends(get_owner),
+    lifecycle: Lifecycle = Depends(get_lifecycle),
+) -> ExportStatus:
+    if not _UUID.fullmatch(export_id):
+        raise ExportNotFound(f"Export not found: {export_id}")
+    found = await asyncio.to_thread(lifecycle.export_status, export_id, caller.caller_id)
+    return ExportStatus.model_validate(found)
 
 
 @router.delete(

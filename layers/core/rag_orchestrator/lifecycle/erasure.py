@@ -4,7 +4,7 @@
      what a turn running meanwhile indexed;
   2. each conversation listed under the caller in ByCaller (conversation_erasure.py), its counts added
      to the job as it finishes;
-  3. the caller's day counters (USAGE#<callerId>);
+  3. the caller's day counters (USAGE#<callerId>) and exports (items and documents);
   4. whatever S3 still holds under a key naming the caller: transcripts/<callerId>/, audit/<callerId>/,
      attachments/<callerId>/;
   5. one audit record of the erasure (who asked, when, the counts) in a chain of its own, kept like a
@@ -30,8 +30,10 @@ from rag_orchestrator.domain.audit import GENESIS, seal
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.lifecycle.conversation_erasure import ConversationEraser
+from rag_orchestrator.lifecycle.export import EXPORTS_PREFIX
+from rag_orchestrator.lifecycle.export import object_key as export_object
 from rag_orchestrator.lifecycle.jobs import ErasureJobs
-from rag_orchestrator.lifecycle.partitions import Tally, caller_conversations, partition, raw_keys
+from rag_orchestrator.lifecycle.partitions import Tally, caller_conversations, indexed, partition, raw_keys
 
 ForgetCaller = Callable[[str], int]  # FragmentIndex.forget_caller
 
@@ -71,8 +73,13 @@ class CallerEraser:
             self._jobs.add_counts(erasure_id, tally.as_dict())
         tally = Tally(chroma=self._forget_caller(caller_id))  # what a turn running meanwhile added
         usage = partition(self._table, f"USAGE#{caller_id}")
-        self._table.batch_delete(raw_keys(usage))
-        tally.dynamodb += len(usage)
+        exports = [{"PK": pk, "SK": it.META} for pk in indexed(self._table, EXPORTS_PREFIX + caller_id)]
+        for export in exports:
+            tally.s3 += self._objects.delete_versions(
+                export_object(export["PK"].removeprefix("EXPORT#")), exact=True
+            )
+        self._table.batch_delete(raw_keys([*usage, *exports]))
+        tally.dynamodb += len(usage) + len(exports)
         for prefix in (f"transcripts/{caller_id}/", f"audit/{caller_id}/"):
             tally.s3 += self._objects.delete_versions(prefix, exact=False)
         if self._attachment_objects is not None:

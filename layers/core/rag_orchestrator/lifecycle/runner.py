@@ -14,6 +14,7 @@ from rag_orchestrator.conversations.transcripts import S3AuditTrails
 from rag_orchestrator.errors import BadRequest, StorageUnavailable
 from rag_orchestrator.lifecycle.conversation_erasure import Checkpoint, ConversationEraser
 from rag_orchestrator.lifecycle.erasure import CallerEraser
+from rag_orchestrator.lifecycle.export import URL_SECONDS, ExportDocument, Exports
 from rag_orchestrator.lifecycle.jobs import ErasureJobs
 from rag_orchestrator.lifecycle.service import Lifecycle
 from rag_orchestrator.lifecycle.sharing import revoker
@@ -61,10 +62,38 @@ def caller_eraser(settings: Settings, checkpoint: Checkpoint | None = None) -> C
     )
 
 
+def exports(settings: Settings) -> Exports:
+    from rag_orchestrator import aws
+
+    return Exports(_table(settings), aws.client("s3"), settings.transcripts_bucket or "")
+
+
+def build_export(settings: Settings, export_id: str) -> dict[str, Any]:
+    from rag_orchestrator import aws
+    from rag_orchestrator.attachments.objects import AttachmentObjects
+    from rag_orchestrator.conversations.dynamo import DynamoConversationStore
+    from rag_orchestrator.retrieval.fragments import FragmentIndex
+    from rag_orchestrator.retrieval.vector_store import VectorStore
+
+    bucket = settings.attachments_bucket
+    files = AttachmentObjects(aws.client("s3"), bucket) if bucket else None
+    memory = FragmentIndex(VectorStore(settings, None, collection=settings.chroma_memory_collection), None)
+    document = ExportDocument(
+        _table(settings),
+        DynamoConversationStore.from_settings(settings),
+        memory.of_caller,
+        (lambda key: files.presign_get(key, URL_SECONDS)) if files else None,
+    )
+    exports(settings).build(export_id, document)
+    return {"exportId": export_id}
+
+
 def run_lifecycle_event(settings: Settings, event: dict[str, Any]) -> dict[str, Any]:
-    """One job: `{"kind": "erasure", "erasureId": ...}`; what it ended with."""
+    """One job: `{"kind": "erasure", "erasureId": ...}` or `{"kind": "export", "exportId": ...}`."""
     if event.get("kind") == "erasure" and isinstance(event.get("erasureId"), str):
         return caller_eraser(settings).run(event["erasureId"])
+    if event.get("kind") == "export" and isinstance(event.get("exportId"), str):
+        return build_export(settings, event["exportId"])
     raise BadRequest("Unknown lifecycle event")
 
 
@@ -80,4 +109,4 @@ def create_lifecycle(settings: Settings) -> Lifecycle:
         dispatcher = LambdaDispatcher(aws.client("lambda"), settings.lifecycle_function)
     else:
         dispatcher = ThreadDispatcher(lambda event: run_lifecycle_event(settings, event))
-    return Lifecycle(ErasureJobs(_table(settings)), dispatcher, actor_key(settings))
+    return Lifecycle(ErasureJobs(_table(settings)), exports(settings), dispatcher, actor_key(settings))

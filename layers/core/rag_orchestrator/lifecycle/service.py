@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from rag_orchestrator.domain.audit import actor_ref
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.callers import Caller
+from rag_orchestrator.lifecycle.export import Exports
 from rag_orchestrator.lifecycle.jobs import ErasureJobs, ErasureRequest, Started
 
 # A joined erasure that made no progress for this long was stopped (Lambda's longest run is 15
@@ -20,8 +21,9 @@ class Dispatcher(Protocol):
 
 
 class Lifecycle:
-    def __init__(self, jobs: ErasureJobs, dispatcher: Dispatcher, actor_key: bytes) -> None:
+    def __init__(self, jobs: ErasureJobs, exports: Exports, dispatcher: Dispatcher, actor_key: bytes) -> None:
         self._jobs = jobs
+        self._exports = exports
         self.dispatcher = dispatcher
         self._actor_key = actor_key
 
@@ -42,6 +44,15 @@ class Lifecycle:
     def erasure(self, erasure_id: str) -> dict[str, Any]:
         """The job without the plain caller id (ErasureNotFound, a 404, when there is none)."""
         return {k: v for k, v in self._jobs.job(erasure_id).items() if k != "callerId"}
+
+    def export(self, caller_id: str) -> str:
+        """A new export of the caller's data, handed to its function; its exportId."""
+        export_id = self._exports.start(caller_id)
+        self.dispatcher.dispatch({"kind": "export", "exportId": export_id})
+        return export_id
+
+    def export_status(self, export_id: str, caller_id: str) -> dict[str, Any]:
+        return self._exports.status(export_id, caller_id)
 
     def _stalled(self, erasure_id: str) -> bool:
         job = self._jobs.job(erasure_id)

@@ -178,6 +178,10 @@ class FragmentIndex:
         """Delete every fragment of the conversation: its turns and its attachments' segments."""
         self.store.delete({"conversationId": conversation_id})
 
+    def of_caller(self, caller_id: str) -> list[dict[str, object]]:
+        """Every fragment of the caller, `{id, text, metadata}` (an export)."""
+        return self.store.entries({"callerId": caller_id})
+
     def forget_caller(self, caller_id: str) -> int:
         """Delete every fragment of the caller (an erasure); how many there were."""
         where = {"callerId": caller_id}

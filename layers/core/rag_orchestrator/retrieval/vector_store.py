@@ -164,6 +164,14 @@ class VectorStore:
             return 0
         return len(self._call(lambda c: c.get(where=where, include=[]))["ids"])
 
+    def entries(self, where: dict[str, Any]) -> list[dict[str, Any]]:
+        """Every entry matching `where`: `{id, text, metadata}`; none without a collection."""
+        if self._resolve()[1] is None:
+            return []
+        found = self._call(lambda c: c.get(where=where, include=["documents", "metadatas"]))
+        rows = zip(found["ids"], found.get("documents") or [], found.get("metadatas") or [], strict=False)
+        return [{"id": i, "text": text, "metadata": dict(meta or {})} for i, text, meta in rows]
+
     # ----------------------------------------------------------------- reads (no chromadb)
     def _query_once(
         self, embedding: Sequence[float], top_k: int, where: dict[str, Any] | None
