@@ -708,6 +708,7 @@ READS = {
     "ApiFunction": {*SECRET_PARAMETERS.values(), *TURNS},
     "ChatStreamFunction": {*SECRET_PARAMETERS.values(), *TURNS},
     "ArchiveFunction": {"ChromaTokenParameter"},
+    "LifecycleFunction": {"ChromaTokenParameter"},
     "IngestFunction": {"ChromaTokenParameter", "EmbeddingApiKeyParameter"},
     "AttachmentFunction": {
         "ChromaTokenParameter",

@@ -140,7 +140,7 @@ async def test_failed_and_interrupted_turns_are_audited_too(store_and_cid):
 def test_the_chain_notices_an_altered_a_removed_and_a_reordered_record():
     records, head = [], GENESIS
     for n in range(4):
-        records.append(seal({"recordId": f"{n:026d}", "userMessage": digest(f"q{n}")}, head))
+        records.append(seal({"recordId": f"{n:026d}", "userMessage": digest(f"q{n}")}, head, b"key"))
         head = records[-1]["hash"]
     assert check_chain(records) == check_chain(records, GENESIS)
     assert check_chain(records).valid and check_chain(records).last_hash == head

@@ -89,7 +89,6 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(1_048_576, ge=1024)
     cursor_secret: SecretStr | None = None  # signs page cursors; derived from the table name when unset
     audit_actor_secret: SecretStr | None = None  # keys audit records' actorRef; derived when unset
-    conversation_retention_days: int | None = Field(None, ge=1)  # idle conversations deleted; unset: never
     lifecycle_function: str | None = None  # erasures and exports run there (async invoke); unset: in-process
 
     chroma_url: str = "http://127.0.0.1:8001"

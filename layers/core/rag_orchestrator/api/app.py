@@ -44,6 +44,7 @@ ROUTERS: dict[str, str] = {
     "documents": "rag_orchestrator.api.documents:router",
     "mcp": "rag_orchestrator.api.mcp:router",
     "lifecycle": "rag_orchestrator.api.lifecycle:router",
+    "shares": "rag_orchestrator.api.shares:router",
 }
 
 API_ROUTERS = (
@@ -63,6 +64,7 @@ API_ROUTERS = (
     "usage",
     "mcp",
     "lifecycle",
+    "shares",
 )
 STREAM_ROUTERS = (
     "health",

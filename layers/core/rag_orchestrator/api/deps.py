@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.conversations.dynamo import DynamoConversationStore
     from rag_orchestrator.conversations.in_process import InProcessStore
     from rag_orchestrator.lifecycle.service import Lifecycle
+    from rag_orchestrator.lifecycle.sharing import Shares
     from rag_orchestrator.loop.configuration import LoopConfig, StreamConfig
     from rag_orchestrator.loop.control import RunningTurns
     from rag_orchestrator.loop.orchestrator import Orchestrator
@@ -54,6 +55,13 @@ class Services:
         from rag_orchestrator.lifecycle.runner import create_lifecycle
 
         return create_lifecycle(self.settings)
+
+    @cached_property
+    def shares(self) -> Shares | None:
+        """Read-only snapshots of conversations (lifecycle/sharing.py); None with in-process storage."""
+        from rag_orchestrator.lifecycle.runner import create_shares
+
+        return create_shares(self.settings)
 
     @cached_property
     def attachments(self) -> Attachments:
@@ -223,6 +231,10 @@ def get_strategy(request: Request) -> ModelStrategy:
 
 def get_orchestrator(request: Request) -> Orchestrator:
     return services(request).orchestrator
+
+
+def get_shares_or_none(request: Request) -> Shares | None:
+    return services(request).shares
 
 
 def get_memory(request: Request) -> FragmentIndex | None:

@@ -17,7 +17,7 @@ from rag_orchestrator.lifecycle.erasure import CallerEraser
 from rag_orchestrator.lifecycle.export import URL_SECONDS, ExportDocument, Exports
 from rag_orchestrator.lifecycle.jobs import ErasureJobs
 from rag_orchestrator.lifecycle.service import Lifecycle
-from rag_orchestrator.lifecycle.sharing import revoker
+from rag_orchestrator.lifecycle.sharing import Shares, revoker
 
 
 def _table(settings: Settings) -> Table:
@@ -110,3 +110,12 @@ def create_lifecycle(settings: Settings) -> Lifecycle:
     else:
         dispatcher = ThreadDispatcher(lambda event: run_lifecycle_event(settings, event))
     return Lifecycle(ErasureJobs(_table(settings)), exports(settings), dispatcher, actor_key(settings))
+
+
+def create_shares(settings: Settings) -> Shares | None:
+    """Shares on the table and the transcripts bucket; None with CONVERSATION_STORAGE=memory."""
+    if settings.conversation_storage != "dynamodb":
+        return None
+    from rag_orchestrator import aws
+
+    return Shares(_table(settings), aws.client("s3"), settings.transcripts_bucket or "")
