@@ -872,7 +872,7 @@ def test_snapstart_is_an_option_of_the_functions_whose_hooks_run(template, resou
 
 def test_erasures_run_in_a_function_of_their_own_invoked_asynchronously_by_the_api(template, resources):
     api = effective_function(template, "ApiFunction")
-    assert api["Environment"]["Variables"]["LIFECYCLE_FUNCTION"] == {"Ref": "LifecycleFunction.Alias"}
+    assert api["Environment"]["Variables"]["LIFECYCLE_FUNCTION"] == {"Fn::Sub": "${LifecycleFunction}:live"}
     (invoke,) = [
         s for s in function_statements(resources, "ApiFunction") if s.get("Sid") == "StartLifecycleJobs"
     ]

@@ -6,7 +6,6 @@ Erasure runs in LifecycleFunction (or a thread under `make dev`), not in the req
 from __future__ import annotations
 
 import asyncio
-import re
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +13,7 @@ from fastapi import APIRouter, Depends, Path, Request
 
 from rag_orchestrator.api.auth import get_owner, require_roles
 from rag_orchestrator.api.deps import services
+from rag_orchestrator.api.path_ids import is_uuid
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import ADMIN, Caller
 from rag_orchestrator.lifecycle.export import ExportNotFound
@@ -22,7 +22,6 @@ from rag_orchestrator.lifecycle.service import Lifecycle
 
 router = APIRouter(prefix="/api/v1", tags=["lifecycle"])
 admin = require_roles(lambda settings: (ADMIN,))
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 ACCEPTED: dict[int | str, dict[str, Any]] = {
     202: {"description": "Started, or joined to the caller's erasure already running"}
 }
@@ -88,7 +87,7 @@ async def export_status(
     caller: Caller = Depends(get_owner),
     lifecycle: Lifecycle = Depends(get_lifecycle),
 ) -> ExportStatus:
-    if not _UUID.fullmatch(export_id):
+    if not is_uuid(export_id):
         raise ExportNotFound(f"Export not found: {export_id}")
     found = await asyncio.to_thread(lifecycle.export_status, export_id, caller.caller_id)
     return ExportStatus.model_validate(found)
@@ -121,7 +120,7 @@ async def erasure_status(
     caller: Caller = Depends(admin),
     lifecycle: Lifecycle = Depends(get_lifecycle),
 ) -> ErasureStatus:
-    if not _UUID.fullmatch(erasure_id):
+    if not is_uuid(erasure_id):
         raise ErasureNotFound(f"Erasure not found: {erasure_id}")
     job = await _in_thread(lifecycle.erasure, erasure_id)
     return ErasureStatus.model_validate(job)

@@ -4,13 +4,12 @@ the snapshot as of sharing, without auth."""
 from __future__ import annotations
 
 import asyncio
-import re
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 
 from rag_orchestrator.api.auth import get_owner
 from rag_orchestrator.api.deps import get_store, services
-from rag_orchestrator.api.path_ids import conversation_id
+from rag_orchestrator.api.path_ids import conversation_id, is_uuid
 from rag_orchestrator.conversations.paging import MAX_PAGE_SIZE
 from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain.base import CamelModel
@@ -20,7 +19,6 @@ from rag_orchestrator.errors import StorageUnavailable
 from rag_orchestrator.lifecycle.sharing import ShareNotFound, Shares
 
 router = APIRouter(prefix="/api/v1", tags=["sharing"])
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 class ShareCreated(CamelModel):
@@ -50,7 +48,7 @@ def get_shares(request: Request) -> Shares:
 
 
 def checked_share(share_id: str = Path(..., max_length=100)) -> str:
-    if not _UUID.fullmatch(share_id):
+    if not is_uuid(share_id):
         raise ShareNotFound(f"Share not found: {share_id}")
     return share_id
 
