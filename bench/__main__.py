@@ -20,6 +20,7 @@ if str(ROOT) not in sys.path:
 # name -> module with run(quick) -> Section, in the order they run
 BENCHMARKS = {
     "loop": "bench.loop",
+    "tracing": "bench.tracing",
     "cold": "bench.cold",
     "ttft": "bench.ttft",
     "memory": "bench.memory",

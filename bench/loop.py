@@ -10,6 +10,7 @@ The scripted strategy comes from tests/fakes/scripted.py (the loop's unit tests 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import warnings
 from collections.abc import Awaitable, Callable
@@ -69,7 +70,8 @@ class LookupTool:
 turn_storage: list[list[float]] = []  # per ours() instance: ms spent in storage calls, per turn
 
 
-def ours() -> Turn:
+def ours(tracer: Any = None) -> Turn:
+    """Our turn; with `tracer`, traced by it (bench/tracing.py)."""
     from rag_orchestrator.conversations.in_process import InProcessStore
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
@@ -79,6 +81,8 @@ def ours() -> Turn:
     store = TimedStore(InProcessStore())
     strategy = ScriptedStrategy([tool_calls(call("lookup", '{"query": "tests"}')), answer(ANSWER)])
     orchestrator = scripted_orchestrator(strategy, store=store, tools=[LookupTool()])
+    if tracer is not None:
+        orchestrator.deps = dataclasses.replace(orchestrator.deps, tracer=tracer)
     caller = Caller("bench")
     storage: list[float] = []
     turn_storage.append(storage)

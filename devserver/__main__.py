@@ -20,6 +20,16 @@ def _interrupt(*_: object) -> None:
 
 def main() -> int:
     env = apply_local_defaults()
+    local = dev_env.local_dir()
+    receiver = None
+    if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):  # traces to .local/traces.jsonl, trees printed
+        from devserver.traces import TraceReceiver, print_turns
+
+        receiver = TraceReceiver(
+            local / "traces.jsonl",
+            on_spans=lambda new: print_turns(receiver.received() if receiver else [], new),
+        )
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.url
     use_demo_catalog(env.get("PORT") or "8000", env)  # a bad PORT is named by the settings below
     use_demo_mcp(env.get("PORT") or "8000", env)
     sys.path.insert(0, str(ROOT / "layers" / "core"))
@@ -33,7 +43,6 @@ def main() -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    local = dev_env.local_dir()
     services = []
 
     def stop(*_: object) -> None:
@@ -64,6 +73,10 @@ def main() -> int:
             f"  api                   http://127.0.0.1:{settings.port}  (docs: /docs, health: /api/v1/agent/health)"
         )
         print(f"  tools                 {settings.tool_catalog_path}")
+        if receiver is not None:
+            print(
+                f"  traces                {receiver.url}  (each turn's tree printed; {local / 'traces.jsonl'})"
+            )
         print(f"  MCP                   the knowledge base: http://127.0.0.1:{settings.port}/mcp; tools from")
         print(
             f"                        the demo MCP server: http://127.0.0.1:{settings.port}/demo-mcp (docs/mcp.md)"

@@ -30,7 +30,7 @@ LAYERS: list[set[str]] = [
         "text",
         "__init__",
     },
-    {"config"},
+    {"config", "tracing", "otel_tracing"},
     {"providers", "conversations", "stream_log", "retrieval"},
     {"attachments"},
     {"lifecycle"},

@@ -165,6 +165,16 @@ def test_make_dev_stack_serves_health_answers_the_readme_question_reads_an_attac
             assert f"against the running make dev on port {port}" in done.stderr
             warned = WARNING.findall(done.stdout + done.stderr)
             assert not warned, (sample, warned, done.stderr[-2000:])
+        # each turn's spans reached the dev stack's OTLP receiver: kept in traces.jsonl, the tree printed
+        traces, deadline = tmp_path / "local" / "traces.jsonl", time.monotonic() + 30
+        while (
+            '"invoke_agent"' not in (traces.read_text() if traces.exists() else "")
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.2)
+        names = {json.loads(line)["name"] for line in traces.read_text().splitlines()}
+        assert {"invoke_agent", "chat extractive"} <= names, names
+        assert "\ninvoke_agent  (" in (tmp_path / "dev.log").read_text()
         children = _children(process.pid)
         assert len(children) >= 2  # moto and chroma
     finally:

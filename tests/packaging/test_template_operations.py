@@ -273,9 +273,30 @@ def test_the_dashboard_shows_only_metrics_that_exist(template, resources):
     body, _ = dashboard["DashboardBody"]["Fn::Sub"]
     widgets = json.loads(re.sub(r"\$\{[^}]+\}", "1", body))["widgets"]
     emitted = emitted_metrics()
-    rows = [row for widget in widgets for row in widget["properties"]["metrics"]]
+    rows = [
+        row for widget in widgets if widget["type"] == "metric" for row in widget["properties"]["metrics"]
+    ]
     ours = [row for row in rows if row[0] == "RagOrchestrator"]
     assert ours and all(row[1] in emitted and row[2:4] == ["service", "rag-orchestrator"] for row in ours)
+
+
+def test_the_dashboards_usage_widget_sums_the_fields_each_turn_logs(resources, capsys):
+    """The "turn usage" line (loop/finish.py) carries every field the Logs Insights query reads."""
+    from rag_orchestrator.domain.usage import Prices, UsageLine
+    from rag_orchestrator.loop.finish import log_usage
+
+    (dashboard,) = of_type(resources, "AWS::CloudWatch::Dashboard").values()
+    body, _ = dashboard["DashboardBody"]["Fn::Sub"]
+    widgets = json.loads(re.sub(r"\$\{[^}]+\}", "1", body))["widgets"]
+    (usage,) = [w for w in widgets if w["type"] == "log"]
+    query = usage["properties"]["query"]
+    assert "filter message = 'turn usage'" in query
+    capsys.readouterr()
+    log_usage(UsageLine("2026-11-26", "alice", "m", 1, 2, 1000, 500), Prices.parse("m=1/2"))
+    (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if '"turn usage"' in x]
+    read = set(re.findall(r"sum\((\w+)\)", query)) | set(re.findall(r"by (\w+)", query))
+    assert read and read <= set(line), read - set(line)
+    assert line["estimated_cost"] == (1000 * 1 + 500 * 2) / 1_000_000
 
 
 def test_alarms_cover_each_function_each_failure_queue_the_apis_turns_and_first_tokens(resources):

@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag_orchestrator.domain.budgets import Budgets
 from rag_orchestrator.domain.callers import normalise_roles
+from rag_orchestrator.domain.usage import Prices
 from rag_orchestrator.errors import ConfigError
 
 Strategy = Literal[
@@ -177,10 +178,23 @@ class Settings(BaseSettings):
         check_references(f"{name.upper()}_PARAM" for name in SECRET_FIELDS)
         return data
 
+    # Traces and the usage report (docs/observability.md): spans go over OTLP/HTTP to this collector
+    # only when it is set; prompt and answer text only with OTEL_CAPTURE_CONTENT. MODEL_PRICES prices
+    # tokens per model for GET /api/v1/admin/usage.
+    otel_exporter_otlp_endpoint: str | None = Field(None, pattern=r"^https?://[^\s/]+(/\S*)?$")
+    otel_capture_content: bool = False
+    model_prices: str | None = None
+
     @field_validator("budget_tokens_per_day")
     @classmethod
     def _check_budgets(cls, value: str | None) -> str | None:
         Budgets.parse(value)  # ValueError says what is wrong
+        return value
+
+    @field_validator("model_prices")
+    @classmethod
+    def _check_prices(cls, value: str | None) -> str | None:
+        Prices.parse(value)
         return value
 
     @model_validator(mode="after")
@@ -251,6 +265,10 @@ class Settings(BaseSettings):
     @property
     def budgets(self) -> Budgets:
         return Budgets.parse(self.budget_tokens_per_day)
+
+    @property
+    def prices(self) -> Prices:
+        return Prices.parse(self.model_prices)
 
     @property
     def kb_writers(self) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, cast
 from fastapi import Request
 
 from rag_orchestrator.config import Settings
+from rag_orchestrator.tracing import NO_TRACER, Tracer
 
 if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
     from mcp.server import Server as McpServer
@@ -42,12 +43,22 @@ class Services:
         self.settings = settings
 
     @cached_property
+    def tracer(self) -> Tracer:
+        """Spans of turns and store requests; NO_TRACER (nothing loaded) without OTEL_EXPORTER_OTLP_ENDPOINT."""
+        settings = self.settings
+        if not settings.otel_exporter_otlp_endpoint:
+            return NO_TRACER
+        from rag_orchestrator.otel_tracing import OtelTracer
+
+        return OtelTracer(settings.otel_exporter_otlp_endpoint, capture_content=settings.otel_capture_content)
+
+    @cached_property
     def store(self) -> DynamoConversationStore | InProcessStore:
         """Either backend provides every part of the store: the routes' (conversations/store.py), a
         turn's (loop/ports.py) and the title hook's (loop/titles.py)."""
         from rag_orchestrator.conversations.factory import create_store
 
-        return create_store(self.settings)
+        return create_store(self.settings, self.tracer)
 
     @cached_property
     def lifecycle(self) -> Lifecycle:
@@ -157,6 +168,7 @@ class Services:
             after_turn=tuple(after_turn),
             attachments=self.turn_attachments,
             embedder=toolbox.selector.embedder,
+            tracer=self.tracer,
         )
         return Orchestrator(deps)
 
@@ -183,6 +195,7 @@ def loop_config(settings: Settings) -> LoopConfig:
         lease_margin_seconds=settings.turn_deadline_margin_seconds,
         budgets=settings.budgets,
         reserve_tokens=settings.budget_turn_reserve_tokens,
+        prices=settings.prices,
     )
 
 

@@ -17,7 +17,7 @@ the audit head on META), finish_turn (the audit record in its transaction).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from rag_orchestrator.config import Settings
@@ -32,6 +32,7 @@ from rag_orchestrator.conversations.dynamo_titles import TitleWrites
 from rag_orchestrator.conversations.dynamo_versions import RevisionWrites
 from rag_orchestrator.conversations.dynamo_writes import TurnWrites
 from rag_orchestrator.conversations.feedback import FeedbackWrites
+from rag_orchestrator.conversations.ledger import LedgerReads
 from rag_orchestrator.conversations.message_items import MessageItems
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE
 from rag_orchestrator.conversations.table import Table, in_worker_thread
@@ -44,6 +45,8 @@ from rag_orchestrator.domain.audit import AuditTrail
 from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
 from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, Rating
+from rag_orchestrator.domain.usage import UsageLine
+from rag_orchestrator.tracing import NO_TRACER, Tracer
 
 
 class DynamoConversationStore:
@@ -58,8 +61,9 @@ class DynamoConversationStore:
         actor_key: bytes = b"",
         deleted_retention_days: int = 30,
         guest_ttl_hours: int = 24,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
-        shared = Table(dynamodb, table)
+        shared = Table(dynamodb, table, tracer)
         items = MessageItems(ContentOffloader(s3, bucket), timedelta(hours=guest_ttl_hours))
         self._table = shared
         self._cursors = CursorCodec(cursor_secret)
@@ -70,11 +74,12 @@ class DynamoConversationStore:
         self._revisions = RevisionWrites(shared, items, self._turns)
         self._approvals = ApprovalWrites(shared)
         self._usage = UsageReads(shared)
+        self._ledger = LedgerReads(shared)
         self._feedback = FeedbackWrites(shared, items, self._cursors)
         self._audit = AuditReads(shared, self._cursors, S3AuditTrails(s3, bucket))
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> DynamoConversationStore:
+    def from_settings(cls, settings: Settings, tracer: Tracer = NO_TRACER) -> DynamoConversationStore:
         from rag_orchestrator import aws
 
         return cls(
@@ -86,6 +91,7 @@ class DynamoConversationStore:
             actor_key=actor_key(settings),
             deleted_retention_days=settings.deleted_retention_days,
             guest_ttl_hours=settings.guest_ttl_hours,
+            tracer=tracer,
         )
 
     # ------------------------------------------------------------------ conversations (routes)
@@ -177,6 +183,10 @@ class DynamoConversationStore:
     @in_worker_thread
     def usage(self, caller_id: str, day: str) -> int:
         return self._usage.usage(caller_id, day)
+
+    @in_worker_thread
+    def usage_lines(self, first: date, last: date) -> list[UsageLine]:
+        return self._ledger.usage_lines(first, last)
 
     # ------------------------------------------------------------------ turns (the loop, the title hook)
 

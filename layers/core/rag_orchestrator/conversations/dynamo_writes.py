@@ -15,6 +15,7 @@ from typing import Any
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.approvals import PENDING_FIELD, held_put, outcome_update, refused_start
 from rag_orchestrator.conversations.audit_trail import audit_item, head_of
+from rag_orchestrator.conversations.ledger import ledger_update
 from rag_orchestrator.conversations.message_items import MessageItems
 from rag_orchestrator.conversations.meta_update import LOCK_FREE, OWNED, MetaUpdate, meta_key
 from rag_orchestrator.conversations.table import (
@@ -139,6 +140,7 @@ class TurnWrites:
         extra_actions = [held_put(held)] if held else []
         extra_actions += [outcome_update(outcome.decided)] if outcome.decided else []
         extra_actions += [settlement(spend, tokens)] if spend and (tokens or spend.reserve) else []
+        extra_actions += [ledger_update(outcome.usage)] if outcome.usage else []
         head = (context.audit_head if context else None) or GENESIS
         for _ in range(CHAIN_ATTEMPTS):
             record = seal(audit, head, self._actor_key) if audit is not None else None

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rag_orchestrator.config import Settings
+from rag_orchestrator.tracing import NO_TRACER, Tracer
 
 if TYPE_CHECKING:  # imported where chosen: the in-process store never loads boto3
     from rag_orchestrator.conversations.dynamo import DynamoConversationStore
     from rag_orchestrator.conversations.in_process import InProcessStore
 
 
-def create_store(settings: Settings) -> DynamoConversationStore | InProcessStore:
+def create_store(settings: Settings, tracer: Tracer = NO_TRACER) -> DynamoConversationStore | InProcessStore:
     """Either store: each provides every part (the routes', conversations/store.py; a turn's, loop/ports.py)."""
     if settings.conversation_storage == "memory":
         from rag_orchestrator.conversations.in_process import InProcessStore
@@ -19,4 +20,4 @@ def create_store(settings: Settings) -> DynamoConversationStore | InProcessStore
         return InProcessStore()
     from rag_orchestrator.conversations.dynamo import DynamoConversationStore
 
-    return DynamoConversationStore.from_settings(settings)
+    return DynamoConversationStore.from_settings(settings, tracer)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import date, datetime
 
 from rag_orchestrator.conversations.cursors import CursorCodec
 from rag_orchestrator.conversations.in_process_conversations import InProcessConversations
@@ -27,6 +27,7 @@ from rag_orchestrator.domain.audit import AuditTrail
 from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
 from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, Rating
+from rag_orchestrator.domain.usage import UsageLine
 
 
 class InProcessStore:
@@ -106,6 +107,9 @@ class InProcessStore:
 
     async def usage(self, caller_id: str, day: str) -> int:
         return self._turns.usage(caller_id, day)
+
+    async def usage_lines(self, first: date, last: date) -> list[UsageLine]:
+        return self._turns.usage_lines(first, last)
 
     # ------------------------------------------------------------------ turns (the loop, the title hook)
 

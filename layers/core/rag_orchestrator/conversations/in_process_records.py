@@ -20,6 +20,7 @@ from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus
 from rag_orchestrator.domain.feedback import FeedbackEntry
+from rag_orchestrator.domain.usage import UsageLine
 from rag_orchestrator.errors import ConversationNotFound
 
 
@@ -63,6 +64,7 @@ class Shelf:
         self.records: dict[str, StoredConversation] = {}
         self.ratings: dict[tuple[str, str], FeedbackEntry] = {}  # (conversationId, messageId)
         self.days: dict[tuple[str, str], list[int]] = {}  # (callerId, day) -> [used, committed]
+        self.ledger: dict[tuple[str, str, str], UsageLine] = {}  # (day, callerId, model), as ledger.py
         self.lock = threading.Lock()
 
     def owned(self, conversation_id: str, caller_id: str) -> StoredConversation:

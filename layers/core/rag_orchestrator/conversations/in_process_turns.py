@@ -5,6 +5,8 @@ store's dynamo_writes, approvals, dynamo_versions and usage)."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
+from datetime import date
 
 from rag_orchestrator.conversations.approvals import DECIDED, EXPIRED
 from rag_orchestrator.conversations.in_process_records import Shelf, StoredConversation
@@ -15,6 +17,7 @@ from rag_orchestrator.domain.approvals import OUTCOMES, PENDING, Decision, Resol
 from rag_orchestrator.domain.audit import seal
 from rag_orchestrator.domain.budgets import Spend, exhausted
 from rag_orchestrator.domain.conversations import ConversationMessage
+from rag_orchestrator.domain.usage import UsageLine, days
 from rag_orchestrator.errors import (
     ApprovalClosed,
     ApprovalNotFound,
@@ -93,6 +96,8 @@ class InProcessTurns:
                 day = shelf.day(outcome.spend)
                 day[0] += tokens
                 day[1] += tokens - outcome.spend.reserve
+            if outcome.usage is not None:
+                _count(shelf, outcome.usage)
 
     def abort_turn(self, conversation_id: str) -> None:
         with self._shelf.lock:
@@ -144,6 +149,11 @@ class InProcessTurns:
         with self._shelf.lock:
             return self._shelf.days.get((caller_id, day), [0, 0])[0]
 
+    def usage_lines(self, first: date, last: date) -> list[UsageLine]:
+        wanted = set(days(first, last))
+        with self._shelf.lock:
+            return [replace(line) for key, line in self._shelf.ledger.items() if key[0] in wanted]
+
     def reserve(self, spend: Spend) -> None:
         with self._shelf.lock:
             self._check_budget(spend)
@@ -162,3 +172,14 @@ class InProcessTurns:
 def _resolve(record: StoredConversation, resolution: Resolution) -> None:
     record.held = None
     record.approvals[resolution.held.approval_id] = resolution.outcome
+
+
+def _count(shelf: Shelf, spent: UsageLine) -> None:
+    """Add a turn's spending to its day, caller and model (the lock held)."""
+    line = shelf.ledger.setdefault(
+        (spent.day, spent.caller_id, spent.model), UsageLine(spent.day, spent.caller_id, spent.model)
+    )
+    line.turns += spent.turns
+    line.tool_calls += spent.tool_calls
+    line.input_tokens += spent.input_tokens
+    line.output_tokens += spent.output_tokens

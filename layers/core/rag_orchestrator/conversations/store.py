@@ -10,13 +10,14 @@ given: changing either afterwards changes nothing stored.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import Protocol
 
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE
 from rag_orchestrator.domain.audit import AuditTrail
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
 from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, Rating
+from rag_orchestrator.domain.usage import UsageLine
 
 
 class ConversationStore(Protocol):
@@ -108,4 +109,8 @@ class AuditStore(Protocol):
 class UsageStore(Protocol):
     async def usage(self, caller_id: str, day: str) -> int:
         """The tokens the caller's turns used on that UTC day (YYYY-MM-DD), as counted by finish_turn."""
+        ...
+
+    async def usage_lines(self, first: date, last: date) -> list[UsageLine]:
+        """What every caller's turns spent per day and model, from `first` to `last` inclusive."""
         ...

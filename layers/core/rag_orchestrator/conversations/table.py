@@ -24,6 +24,7 @@ from rag_orchestrator import aws
 from rag_orchestrator.conversations.items import from_attributes, to_attributes
 from rag_orchestrator.errors import BadRequest, RagError, StorageUnavailable
 from rag_orchestrator.observability import logger, redacted
+from rag_orchestrator.tracing import NO_TRACER, Tracer
 
 TRANSACT_MAX_ITEMS = 100
 TRANSACT_MAX_BYTES = 3_500_000  # under the 4 MB a transaction may carry, leaving room for overhead
@@ -84,14 +85,22 @@ def in_worker_thread[S, **P, T](
     return run
 
 
+def request_span(operation: str, table: str) -> tuple[str, dict[str, str]]:
+    """A DynamoDB request's span: `PutItem <table>`, with the database conventions' attributes."""
+    name = "".join(part.title() for part in operation.split("_"))
+    attributes = {"db.system.name": "aws.dynamodb", "db.operation.name": name, "db.collection.name": table}
+    return f"{name} {table}", attributes
+
+
 def _pause(attempt: int) -> None:
     time.sleep(random.uniform(0, 0.05 * 2**attempt))
 
 
 class Table:
-    def __init__(self, client: Any, name: str) -> None:
+    def __init__(self, client: Any, name: str, tracer: Tracer = NO_TRACER) -> None:
         self.client = client
         self.name = name
+        self._tracer = tracer
 
     def call(self, operation: str, **params: Any) -> dict[str, Any]:
         """One request on this table; a refused condition raises ConditionFailed."""
@@ -111,6 +120,12 @@ class Table:
                 _pause(attempt)
 
     def _invoke(self, operation: str, **params: Any) -> dict[str, Any]:
+        if self._tracer.enabled:
+            with self._tracer.span(*request_span(operation, self.name), "client"):
+                return self._request(operation, params)
+        return self._request(operation, params)
+
+    def _request(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         try:
             return getattr(self.client, operation)(**params)
         except ClientError as exc:

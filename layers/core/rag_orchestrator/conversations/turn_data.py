@@ -16,6 +16,7 @@ from rag_orchestrator.domain.approvals import HeldCall, Resolution
 from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage
 from rag_orchestrator.domain.messages import Role
+from rag_orchestrator.domain.usage import UsageLine
 
 LOCK_HELD = "A turn is already running in this conversation"
 
@@ -44,8 +45,8 @@ class TurnContext:
 class TurnOutcome:
     """What finish_turn stores in the one write that releases the turn lock: the turn's messages and
     counters, its audit entry (sealed onto the chain `context` read), the messages it supersedes
-    (counted out of messageCount), the call it holds, the decision it acted on, and its tokens on the
-    caller's day (`spend`)."""
+    (counted out of messageCount), the call it holds, the decision it acted on, its tokens on the
+    caller's day (`spend`), and what it spent for the usage report (`usage`)."""
 
     messages: Sequence[ConversationMessage] = ()
     tool_calls: int = 0
@@ -57,6 +58,7 @@ class TurnOutcome:
     held: HeldCall | None = None
     decided: Resolution | None = None
     spend: Spend | None = None
+    usage: UsageLine | None = None
 
     def stored(self) -> list[ConversationMessage]:
         """The messages as stored: when interrupted, its last assistant message is marked so."""

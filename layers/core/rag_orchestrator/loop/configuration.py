@@ -3,9 +3,10 @@ by the composition root (api/deps.py), so that the loop reads nothing else of th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rag_orchestrator.domain.budgets import Budgets
+from rag_orchestrator.domain.usage import Prices
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +20,7 @@ class LoopConfig:
     lease_margin_seconds: float  # TURN_DEADLINE_MARGIN_SECONDS: the turn lock outlives the deadline by this
     budgets: Budgets  # BUDGET_TOKENS_PER_DAY
     reserve_tokens: int  # BUDGET_TURN_RESERVE_TOKENS: what a limited turn holds of its caller's day
+    prices: Prices = field(default_factory=Prices)  # MODEL_PRICES: a turn's estimated cost, in its log line
 
 
 @dataclass(frozen=True, slots=True)

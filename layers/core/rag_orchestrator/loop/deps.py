@@ -17,6 +17,7 @@ from rag_orchestrator.loop.ports import (
 )
 from rag_orchestrator.providers.strategies import ModelStrategy
 from rag_orchestrator.retrieval.embedders import Embedder
+from rag_orchestrator.tracing import NO_TRACER, Tracer
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,3 +32,4 @@ class TurnDeps:
     after_turn: tuple[AfterTurn, ...] = ()  # in order, once the terminal event is out
     attachments: AttachmentSource | None = None
     embedder: Embedder | None = None  # embeds the message once for tool selection and search
+    tracer: Tracer = NO_TRACER  # the turn's spans (tracing.py)

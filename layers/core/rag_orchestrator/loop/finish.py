@@ -4,6 +4,7 @@ after-turn hooks once that is done."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import assert_never
 
@@ -11,9 +12,13 @@ import anyio
 
 from rag_orchestrator.conversations.turn_data import TurnOutcome
 from rag_orchestrator.domain import events as ev
+from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.messages import Message, Role
+from rag_orchestrator.domain.usage import Prices, UsageLine, cost
 from rag_orchestrator.loop.after_turn import run_after_turn
 from rag_orchestrator.loop.deps import TurnDeps
+from rag_orchestrator.loop.record import TurnRecord
+from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.state import TurnState
 from rag_orchestrator.loop.steps import Continuation, FinalAnswer, HoldForApproval, Stop
 from rag_orchestrator.observability import logger, metrics
@@ -76,8 +81,10 @@ async def persist(deps: TurnDeps, state: TurnState, *, interrupted: bool) -> Non
                 # A question's claim wrote the expired call's outcome; a continuation's finish writes it.
                 decided=record.decided if isinstance(opening, Continuation) else None,
                 spend=state.spend,
+                usage=spent(record, request, model),
             )
             await deps.store.finish_turn(request.conversation_id, outcome)
+            log_usage(outcome.usage, deps.config.prices)
         except Exception:
             logger.exception("could not record the turn; releasing the lock")
             await deps.store.abort_turn(request.conversation_id)
@@ -85,7 +92,37 @@ async def persist(deps: TurnDeps, state: TurnState, *, interrupted: bool) -> Non
                 await deps.store.release(state.spend)
 
 
+def spent(record: TurnRecord, request: TurnRequest, model: str) -> UsageLine:
+    """The turn's line of the usage report: its caller's, on today's UTC date, for its model."""
+    return UsageLine(
+        day=utcnow().date().isoformat(),
+        caller_id=request.caller.caller_id,
+        model=model,
+        turns=1,
+        tool_calls=record.tool_calls,
+        input_tokens=record.input_tokens,
+        output_tokens=record.output_tokens,
+    )
+
+
+def log_usage(line: UsageLine | None, prices: Prices) -> None:
+    """The turn's line of the usage report, logged for the dashboard's "Usage by caller" (template.yaml)."""
+    if line is not None:
+        extra = {
+            "caller_id": line.caller_id,
+            "model": line.model,
+            "input_tokens": line.input_tokens,
+            "output_tokens": line.output_tokens,
+            "tool_calls": line.tool_calls,
+            "estimated_cost": cost(line, prices) or 0.0,
+        }
+        logger.info("turn usage", extra=extra)
+
+
 async def after(deps: TurnDeps, state: TurnState) -> None:
-    """The after-turn hooks (loop/after_turn.py), once the turn has ended; nothing before."""
+    """The after-turn hooks (loop/after_turn.py), once the turn has ended; nothing before. Then the
+    turn's spans are exported, before a Lambda environment may be frozen."""
     if state.finished:
         await run_after_turn(deps.after_turn, state.request, state.record)
+    if deps.tracer.enabled:
+        await asyncio.to_thread(deps.tracer.flush)

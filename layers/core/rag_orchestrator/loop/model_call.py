@@ -1,4 +1,5 @@
-"""One model call of a turn: its text streamed as ResponseChunk events, then what it produced."""
+"""One model call of a turn: its text streamed as ResponseChunk events, then what it produced; traced
+as a `chat {model}` span (docs/observability.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any, assert_never
 
+from rag_orchestrator import tracing as tr
 from rag_orchestrator.domain import events as ev
+from rag_orchestrator.domain.messages import Message
 from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.state import TurnState
 from rag_orchestrator.loop.steps import ModelOutput
@@ -30,21 +33,59 @@ async def call_model(
     progressive = request.mode is se.StreamingMode.PROGRESSIVE
     partial: list[str] = []
     state.partial = partial
-    async with aclosing(deps.strategy.run_iteration(state.messages, offered, ctx)) as stream:
-        while (item := await wait(anext(stream, None))) is not None:
-            match item:
-                case se.ContentChunk(content=text):
-                    partial.append(text)
-                    if progressive:
-                        yield emit.chunk(text)
-                case se.ToolCallsComplete(tool_calls=calls, assistant_content=text, reasoning=thought):
-                    output.calls, output.content, output.reasoning = calls, text or "", thought
-                case se.FinalResponse(content=text, reasoning=thought):
-                    output.content, output.reasoning = text, thought
-                case se.IterationComplete(usage=usage):
-                    output.usage = usage
-                case _:
-                    assert_never(item)
-    state.record.iterations = iteration
-    state.record.tokens += output.usage.total_tokens
+    tracer, metadata = deps.tracer, deps.strategy.metadata
+    with tracer.span(f"chat {metadata.model}", chat_attributes(deps, state), "client") as span:
+        async with aclosing(deps.strategy.run_iteration(state.messages, offered, ctx)) as stream:
+            while (item := await wait(anext(stream, None))) is not None:
+                match item:
+                    case se.ContentChunk(content=text):
+                        partial.append(text)
+                        if progressive:
+                            yield emit.chunk(text)
+                    case se.ToolCallsComplete(tool_calls=calls, assistant_content=text, reasoning=thought):
+                        output.calls, output.content, output.reasoning = calls, text or "", thought
+                    case se.FinalResponse(content=text, reasoning=thought):
+                        output.content, output.reasoning = text, thought
+                    case se.IterationComplete(usage=usage):
+                        output.usage = usage
+                    case _:
+                        assert_never(item)
+        if tracer.enabled:
+            span.set(outcome_attributes(output, tracer.capture_content))
+    usage, record = output.usage, state.record
+    record.iterations = iteration
+    record.tokens += usage.total_tokens
+    record.input_tokens += usage.prompt_tokens
+    record.output_tokens += usage.completion_tokens
     yield output
+
+
+def chat_attributes(deps: TurnDeps, state: TurnState) -> tr.Attributes:
+    metadata = deps.strategy.metadata
+    attributes: dict[str, Any] = {
+        tr.OPERATION: "chat",
+        tr.PROVIDER: metadata.provider,
+        tr.REQUEST_MODEL: metadata.model,
+        tr.CONVERSATION: state.request.conversation_id,
+        "gen_ai.request.stream": True,
+    }
+    if deps.tracer.capture_content:
+        attributes["gen_ai.input.messages"] = tr.as_json([_message(m) for m in state.messages])
+    return attributes
+
+
+def outcome_attributes(output: ModelOutput, capture_content: bool) -> tr.Attributes:
+    attributes: dict[str, Any] = {
+        tr.INPUT_TOKENS: output.usage.prompt_tokens,
+        tr.OUTPUT_TOKENS: output.usage.completion_tokens,
+        tr.FINISH_REASONS: ["tool_calls" if output.calls else "stop"],
+    }
+    if capture_content:
+        calls = [{"type": "tool_call", "id": c.id, "name": c.function.name} for c in output.calls]
+        parts = [{"type": "text", "content": output.content}, *calls]
+        attributes["gen_ai.output.messages"] = tr.as_json([{"role": "assistant", "parts": parts}])
+    return attributes
+
+
+def _message(message: Message) -> dict[str, Any]:
+    return {"role": message.role.value, "parts": [{"type": "text", "content": message.content or ""}]}

@@ -10,6 +10,7 @@ claim, and the window read runs beside them. Nothing here writes, so a failed cl
 from __future__ import annotations
 
 import asyncio
+import time
 
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import RagError
@@ -28,8 +29,9 @@ class Prelude:
     def __init__(self, deps: TurnDeps, request: TurnRequest) -> None:
         self._request = request
         embedder = deps.embedder
-        self._vector = QueryVector(embedder, request.message) if embedder is not None else None
-        self.toolset: asyncio.Task[Toolset] = asyncio.create_task(deps.choose_tools(request, self._vector))
+        self.vector = QueryVector(embedder, request.message) if embedder is not None else None
+        self.search_timing: tuple[int, int] | None = None  # when the initial search ran, for its span
+        self.toolset: asyncio.Task[Toolset] = asyncio.create_task(deps.choose_tools(request, self.vector))
         self.found: asyncio.Task[list[Passage] | None] | None = None
         if deps.config.initial_search and deps.search is not None:
             self.found = asyncio.create_task(self._search(deps.search))
@@ -38,14 +40,16 @@ class Prelude:
         """The initial search's passages, or None when the knowledge base failed; [] when not run."""
         if RAG_SEARCH not in (await asyncio.shield(self.toolset)).names:
             return []
-        request = self._request
+        request, started = self._request, time.time_ns()
         try:
             return await search.search(
-                request.message, caller_id=request.caller.caller_id, vector=self._vector
+                request.message, caller_id=request.caller.caller_id, vector=self.vector
             )
         except RagError as exc:
             logger.warning("initial knowledge search failed", extra={"error": exc.message})
             return None
+        finally:
+            self.search_timing = (started, time.time_ns())
 
     def cancel(self) -> None:
         """Stop what is still running (the claim failed, or the turn ended early)."""

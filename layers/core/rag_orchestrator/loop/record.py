@@ -27,6 +27,8 @@ class TurnRecord:
     passages: dict[Key, Passage] = field(default_factory=dict)  # every passage found, first find kept
     iterations: int = 0
     tokens: int = 0
+    input_tokens: int = 0  # of every model call, for the usage report
+    output_tokens: int = 0
     tool_calls: int = 0
     tool_success: dict[str, bool] = field(default_factory=dict)  # by toolCallId
     # The outcome, once the turn has ended:

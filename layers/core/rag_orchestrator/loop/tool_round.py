@@ -1,5 +1,5 @@
-"""A round of tool calls: announced, run together (never raising), their results recorded, streamed and
-handed back to the model; calls answered "not run" are recorded the same way."""
+"""A round of tool calls: announced, run together (never raising, each traced: tool_spans.py), their
+results recorded, streamed and handed back to the model; calls answered "not run" are recorded the same way."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from rag_orchestrator.domain.text import scrub
 from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.state import TurnState
 from rag_orchestrator.loop.steps import HoldForApproval, RunTools
+from rag_orchestrator.loop.tool_spans import execute_calls
 from rag_orchestrator.tools.base import failure
 
 
@@ -41,7 +42,7 @@ async def run_tools(
             arguments = {"_raw": scrub(call.function.arguments[:2000])}
         yield emit.tool_start(call, arguments)
     context = state.request.tool_context(state.control.deadline)
-    results = await state.control.wait(deps.tools.execute_all(calls, context, allowed)) if calls else []
+    results = await state.control.wait(execute_calls(deps, calls, context, allowed)) if calls else []
     for result in [*results, *(failure(c.function.name, NOT_RUN, c.id) for c in refused)]:
         if result.success:
             record.remember(result.passages)

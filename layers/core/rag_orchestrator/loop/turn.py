@@ -40,6 +40,7 @@ from rag_orchestrator.loop.steps import (
     next_step,
 )
 from rag_orchestrator.loop.tool_round import run_tools, take_calls
+from rag_orchestrator.loop.turn_spans import agent_attributes, record_prelude, totals
 from rag_orchestrator.observability import logger, metrics, request_reference
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 
@@ -70,27 +71,31 @@ class Turn:
 
     async def events(self) -> AsyncGenerator[ev.StreamEvent, None]:
         deps, state = self.deps, self.state
-        try:
+        with deps.tracer.span("invoke_agent", agent_attributes(deps, state)) as span:
             try:
-                async for event in self._run():
-                    yield event
-            except TurnStopped as stopped:  # cancelled, or out of time: keep what was answered
-                async for event in complete(deps, state, Stop(stopped.reason, "".join(state.partial))):
-                    yield event
-        except (asyncio.CancelledError, GeneratorExit):
-            await persist(deps, state, interrupted=True)
-            raise
-        except Exception as exc:
-            failure = exc if isinstance(exc, RagError) else RagError(UNEXPECTED)
-            state.record.failure = failure
-            logger.exception("turn failed", extra={"conversation_id": state.request.conversation_id})
-            metrics.add_metric(name="TurnFailures", unit="Count", value=1)
-            await persist(deps, state, interrupted=True)
-            yield state.events.error(failure.public_message, request_reference())
-        finally:
-            if state.prelude is not None:
-                state.prelude.cancel()
-            state.control.close()
+                try:
+                    async for event in self._run():
+                        yield event
+                except TurnStopped as stopped:  # cancelled, or out of time: keep what was answered
+                    async for event in complete(deps, state, Stop(stopped.reason, "".join(state.partial))):
+                        yield event
+            except (asyncio.CancelledError, GeneratorExit):
+                span.fail("cancelled")
+                await persist(deps, state, interrupted=True)
+                raise
+            except Exception as exc:
+                failure = exc if isinstance(exc, RagError) else RagError(UNEXPECTED)
+                state.record.failure = failure
+                span.fail(type(exc).__name__)
+                logger.exception("turn failed", extra={"conversation_id": state.request.conversation_id})
+                metrics.add_metric(name="TurnFailures", unit="Count", value=1)
+                await persist(deps, state, interrupted=True)
+                yield state.events.error(failure.public_message, request_reference())
+            finally:
+                if state.prelude is not None:
+                    state.prelude.cancel()
+                state.control.close()
+                span.set(totals(state.record))
 
     async def after(self) -> None:
         await after(self.deps, self.state)
@@ -125,6 +130,8 @@ class Turn:
                 yield emit.status("Knowledge base unavailable", "continuing without it")
             elif found:
                 state.messages.append(knowledge_message(found))
+        if deps.tracer.enabled:
+            record_prelude(deps, prelude)
         limit, after_tools = config.max_iterations, False
         waits = partial(needs_approval, tools=deps.tools, offered=toolset.names)
         while True:

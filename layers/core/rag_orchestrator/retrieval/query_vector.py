@@ -7,6 +7,7 @@ same vector space, so a search for another query, or an embedder of another name
 from __future__ import annotations
 
 import asyncio
+import time
 
 from rag_orchestrator.retrieval.embedders import Embedder
 
@@ -23,6 +24,9 @@ class QueryVector:
         self.embedder = embedder
         self.text = query_text(text)
         self._embedding: asyncio.Future[list[float]] | None = None
+        self.timing: tuple[int, int] | None = (
+            None  # when the embedding ran (ns since the epoch), for its span
+        )
 
     def serves(self, text: str, embedder: Embedder | None) -> bool:
         return embedder is not None and embedder.name == self.embedder.name and query_text(text) == self.text
@@ -30,6 +34,12 @@ class QueryVector:
     async def get(self) -> list[float]:
         """The vector, embedded (in a worker thread) on the first call; later calls share it."""
         if self._embedding is None:
-            self._embedding = asyncio.ensure_future(asyncio.to_thread(self.embedder.embed, self.text))
+            self._embedding = asyncio.ensure_future(asyncio.to_thread(self._embed))
         # One asker cancelled (its turn stopped) must not cancel the embedding for another.
         return await asyncio.shield(self._embedding)
+
+    def _embed(self) -> list[float]:
+        started = time.time_ns()
+        vector = self.embedder.embed(self.text)
+        self.timing = (started, time.time_ns())
+        return vector

@@ -1,0 +1,131 @@
+"""Traces of a real turn (moto, Chroma, the fake LLM) exported over OTLP/HTTP to a receiver on loopback
+(devserver/traces.py decodes the SDK's protobuf): the span tree with the GenAI attributes, and no
+prompt or answer text in any attribute unless OTEL_CAPTURE_CONTENT is on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from devserver.traces import TraceReceiver, tree
+from rag_orchestrator.config import load_settings
+from rag_orchestrator.retrieval.ingestion import ingest_documents
+from tests.fakes.llm_script import text_reply, tool_call_reply
+from tests.integration.features import ask, client, fresh_caller, new_conversation, use_fake_llm
+
+pytestmark = pytest.mark.integration
+QUESTION = "Which port does the dev server listen on?"
+ANSWER = "It listens on port 8000 [source:guide#0]."
+GUIDE = "The dev server listens on port 8000. Start it with make dev."
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[TraceReceiver]:
+    found = TraceReceiver()
+    yield found
+    found.stop()
+
+
+@pytest.fixture
+def traced(receiver, aws_stack, chroma_url, fake_llm, monkeypatch):
+    """Tracing on, to the receiver; a knowledge base with the guide; a model that searches, then answers."""
+    receiver.clear()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    monkeypatch.setenv("CHROMA_COLLECTION", f"traces-{id(monkeypatch)}")
+    monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
+    use_fake_llm(fake_llm, monkeypatch)
+    ingest_documents(
+        [{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs"}], load_settings()
+    )
+    fake_llm.script(
+        tool_call_reply("rag_search", {"query": "dev server port"}, call_id="call_a"),
+        text_reply(ANSWER),
+    )
+    return receiver
+
+
+def one_turn(receiver: TraceReceiver) -> tuple[list[dict[str, Any]], str]:
+    """A streamed turn; the spans of its trace (exported before the stream's end) and its conversation."""
+    c, caller = client(), fresh_caller()
+    cid = new_conversation(c, caller)
+    messages = ask(c, cid, QUESTION, caller)
+    assert messages[-1].event == "Completed"
+    (root,) = [s for s in receiver.received() if s["name"] == "invoke_agent"]
+    return [s for s in receiver.received() if s["traceId"] == root["traceId"]], cid
+
+
+def named(spans: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [s for s in spans if s["name"] == name]
+
+
+def test_a_tool_using_turn_is_one_trace_with_the_genai_spans(traced):
+    spans, cid = one_turn(traced)
+    by_id = {s["spanId"]: s for s in spans}
+    (root,) = named(spans, "invoke_agent")
+    assert root["parentSpanId"] == "" or root["parentSpanId"] not in by_id
+    assert (
+        root["attributes"].items()
+        >= {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.provider.name": "openai_compatible",
+            "gen_ai.request.model": "fake-model",
+            "gen_ai.conversation.id": cid,
+            "gen_ai.usage.input_tokens": 20 + 11,
+            "gen_ai.usage.output_tokens": 9 + 7,
+            "gen_ai.response.finish_reasons": ["stop"],
+        }.items()
+    )
+    calls = named(spans, "chat fake-model")
+    assert len(calls) == 2 and all(c["kind"] == "client" for c in calls)
+    calls.sort(key=lambda s: s["start"])
+    first, second = calls
+    usage = [
+        (c["attributes"]["gen_ai.usage.input_tokens"], c["attributes"]["gen_ai.usage.output_tokens"])
+        for c in calls
+    ]
+    assert usage == [(20, 9), (11, 7)]
+    assert first["attributes"]["gen_ai.response.finish_reasons"] == ["tool_calls"]
+    assert second["attributes"]["gen_ai.response.finish_reasons"] == ["stop"]
+    assert all(c["attributes"]["gen_ai.operation.name"] == "chat" for c in calls)
+    (tool,) = named(spans, "execute_tool rag_search")
+    assert (
+        tool["attributes"].items()
+        >= {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "rag_search",
+            "gen_ai.tool.call.id": "call_a",
+        }.items()
+    )
+    assert first["end"] <= tool["start"] and tool["end"] <= second["start"]  # model, tool, model
+    (retrieval,) = named(spans, "retrieval knowledge_base")
+    assert retrieval["attributes"]["gen_ai.operation.name"] == "retrieval"
+    assert retrieval["attributes"]["rag.retrieval.passages"] >= 1
+    (embedding,) = [s for s in spans if s["name"].startswith("embeddings ")]
+    assert embedding["attributes"]["gen_ai.operation.name"] == "embeddings"
+    store = [s for s in spans if s["attributes"].get("db.system.name") == "aws.dynamodb"]
+    operations = {s["attributes"]["db.operation.name"] for s in store}
+    assert {"TransactWriteItems", "Query"} <= operations, operations
+    # every span but the root hangs under the turn
+    for span in spans:
+        if span is not root:
+            ancestor = span
+            while ancestor["parentSpanId"] in by_id:
+                ancestor = by_id[ancestor["parentSpanId"]]
+            assert ancestor is root, tree(spans)
+    # no prompt, answer or tool argument in any attribute while content capture is off
+    text = repr([s["attributes"] for s in spans])
+    for secret in (QUESTION, "dev server port", "listens on port 8000", GUIDE):
+        assert secret not in text
+
+
+def test_content_capture_puts_the_prompt_and_answer_in_the_model_spans(traced, monkeypatch):
+    monkeypatch.setenv("OTEL_CAPTURE_CONTENT", "true")
+    spans, _ = one_turn(traced)
+    first, second = sorted(named(spans, "chat fake-model"), key=lambda s: s["start"])
+    assert QUESTION in first["attributes"]["gen_ai.input.messages"]
+    assert ANSWER in second["attributes"]["gen_ai.output.messages"]
+    (tool,) = named(spans, "execute_tool rag_search")
+    assert "dev server port" in tool["attributes"]["gen_ai.tool.call.arguments"]
+    assert "8000" in tool["attributes"]["gen_ai.tool.call.result"]
