@@ -4,7 +4,8 @@
      what a turn running meanwhile indexed;
   2. each conversation listed under the caller in ByCaller (conversation_erasure.py), its counts added
      to the job as it finishes;
-  3. the caller's day counters (USAGE#<callerId>) and exports (items and documents);
+  3. the caller's day counters (USAGE#<callerId>), usage-ledger lines (USAGEDAY#<day>, one Query per
+     day the ledger keeps) and exports (items and documents);
   4. whatever S3 still holds under a key naming the caller: transcripts/<callerId>/, audit/<callerId>/,
      attachments/<callerId>/;
   5. one audit record of the erasure (who asked, when, the counts) in a chain of its own, kept like a
@@ -18,11 +19,14 @@ it again; AWS retries a failed asynchronous invocation) and does what is left.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.audit_archive import TrailKeeper
 from rag_orchestrator.conversations.audit_trail import AUDIT_PREFIX, audit_item
+from rag_orchestrator.conversations.ledger import KEEP as LEDGER_KEEP
+from rag_orchestrator.conversations.ledger import PREFIX as LEDGER_PREFIX
 from rag_orchestrator.conversations.s3_objects import ObjectStore
 from rag_orchestrator.conversations.table import Table
 from rag_orchestrator.domain.attachments import KEY_PREFIX as ATTACHMENTS
@@ -72,7 +76,7 @@ class CallerEraser:
             self._conversations.erase(conversation_id, caller_id, tally)
             self._jobs.add_counts(erasure_id, tally.as_dict())
         tally = Tally(chroma=self._forget_caller(caller_id))  # what a turn running meanwhile added
-        usage = partition(self._table, f"USAGE#{caller_id}")
+        usage = partition(self._table, f"USAGE#{caller_id}") + self._ledger_lines(caller_id)
         exports = [{"PK": pk, "SK": it.META} for pk in indexed(self._table, EXPORTS_PREFIX + caller_id)]
         for export in exports:
             tally.s3 += self._objects.delete_versions(
@@ -89,6 +93,21 @@ class CallerEraser:
         self._record(job)
         self._jobs.complete(erasure_id, job["actorRef"])
         return self._jobs.job(erasure_id)
+
+    def _ledger_lines(self, caller_id: str) -> list[dict[str, Any]]:
+        """The caller's lines in the usage ledger (USAGEDAY#<day>, SK CALLER#<id>#…): a Query per day kept."""
+        today, found = utcnow().date(), []
+        for back in range(LEDGER_KEEP.days + 1):
+            day = (today - timedelta(days=back)).isoformat()
+            response = self._table.call(
+                "query",
+                KeyConditionExpression="PK = :pk AND begins_with(SK, :caller)",
+                ExpressionAttributeValues=it.to_attributes(
+                    {":pk": LEDGER_PREFIX + day, ":caller": f"CALLER#{caller_id}#"}
+                ),
+            )
+            found += [it.from_attributes(v) for v in response.get("Items", ())]
+        return found
 
     def _record(self, job: dict[str, Any]) -> None:
         """Step 5: the erasure's audit record, sealed onto a chain of its own keyed by the erasureId (a
