@@ -59,13 +59,17 @@ def main(argv: list[str] | None = None) -> int:
         f"machine: {info['cpu']}, {info['cores']} cores, {info['implementation']} {info['python']}, {info['platform']}"
     )
     print(f"load average at start: {os.getloadavg()[0]:.2f}", flush=True)
+    from bench.stack import started as stack_started
     from bench.stack import stop_shared
 
     sections: list[Section] = []
+    moto_peak: float | None = None
     try:
         for name in chosen:
             print(f"\n== {name} ...", flush=True)
             started = time.monotonic()
+            if (stack := stack_started()) is not None:
+                stack.fresh_table()  # each benchmark starts from an empty store
             section = _run_one(name, args.quick)
             sections.append(section)
             print(table([section]), flush=True)
@@ -74,14 +78,24 @@ def main(argv: list[str] | None = None) -> int:
             for key, value in section.details.items():
                 if key.startswith("versions") and isinstance(value, dict):
                     print(f"{key}: " + ", ".join(f"{k} {v}" for k, v in value.items()))
+            if (stack := stack_started()) is not None:
+                moto_peak = stack.moto_peak_mib()
+                print(f"moto server: peak RSS so far {moto_peak:.0f} MiB")
             print(f"({time.monotonic() - started:.0f} s)", flush=True)
     finally:
         stop_shared()
 
-    options = {"only": chosen, "quick": args.quick, "load_average_end": round(os.getloadavg()[0], 2)}
+    options: dict[str, object] = {
+        "only": chosen,
+        "quick": args.quick,
+        "load_average_end": round(os.getloadavg()[0], 2),
+        "moto_peak_rss_mib": round(moto_peak) if moto_peak is not None else None,
+    }
     json_path, md_path = write(sections, options)
     print("\n" + table(sections))
     print(f"\nload average at the end: {options['load_average_end']:.2f}")
+    if moto_peak is not None:
+        print(f"moto server (the bench stack's DynamoDB, S3 and SSM): peak RSS {moto_peak:.0f} MiB")
     print(f"\nwritten: {json_path.relative_to(ROOT)}, {md_path.relative_to(ROOT)}")
     return 1 if any(s.error for s in sections) else 0
 

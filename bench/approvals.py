@@ -36,19 +36,21 @@ class CancelTool:
 
 def run(quick: bool = False) -> Section:
     from bench.stack import shared
-    from rag_orchestrator import aws
+    from rag_orchestrator.api.deps import process_aws
     from rag_orchestrator.conversations.factory import create_store
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
     from rag_orchestrator.loop.request import TurnRequest
     from tests.fakes.scripted import ScriptedStrategy, answer, call, scripted_orchestrator, tool_calls
 
+    aws = process_aws()
+
     section = Section("approvals", packages=["boto3", "botocore", "moto"])
     stack = shared()
     plain = stack.settings(loop_initial_rag=False)
     budgeted = stack.settings(loop_initial_rag=False, budget_tokens_per_day="user=100000000")
     aws.reset()
-    store = create_store(plain)
+    store = create_store(plain, aws)
     wire = WireCounter({"dynamodb": aws.client("dynamodb")})
     caller = Caller("bench-approvals", ("user",))
     rounds = 3 if quick else 10

@@ -47,8 +47,10 @@ def _in_process() -> Iterator[tuple[Any, Any, str, str]]:
 def _on_server() -> Iterator[tuple[Any, Any, str, str]]:
     """A table and bucket of their own on the bench stack's moto server (a process of its own)."""
     from bench.stack import shared
-    from rag_orchestrator import aws
+    from rag_orchestrator.api.deps import process_aws
     from tests.fakes.moto_aws import provision
+
+    aws = process_aws()
 
     shared()
     aws.reset()

@@ -102,11 +102,13 @@ async def _turns(settings: Any, llm: Any, proxies: Proxies, count: int) -> dict[
 
 def run(quick: bool = False) -> Section:
     from bench.stack import GUIDE, shared
-    from rag_orchestrator import aws
+    from rag_orchestrator.api.deps import process_aws
     from rag_orchestrator.observability import logger
     from rag_orchestrator.retrieval.ingestion import ingest_documents
     from tests.fakes.fake_embeddings import serve_fake_embeddings
     from tests.fakes.llm_script import text_reply
+
+    aws = process_aws()
 
     section = Section("critical_path", packages=["boto3", "httpx"])
     stack = shared()

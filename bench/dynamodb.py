@@ -52,7 +52,7 @@ def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
     from bench.capacity import CapacityMeter
     from bench.loop import ANSWER, LookupTool
     from bench.stack import shared
-    from rag_orchestrator import aws
+    from rag_orchestrator.api.deps import process_aws
     from rag_orchestrator.conversations.factory import create_store
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
@@ -62,11 +62,13 @@ def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
     from rag_orchestrator.retrieval.fragments import get_fragment_index
     from tests.fakes.scripted import ScriptedStrategy, answer, call, scripted_orchestrator, tool_calls
 
+    aws = process_aws()
+
     section = Section("dynamodb", packages=["boto3", "botocore", "moto"])
     stack = shared()
     settings = stack.settings(loop_initial_rag=False)
     aws.reset()
-    store = create_store(settings)
+    store = create_store(settings, aws)
     wire = WireCounter({"dynamodb": aws.client("dynamodb"), "s3": aws.client("s3")})
     meter = CapacityMeter(aws.client("dynamodb"))
     caller = Caller("bench")
@@ -157,8 +159,10 @@ def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
 
 def _meta_size(settings: Any, conversation_id: str) -> int:
     from bench.turns import item_size
-    from rag_orchestrator import aws
+    from rag_orchestrator.api.deps import process_aws
     from rag_orchestrator.conversations.meta_update import meta_key
+
+    aws = process_aws()
 
     found = aws.client("dynamodb").get_item(
         TableName=settings.conversations_table, Key=meta_key(conversation_id)

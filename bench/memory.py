@@ -1,13 +1,13 @@
 """What conversation memory costs a streamed turn: chat-stream processes with MEMORY_ENABLED on and off.
 
 Two warm chat-stream processes take turns in alternation (bench/alternation.py); each turn is a new
-conversation of the same caller, so the memory holds one more fragment each time. "Request sent ->
-first ResponseChunk" includes the initial search, which with memory queries the knowledge base and the
-caller's fragments at once; "Completed -> end of response" is the after-turn work (embed and upsert
-the turn's fragment).
+conversation of the same caller, so the memory holds two more fragments each time (said, answered).
+"Request sent -> first ResponseChunk" includes the initial search, which with memory queries the
+knowledge base, the caller's attachment segments and turn fragments at once; "Completed -> end of
+response" is the after-turn work (embed and upsert the turn's two fragments, one batch).
 
 Then the first turn of fresh processes, whose first indexing also imports chromadb and connects;
-and, in this process, the two parts of the after-turn work: embedding the fragment (the hashing
+and, in this process, the two parts of the after-turn work: embedding the fragments (the hashing
 embedder here; a model embedder adds its round trip) and the upsert through chromadb-client.
 """
 
@@ -57,7 +57,7 @@ def run(quick: bool = False) -> Section:
             [_first_turn_after(stack, layout, env, token) for _ in range(fresh)],
         )
     embed, upsert = _parts(stack, runs)
-    section.add("in process: embed one turn's fragment (hashing embedder)", "ms", embed)
+    section.add("in process: embed one turn's fragments (hashing embedder)", "ms", embed)
     section.add("in process: upsert it (chromadb-client -> Chroma server)", "ms", upsert)
     section.details["fragments indexed"] = _fragments(stack)
     return section
@@ -65,14 +65,14 @@ def run(quick: bool = False) -> Section:
 
 def _parts(stack: local.LocalStack, runs: int) -> tuple[list[float], list[float]]:
     from rag_orchestrator.domain.base import utcnow
-    from rag_orchestrator.retrieval.fragments import conversation_fragment, get_fragment_index
+    from rag_orchestrator.retrieval.fragments import conversation_fragments, get_fragment_index
 
     index = get_fragment_index(stack.settings())
     assert index.embedder is not None
     embed: list[float] = []
     upsert: list[float] = []
     for n in range(runs + 5):
-        fragment = conversation_fragment(
+        fragments = conversation_fragments(
             conversation_id=f"bench-parts-{n}",
             caller_id="bench-parts",
             message_id=f"m{n}",
@@ -81,9 +81,9 @@ def _parts(stack: local.LocalStack, runs: int) -> tuple[list[float], list[float]
             created_at=utcnow(),
         )
         started = time.perf_counter()
-        vectors = index.embedder.embed_batch([fragment.text])
+        vectors = index.embedder.embed_batch([f.text for f in fragments])  # one batch, as a turn does
         embedded = time.perf_counter()
-        index.store.upsert([fragment.chunk()], vectors)
+        index.store.upsert([f.chunk() for f in fragments], vectors)
         if n >= 5:
             embed.append((embedded - started) * 1000)
             upsert.append((time.perf_counter() - embedded) * 1000)

@@ -90,7 +90,9 @@ def measured(args: list[str], cwd: Path, env: dict[str, str] | None) -> dict[str
 
 def _ingest(stack: local.LocalStack, layout: lambda_layout.Layout, pages: int) -> dict[str, float]:
     from bench.attachments import pdf
-    from rag_orchestrator import aws
+    from rag_orchestrator.api.deps import process_aws
+
+    aws = process_aws()
 
     body = pdf(pages, lines=44, line=LINE)
     bucket, key = stack.env["DOCUMENTS_BUCKET"], f"documents/bench-{pages}-pages.pdf"

@@ -41,7 +41,6 @@ class LocalStack:
     env: dict[str, str] = field(default_factory=dict)
 
     def start(self) -> LocalStack:
-        from devserver.resources import create_resources
         from devserver.stack import free_port, start_chroma, start_moto
         from tests.fakes.fake_llm import FakeLLM
         from tests.fakes.jwks_server import JwksServer, SigningKey
@@ -78,17 +77,34 @@ class LocalStack:
             "AUTO_TITLE": "false",
         }
         os.environ.update(self.env)  # boto3 in this process reads AWS_* from the environment
-        from rag_orchestrator import aws
+        from rag_orchestrator.api.deps import process_aws
 
-        aws.reset()  # clients made for an earlier stack point at its endpoint
+        process_aws().reset()  # clients made for an earlier stack point at its endpoint
+        self._provision()
+        _put_secrets()
+        return self
+
+    def _provision(self) -> None:
+        from devserver.resources import create_resources
+        from rag_orchestrator.retrieval.ingestion import ingest_documents
+
         create_resources(
             self.env["CONVERSATIONS_TABLE"], [self.env["TRANSCRIPTS_BUCKET"], self.env["DOCUMENTS_BUCKET"]]
         )
-        _put_secrets()
-        from rag_orchestrator.retrieval.ingestion import ingest_documents
-
         ingest_documents([{"documentId": "guide", "title": "Guide", "text": GUIDE}], self.settings())
-        return self
+
+    def fresh_table(self) -> None:
+        """The conversations table made anew, so that a benchmark starts from an empty store: what the
+        earlier ones wrote would slow moto's index queries (it scans a table for them) and fill its memory."""
+        import boto3
+
+        boto3.client("dynamodb").delete_table(TableName=self.env["CONVERSATIONS_TABLE"])
+        self._provision()
+
+    def moto_peak_mib(self) -> float:
+        """The moto server's peak resident memory so far (VmHWM)."""
+        status = Path(f"/proc/{self.services[0].process.pid}/status").read_text()
+        return int(status.split("VmHWM:")[1].split()[0]) / 1024
 
     def stop(self) -> None:
         if hasattr(self, "llm"):
@@ -118,10 +134,13 @@ class LocalStack:
 
     def conversation(self) -> str:
         """A new conversation of CALLER, created through the store (the stream app serves no create route)."""
+        from rag_orchestrator.api.deps import process_aws
         from rag_orchestrator.conversations.factory import create_store
         from rag_orchestrator.domain.conversations import Conversation
 
-        created = asyncio.run(create_store(self.settings()).create(Conversation(caller_id=CALLER)))
+        created = asyncio.run(
+            create_store(self.settings(), process_aws()).create(Conversation(caller_id=CALLER))
+        )
         return created.conversation_id
 
     def stream_env(self, layout: Layout) -> dict[str, str]:
@@ -247,6 +266,11 @@ def shared() -> LocalStack:
             _stack.stop()
             _stack = None
             raise
+    return _stack
+
+
+def started() -> LocalStack | None:
+    """The run's local stack if a benchmark has started it."""
     return _stack
 
 

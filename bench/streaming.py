@@ -5,12 +5,15 @@ Two paths, both in this process with in-memory storage and no tools:
   ResponseChunk, the turn's task (loop/turn_stream.py) numbers it, hands it over and logs it (the
   memory log: the DynamoDB one writes from worker threads), and api/chat.py's `_sse` encodes it;
 - provider: the same through the OpenAI-compatible strategy reading the fake LLM's SSE stream on
-  loopback (one delta per token, one socket read each), so the HTTP client and the provider's parsing
-  are counted too. The fake LLM serves from a process of its own (bench/llm_process.py): excluded
-  from the figure, as a remote model is. Goal: <= 25 µs per token at 1,000 tokens.
+  loopback over httpx (one delta per token, one socket read each), so the HTTP client and the
+  provider's parsing are counted too. The fake LLM serves from a process of its own
+  (bench/llm_process.py): excluded from the figure, as a remote model is. Goal: <= 60 µs per token at
+  1,000 tokens (httpx's reader is ~30 µs of it: bench/README.md, "One model transport").
 - provider, fake LLM in a thread of this process: how it was measured until issue 22; the server's
   GIL hand-offs with the client add to the client thread's CPU time.
-CPU is the main thread's (time.thread_time).
+CPU is the main thread's (time.thread_time). Then the model client alone: the connections 5 calls
+open (1 while each body is read to its end after `[DONE]`), and `stream()` -> its first content delta
+on a warm client.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from typing import Any
 from bench.report import Section
 
 LENGTHS = (100, 1000, 5000)
-GOAL_TOKENS, GOAL_US = 1000, 25.0
+GOAL_TOKENS, GOAL_US = 1000, 60.0
+PAYLOAD = {"model": "fake-model", "messages": [{"role": "user", "content": "Tell me"}], "stream": True}
 
 
 def _orchestrator(strategy: Any) -> Any:
@@ -64,6 +68,52 @@ def _text(tokens: int) -> str:
     return "word " * tokens
 
 
+def _chat_client(url: str) -> Any:
+    from rag_orchestrator.providers.openai_compat import ChatClient, RetryPolicy
+
+    return ChatClient(
+        provider="bench",
+        base_url=url,
+        api_key="bench-key",
+        timeout_seconds=30,
+        idle_timeout_seconds=30,
+        retry=RetryPolicy(max_retries=0),
+    )
+
+
+async def _first_delta(client: Any) -> float:
+    """Seconds from `stream()` to its first content delta; the rest of the answer is read too."""
+    started = time.perf_counter()
+    first = None
+    async for delta in client.stream(PAYLOAD):
+        if first is None and delta.content:
+            first = time.perf_counter() - started
+    if first is None:
+        raise RuntimeError("the answer had no content")
+    return first
+
+
+async def _model_client(section: Section, runs: int) -> None:
+    """Connections per 5 calls (fake LLM in this process: it counts them), then the first delta, warm
+    (fake LLM in its own process)."""
+    from bench.llm_process import LLMProcess
+    from tests.fakes.fake_llm import FakeLLM
+    from tests.fakes.llm_script import text_reply
+
+    with FakeLLM() as llm:
+        llm.default = text_reply(_text(20), chunks=20)
+        client = _chat_client(llm.url)
+        for _ in range(5):
+            await _first_delta(client)
+        await client.aclose()
+        section.add("model client: connections opened by 5 calls", "connections", float(llm.connections))
+    with LLMProcess(5) as server:
+        client = _chat_client(server.url)
+        samples = [await _first_delta(client) * 1000 for _ in range(runs + 10)][10:]
+        await client.aclose()
+    section.add("model client: stream() -> first content delta, warm (5-token answers)", "ms", samples)
+
+
 def run(quick: bool = False) -> Section:
     from bench.llm_process import LLMProcess
     from rag_orchestrator.providers.strategies import create_strategy
@@ -71,7 +121,7 @@ def run(quick: bool = False) -> Section:
     from tests.fakes.llm_script import text_reply
     from tests.fakes.scripted import ScriptedStrategy, answer
 
-    section = Section("streaming", packages=["pydantic", "pydantic-core", "httpx", "httpx-sse"])
+    section = Section("streaming", packages=["pydantic", "pydantic-core", "httpx", "httpcore", "h11"])
     repeats = 3 if quick else 15
     per_token: dict[str, dict[int, float]] = {"scripted": {}, "provider": {}}
 
@@ -121,6 +171,7 @@ def run(quick: bool = False) -> Section:
             "µs/token",
             samples[1:],
         )
+        await _model_client(section, 20 if quick else 200)
 
     asyncio.run(main())
     first, last = LENGTHS[0], LENGTHS[-1]

@@ -77,8 +77,7 @@ class PacedStrategy:
 
 def log_writes(section: Section, quick: bool) -> dict[int, dict[str, float]]:
     from bench.dynamodb import WireCounter
-    from rag_orchestrator import aws
-    from rag_orchestrator.api.deps import stream_config
+    from rag_orchestrator.api.deps import process_aws, stream_config
     from rag_orchestrator.conversations.factory import create_store
     from rag_orchestrator.domain.callers import Caller
     from rag_orchestrator.domain.conversations import Conversation
@@ -87,6 +86,8 @@ def log_writes(section: Section, quick: bool) -> dict[int, dict[str, float]]:
     from rag_orchestrator.loop.turn_stream import TurnStream
     from rag_orchestrator.stream_log.factory import create_event_log
     from tests.fakes.scripted import scripted_orchestrator
+
+    aws = process_aws()
 
     stack = local.shared()
     settings = stack.settings(loop_initial_rag=False)
@@ -102,7 +103,7 @@ def log_writes(section: Section, quick: bool) -> dict[int, dict[str, float]]:
             units["log"] += 1  # the turn's entry: well under 1 KB before and after
 
     client.meta.events.register("provide-client-params.dynamodb", written)
-    store, log = create_store(settings), create_event_log(settings)
+    store, log = create_store(settings, aws), create_event_log(settings, aws)
     rate = CHUNKS_PER_SECOND * (4 if quick else 1)
     found: dict[int, dict[str, float]] = {}
 

@@ -25,9 +25,9 @@ CHAT = "/api/v1/chat/conversations"
 def upload_missing_objects(event: dict[str, Any]) -> None:
     from botocore.exceptions import ClientError
 
-    from rag_orchestrator import aws
+    from rag_orchestrator.api.deps import process_aws
 
-    s3 = aws.client("s3")
+    s3 = process_aws().client("s3")  # the clients of the apps this tool builds
     for record in event.get("Records", []):
         bucket, key = record["s3"]["bucket"]["name"], record["s3"]["object"]["key"]
         try:

@@ -1,11 +1,12 @@
-"""`python -m eval [--embedders hashing,wordllama] [--misses]`: ingest eval/corpus/ into a Chroma server of its own
+"""`python -m eval [--embedders hashing,wordllama] [--misses] [--turns]`: ingest eval/corpus/ into a Chroma server of its own
 (data under .local/eval/), ask every question of eval/questions.yaml, print retrieval hit@1/hit@3 and answer
 accuracy per embedder and strategy, then ask the README's sample question of the sample knowledge base.
 
 Strategies: the offline `extractive` always, and MODEL_STRATEGY from the environment when it names another
 (its keys and URLs from the environment too). Embedders: `hashing`, `wordllama` when installed, and
 EMBEDDING_PROVIDER from the environment when it names another. Retrieval uses the topK and similarity
-threshold `make dev` would use for that embedder.
+threshold `make dev` would use for that embedder. `--turns` also asks the set as chat turns with
+conversation memory on and off (eval/turns.py).
 """
 
 from __future__ import annotations
@@ -91,6 +92,21 @@ async def evaluate(questions: list[Question], settings, strategy) -> Tally:
     return tally
 
 
+def run_turns(embedders: list[str], chroma_url: str) -> list[dict[str, str]]:
+    """The set as chat turns of the extractive model, memory on and off (eval/turns.py)."""
+    from eval.turns import ask_as_turns
+
+    rows = []
+    for embedder in embedders:
+        settings = settings_for(embedder, "eval", chroma_url)  # ingested by run()
+        for memory in (False, True):
+            with contextlib.redirect_stdout(io.StringIO()):
+                tally = asyncio.run(ask_as_turns(load_questions(), settings, memory=memory))
+            name = f"extractive turns, memory {'on' if memory else 'off'}"
+            rows.append({"embedder": embedder, "strategy": name, **tally.row(), "ingest s": "-"})
+    return rows
+
+
 def run(embedders: list[str], chroma_url: str, show_misses: bool) -> list[dict[str, str]]:
     from rag_orchestrator.providers import create_strategy
     from rag_orchestrator.retrieval.ingestion import ingest_documents
@@ -138,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
         "--embedders", default="", help="comma-separated (default: hashing, wordllama if installed)"
     )
     parser.add_argument("--misses", action="store_true", help="list the questions answered wrongly")
+    parser.add_argument(
+        "--turns", action="store_true", help="also ask as chat turns, conversation memory on and off"
+    )
     args = parser.parse_args(argv)
     embedders = [e.strip() for e in args.embedders.split(",") if e.strip()] or default_embedders()
     questions = load_questions()
@@ -154,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     chroma = start_chroma(f"http://127.0.0.1:{free_port()}", local / "chroma", local / "chroma.log")
     try:
         rows = run(embedders, chroma.url, args.misses)
+        if args.turns:
+            rows += run_turns(embedders, chroma.url)
         print()
         print(table(rows))
         for embedder in embedders:

@@ -8,10 +8,14 @@ import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from devserver.stack import LOCAL_DEFAULTS, Service, free_port, start_chroma, start_moto
+
+if TYPE_CHECKING:
+    from rag_orchestrator.aws import AwsClients
 
 pytest_plugins = ["tests.fakes.fake_llm", "tests.fakes.jwks_server"]  # `fake_llm`, `jwks` for every module
 
@@ -58,15 +62,24 @@ def base_environment() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def fresh_settings() -> Iterator[None]:
-    """Settings and AWS clients are cached per process; tests that change the environment need them anew."""
-    from rag_orchestrator import aws
+    """Settings and the apps' AWS clients are kept per process; tests that change the environment need
+    them anew."""
+    from rag_orchestrator.api.deps import process_aws
     from rag_orchestrator.config import get_settings
 
     get_settings.cache_clear()
-    aws.reset()
+    process_aws().reset()
     yield
     get_settings.cache_clear()
-    aws.reset()
+    process_aws().reset()
+
+
+@pytest.fixture
+def aws_clients() -> AwsClients:
+    """The AWS clients the apps a test builds use (the composition root's), made anew for each test."""
+    from rag_orchestrator.api.deps import process_aws
+
+    return process_aws()
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/s
     from rag_orchestrator.observability import logger
 
     app = create_app(API_ROUTERS)
-    snapstart.register()  # with the template's SnapStart on (docs/performance.md)
+    snapstart.register(app.state.services.aws)  # with the template's SnapStart on (docs/performance.md)
     _mangum = Mangum(app, lifespan="off")
 
 

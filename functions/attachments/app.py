@@ -9,10 +9,14 @@ with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/s
 
     from rag_orchestrator.attachments.events import process_s3_event
     from rag_orchestrator.attachments.factory import create_attachments
+    from rag_orchestrator.aws import AwsClients
     from rag_orchestrator.config import get_settings
     from rag_orchestrator.observability import logger, publishes_metrics
+    from rag_orchestrator.ssm_params import SecretReader
 
-    attachments = create_attachments(get_settings())  # a bad setting fails the cold start, naming it
+    aws = AwsClients()  # this function's one boto3 session; clients made on first use
+    # A bad setting fails the cold start, naming it.
+    attachments = create_attachments(get_settings().read_secrets_with(SecretReader(aws)), aws)
 
 
 @logger.inject_lambda_context(clear_state=True)

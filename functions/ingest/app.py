@@ -7,18 +7,21 @@ with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/s
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
     from rag_orchestrator.api import snapstart
+    from rag_orchestrator.aws import AwsClients
     from rag_orchestrator.config import get_settings
     from rag_orchestrator.observability import logger, publishes_metrics
     from rag_orchestrator.retrieval.s3_ingest import ingest_s3_event
+    from rag_orchestrator.ssm_params import SecretReader
 
-    settings = get_settings()  # a bad setting fails the cold start, naming the variable
-    snapstart.register()  # with the template's SnapStart on (docs/performance.md)
+    aws = AwsClients()  # this function's one boto3 session; clients made on first use
+    settings = get_settings().read_secrets_with(SecretReader(aws))  # a bad setting fails the cold start
+    snapstart.register(aws)  # with the template's SnapStart on (docs/performance.md)
 
 
 @logger.inject_lambda_context(clear_state=True)
 @publishes_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
-    result = ingest_s3_event(event, settings)
+    result = ingest_s3_event(event, settings, aws.lazy("s3"))
     logger.info(
         "ingestion done", extra={"documents": len(result["ingested"]), "skipped": len(result["skipped"])}
     )

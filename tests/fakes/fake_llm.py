@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http import HTTPStatus
 from typing import Any
 
@@ -33,6 +35,7 @@ from tests.fakes.llm_script import (
     HTTPError,
     Pause,
     Reply,
+    Reset,
     Stream,
     chunk,
     content_chunk,
@@ -61,6 +64,7 @@ __all__ = [
     "Image",
     "Pause",
     "Reply",
+    "Reset",
     "Stream",
     "chunk",
     "content_chunk",
@@ -89,8 +93,11 @@ class FakeLLM:
         self.requests: list[dict[str, Any]] = []  # request bodies, in arrival order
         self.headers: list[dict[str, str]] = []  # request headers (lower-case names)
         self.default: Reply | None = None  # served when the script is empty; else HTTP 400
+        # Asked first, with each request's body: a reply of its own (e.g. to the title call), or None.
+        self.answer_first: Callable[[dict[str, Any]], Reply | None] | None = None
         self.deepseek_thinking = False  # refuse tool-call turns without reasoning_content, as DeepSeek does
         self.api_key: str | None = None  # when set, anything else gets HTTP 401
+        self.connections = 0  # connections accepted
         self.connections_closed = 0  # connections ended, by either side
         self.content_sent_at: list[float] = []  # time.monotonic() as each reply's first content was written
         self.request_at: list[float] = []  # time.monotonic() as each request's first line arrived
@@ -138,6 +145,7 @@ class FakeLLM:
             self.audio.clear()
         self._gates.clear()
         self.default, self.deepseek_thinking, self.api_key = None, False, None
+        self.answer_first = None
 
     def settings_for(self, strategy: str, api_key: str = "test-key", **overrides: Any) -> dict[str, Any]:
         """`load_settings` keyword arguments that point `strategy` at this server."""
@@ -201,6 +209,7 @@ class FakeLLM:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        self.connections += 1
         try:
             while await self._exchange(reader, writer):
                 pass
@@ -257,10 +266,13 @@ class FakeLLM:
             return True
         with self._lock:
             self.images.extend(images)
-        reply = self._refusal(request, headers) or self._next_reply()
+        reply = self._refusal(request, headers) or self._next_reply(request)
         if isinstance(reply, Echo):
             message = f"Invalid request body: {json.dumps(request)}"
             reply = HTTPError(reply.status, {"error": {"message": message, "type": "invalid_request_error"}})
+        if isinstance(reply, Reset):
+            _reset(writer)
+            return False
         if isinstance(reply, HTTPError):
             await self._send_json(writer, reply)
             return True
@@ -281,7 +293,9 @@ class FakeLLM:
                     return error_reply(400, DEEPSEEK_MISSING_REASONING)
         return None
 
-    def _next_reply(self) -> Reply:
+    def _next_reply(self, request: dict[str, Any]) -> Reply:
+        if self.answer_first is not None and (own := self.answer_first(request)) is not None:
+            return own
         with self._lock:
             if self._script:
                 return self._script.popleft()
@@ -320,6 +334,10 @@ class FakeLLM:
                 case Drop():
                     writer.close()  # a FIN without the chunked terminator: an incomplete body
                     return False
+                case Reset():
+                    await writer.drain()
+                    _reset(writer)
+                    return False
         if reply.done:
             await self._send_chunk(writer, "data: [DONE]\n\n")
         writer.write(b"0\r\n\r\n")
@@ -331,6 +349,12 @@ class FakeLLM:
         data = text.encode()
         writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         await writer.drain()
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    """Ends the connection with a TCP RST (no linger), as a crashed server or a middlebox does."""
+    writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
 
 
 def _has_content(payload: object) -> bool:

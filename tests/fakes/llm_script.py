@@ -36,13 +36,18 @@ class Drop:
 
 
 @dataclass(frozen=True)
+class Reset:
+    """Reset the connection (a TCP RST): in place of a reply, before its head; or as a part of a stream."""
+
+
+@dataclass(frozen=True)
 class Gate:
     """Wait here until the test calls `FakeLLM.open_gate(name)` (a model thinking for as long as needed)."""
 
     name: str = "gate"
 
 
-Part = Data | Comment | Pause | Drop | Gate
+Part = Data | Comment | Pause | Drop | Reset | Gate
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,7 @@ class Echo:
     status: int = 400
 
 
-Reply = Stream | HTTPError | Echo
+Reply = Stream | HTTPError | Echo | Reset
 
 
 # --- chunk builders ---------------------------------------------------------------------------

@@ -8,7 +8,9 @@ from typing import Any
 
 import boto3
 from moto import mock_aws
+from moto.core.model_instances import reset_model_data
 
+from devserver.moto_dynamodb import lighten
 from devserver.resources import table_definition
 
 
@@ -18,12 +20,18 @@ def _refuse_scan(**_: Any) -> None:
 
 @contextmanager
 def mocked_aws(table: str, bucket: str, *, versioned: bool = False) -> Iterator[tuple[Any, Any]]:
-    """(dynamodb, s3) clients; `versioned` turns on bucket versioning as deployed."""
-    with mock_aws():
-        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        s3 = boto3.client("s3", region_name="us-east-1")
-        provision(dynamodb, s3, table, bucket, versioned=versioned)
-        yield dynamodb, s3
+    """(dynamodb, s3) clients; `versioned` turns on bucket versioning as deployed. Transactions and
+    queries as on the moto server (devserver/moto_dynamodb.py: no copy or sort of the whole table)."""
+    undo = lighten()
+    try:
+        with mock_aws():
+            dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+            s3 = boto3.client("s3", region_name="us-east-1")
+            provision(dynamodb, s3, table, bucket, versioned=versioned)
+            yield dynamodb, s3
+    finally:
+        undo()
+        reset_model_data()  # what moto kept of every object it made, for its dashboard
 
 
 def provision(dynamodb: Any, s3: Any, table: str, bucket: str, *, versioned: bool = False) -> None:

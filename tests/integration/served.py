@@ -10,7 +10,7 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -42,16 +42,33 @@ def serve_dev_app(port: int) -> Iterator[str]:
         thread.join(10)
 
 
-def run_node(script: str, *args: str, timeout: float = 120) -> dict[str, Any]:
-    """Run a client under tests/node and return the JSON it prints last."""
+def run_node(
+    script: str, *args: str, timeout: float = 120, on_line: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
+    """Run a client under tests/node and return the JSON it prints last; `on_line` is called with each
+    JSON line before it, as it comes (a client telling the test it reached a point)."""
     if not (NODE_DIR / "node_modules").is_dir():
         raise RuntimeError("tests/node has no node_modules: run `make test` (devserver/bootstrap.sh node)")
-    done = subprocess.run(
+    with subprocess.Popen(
         ["node", str(NODE_DIR / script), *args],
         cwd=NODE_DIR,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
-    )
-    assert done.returncode == 0, f"{script} failed:\n{done.stdout}\n{done.stderr}"
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    ) as process:
+        timer = threading.Timer(timeout, process.kill)
+        timer.start()
+        try:
+            assert process.stdout is not None and process.stderr is not None
+            lines = []
+            for line in process.stdout:
+                lines.append(line)
+                if on_line is not None and line.startswith("{"):
+                    on_line(json.loads(line))
+            errors = process.stderr.read()
+            returncode = process.wait()
+        finally:
+            timer.cancel()
+    out = "".join(lines)
+    assert returncode == 0, f"{script} failed ({returncode}):\n{out}\n{errors}"
+    return json.loads(out.strip().splitlines()[-1])

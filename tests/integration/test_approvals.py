@@ -193,12 +193,12 @@ def test_deny_with_a_reason_never_calls_the_tool_and_the_model_reads_the_reason(
 
 
 def test_an_expired_approval_is_refused_and_the_next_message_answers_it_as_denied(stack):
-    from rag_orchestrator import aws
+    from rag_orchestrator.api.deps import process_aws
     from rag_orchestrator.conversations import items as it
     from rag_orchestrator.conversations.approvals import PENDING_FIELD
 
     conversation, approval = stack.held()
-    aws.client("dynamodb").update_item(
+    process_aws().client("dynamodb").update_item(
         TableName=LOCAL_DEFAULTS["CONVERSATIONS_TABLE"],
         Key=it.to_attributes({"PK": it.pk(conversation), "SK": it.META}),
         UpdateExpression=f"SET {PENDING_FIELD}.decideBy = :past",  # as if the hour had gone by

@@ -12,7 +12,6 @@ from fastapi.testclient import TestClient
 
 from devserver.invoke import LambdaContext, load_handler_module
 from devserver.stack import ROOT
-from rag_orchestrator import aws
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.archival import run_archival
@@ -102,9 +101,9 @@ def test_handler_archives_then_reads_back_continues_and_archives_again(chat, own
     assert chat.get(f"{BASE}/{cid}/messages", headers=ALICE).json()["items"] == after
 
 
-def test_300_conversations_on_the_moto_server(own_tables, monkeypatch):
+def test_300_conversations_on_the_moto_server(own_tables, monkeypatch, aws_clients):
     monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "30")
-    clients = (aws.client("dynamodb"), aws.client("s3"))  # the cached clients run_archival uses
+    clients = (aws_clients.client("dynamodb"), aws_clients.client("s3"))  # the ones run_archival is given
     seed(clients, 300, per_conversation=3, table=own_tables["CONVERSATIONS_TABLE"])
-    report = run_archival(load_settings(), remaining_ms=lambda: 10**9)
+    report = run_archival(load_settings(), aws_clients, remaining_ms=lambda: 10**9)
     assert (report.archived, report.failures, report.messages_moved) == (300, 0, 900)

@@ -9,7 +9,7 @@ from urllib.parse import quote_plus
 import pytest
 
 from devserver.invoke import LambdaContext, load_handler_module
-from rag_orchestrator import aws
+from rag_orchestrator.api.deps import process_aws
 from rag_orchestrator.attachments.events import AttachmentRecordsFailed, process_event
 from rag_orchestrator.attachments.factory import create_attachments
 from rag_orchestrator.config import load_settings
@@ -43,7 +43,7 @@ def declared(
     caller: str, file_name: str, content_type: str, body: bytes, *, upload: bool = True
 ) -> Attachment:
     """An attachment created as the API creates it (conversation checks aside), uploaded by POST."""
-    attachments = create_attachments(load_settings())
+    attachments = create_attachments(load_settings(), process_aws())
     conversation_id = str(uuid.uuid4())
     request = CreateAttachmentRequest(file_name=file_name, content_type=content_type, size_bytes=len(body))
     created = asyncio.run(attachments.create(caller, conversation_id, request))
@@ -53,7 +53,7 @@ def declared(
 
 
 def stored(attachment: Attachment) -> Attachment:
-    attachments = create_attachments(load_settings())
+    attachments = create_attachments(load_settings(), process_aws())
     return asyncio.run(
         attachments.get(attachment.caller_id, attachment.conversation_id, attachment.attachment_id)
     )
@@ -111,7 +111,7 @@ def test_segments_that_could_not_be_indexed_fail_the_invocation_and_a_retry_inde
     assert stored(notes).status == "READY"
     monkeypatch.setenv("CHROMA_URL", chroma_url)  # Lambda's retry, in a container of its own
     assert fragments(notes) == []
-    again = asyncio.run(process_event(create_attachments(load_settings()), event))
+    again = asyncio.run(process_event(create_attachments(load_settings(), process_aws()), event))
     assert again["processed"] == [{"attachmentId": notes.attachment_id, "status": "READY"}]
     assert [(m["chunkIndex"], m["source"]) for m in fragments(notes)] == [(0, "document"), (1, "document")]
 
@@ -119,7 +119,7 @@ def test_segments_that_could_not_be_indexed_fail_the_invocation_and_a_retry_inde
 def test_objects_without_an_attachment_are_skipped(aws_stack):
     bucket = aws_stack["ATTACHMENTS_BUCKET"]
     orphan = f"attachments/nobody/{uuid.uuid4()}/{uuid.uuid4()}"
-    aws.client("s3").put_object(Bucket=bucket, Key=orphan, Body=b"x")
+    process_aws().client("s3").put_object(Bucket=bucket, Key=orphan, Body=b"x")
     assert invoke(s3_event(bucket, orphan, "attachments/too-short")) == {
         "processed": [],
         "skipped": [orphan, "attachments/too-short"],

@@ -185,11 +185,13 @@ def test_only_admins_and_moderators_read_it(chat, fake_llm):
     assert audit(chat, fresh) == {"records": [], "chainValid": True, "nextCursor": None}
 
 
-def test_archived_trails_are_read_back_from_s3_and_checked(chat, fake_llm, own_tables, monkeypatch):
+def test_archived_trails_are_read_back_from_s3_and_checked(
+    chat, fake_llm, own_tables, monkeypatch, aws_clients
+):
     cid = talked(chat, fake_llm, 2)
     before = audit(chat, cid)
     monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "0")
-    report = run_archival(load_settings(), remaining_ms=lambda: FAR)
+    report = run_archival(load_settings(), aws_clients, remaining_ms=lambda: FAR)
     assert report.archived == 1
     s3 = boto3.client("s3", endpoint_url=own_tables["endpoint"])
     key = f"audit/alice/{cid}.jsonl"
@@ -219,11 +221,12 @@ def test_a_purged_conversation_keeps_its_trail_for_the_retention_then_loses_it(
     dynamodb,
     own_tables,
     monkeypatch,
+    aws_clients,
 ):
     table = own_tables["CONVERSATIONS_TABLE"]
     cid = talked(chat, fake_llm, 2)
     monkeypatch.setenv("ARCHIVE_AFTER_DAYS", "0")
-    run_archival(load_settings(), remaining_ms=lambda: FAR)  # its older records go to S3
+    run_archival(load_settings(), aws_clients, remaining_ms=lambda: FAR)  # its older records go to S3
     fake_llm.script(text_reply("Answer 2.", reasoning=REASONING))
     turn(chat, cid, "Question 2?")  # and one stays in the table
     before = audit(chat, cid)
@@ -231,7 +234,7 @@ def test_a_purged_conversation_keeps_its_trail_for_the_retention_then_loses_it(
     assert audit(chat, cid) == before  # a deleted conversation's trail is still there
 
     settings = load_settings(deleted_retention_days=30, audit_retention_days=365)
-    report = run_archival(settings, remaining_ms=lambda: FAR, now=utcnow() + timedelta(days=31))
+    report = run_archival(settings, aws_clients, remaining_ms=lambda: FAR, now=utcnow() + timedelta(days=31))
     assert report.purged == 1
     assert chat.get(f"{BASE}/{cid}/messages", headers=ALICE).status_code == 404
     keys = [
@@ -249,9 +252,9 @@ def test_a_purged_conversation_keeps_its_trail_for_the_retention_then_loses_it(
     assert abs(int(kept["expiresAt"]["N"]) - (deleted_at + timedelta(days=372)).timestamp()) < 3600
     assert audit(chat, cid) == before  # read from the AUDIT$ head and the S3 trail
 
-    again = run_archival(settings, remaining_ms=lambda: FAR, now=utcnow() + timedelta(days=300))
+    again = run_archival(settings, aws_clients, remaining_ms=lambda: FAR, now=utcnow() + timedelta(days=300))
     assert again.trails_expired == 0 and audit(chat, cid) == before
-    last = run_archival(settings, remaining_ms=lambda: FAR, now=utcnow() + timedelta(days=366))
+    last = run_archival(settings, aws_clients, remaining_ms=lambda: FAR, now=utcnow() + timedelta(days=366))
     assert last.trails_expired == 1
     assert chat.get(AUDIT, params={"conversationId": cid}, headers=ADMIN).status_code == 404
     s3 = boto3.client("s3", endpoint_url=own_tables["endpoint"])

@@ -1,5 +1,6 @@
-"""boto3 clients from one shared session, created lazily where a request may not need them, and
-secrets read from SSM or Secrets Manager (on the moto server) the way a deployed function reads them."""
+"""boto3 clients of one session, made where a request first needs them and handed down from the composition
+root, and secrets read from SSM or Secrets Manager (on the moto server) the way a deployed function reads
+them."""
 
 from __future__ import annotations
 
@@ -12,35 +13,46 @@ from typing import Any
 import boto3
 import pytest
 
-from rag_orchestrator import aws
+from rag_orchestrator.api.app import create_app
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import load_settings
+from rag_orchestrator.errors import ConfigError
+from rag_orchestrator.ssm_params import SecretReader
 
 
 def test_clients_are_made_once_from_one_session(aws_stack):
-    dynamodb, s3 = aws.client("dynamodb"), aws.client("s3")
-    assert aws.client("dynamodb") is dynamodb
+    clients = AwsClients()
+    dynamodb, s3 = clients.client("dynamodb"), clients.client("s3")
+    assert clients.client("dynamodb") is dynamodb
     assert dynamodb.meta.events is not s3.meta.events  # two real clients
-    assert aws._session() is aws._session()
     assert dynamodb.describe_table(TableName=aws_stack["CONVERSATIONS_TABLE"])["Table"]["TableStatus"]
 
 
-def test_lazy_client_is_created_on_first_use_only(aws_stack):
-    lazy = aws.LazyClient("s3")
-    assert aws.client.cache_info().currsize == 0
+def test_a_lazy_client_is_made_on_first_use_only(aws_stack):
+    clients = AwsClients()
+    lazy = clients.lazy("s3")
+    assert clients.made == 0
     assert (
         lazy.head_bucket(Bucket=aws_stack["TRANSCRIPTS_BUCKET"])["ResponseMetadata"]["HTTPStatusCode"] == 200
     )
-    assert aws.client.cache_info().currsize == 1
-    assert lazy.meta is aws.client("s3").meta
+    assert clients.made == 1
+    assert lazy.meta is clients.client("s3").meta
 
 
 def test_reset_forgets_clients_made_for_another_endpoint(aws_stack, monkeypatch):
-    before = aws.client("s3")
+    clients = AwsClients()
+    before = clients.client("s3")
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
-    aws.reset()
-    after = aws.client("s3")
+    clients.reset()
+    after = clients.client("s3")
     assert after is not before
     assert after.meta.endpoint_url == "http://127.0.0.1:9"
+
+
+def test_an_app_hands_its_parts_the_clients_of_its_root(aws_stack, aws_clients):
+    services = create_app(["health"]).state.services
+    assert services.aws is aws_clients  # the process's, shared by every app built in it
+    assert create_app(["health"], aws=(own := AwsClients())).state.services.aws is own
 
 
 def secret_in_ssm(aws_stack, monkeypatch, setting: str, value: str) -> Any:
@@ -54,27 +66,45 @@ def secret_in_ssm(aws_stack, monkeypatch, setting: str, value: str) -> Any:
 
 def test_secret_comes_from_ssm_and_is_cached(aws_stack, in_lambda, monkeypatch):
     ssm = secret_in_ssm(aws_stack, monkeypatch, "deepseek_api_key", "sk-from-ssm")
-    settings = load_settings()
+    clients = AwsClients()
+    settings = load_settings().read_secrets_with(SecretReader(clients))
 
     assert settings.secret("deepseek_api_key") == "sk-from-ssm"
     ssm.put_parameter(Name="/rag/deepseek_api_key", Value="sk-rotated", Type="SecureString", Overwrite=True)
     assert settings.secret("deepseek_api_key") == "sk-from-ssm"  # cached for max_age (5 minutes)
-    aws.reset()  # a new client (as after a cold start) reads the parameter again
+    clients.reset()  # a new client (as after a cold start) reads the parameter again
     assert settings.secret("deepseek_api_key") == "sk-rotated"
+
+
+def test_an_apps_settings_read_ssm_through_its_root(aws_stack, in_lambda, monkeypatch):
+    secret_in_ssm(aws_stack, monkeypatch, "deepseek_api_key", "sk-from-ssm")
+    settings = load_settings()
+    assert (
+        create_app(["health"], settings).state.services.settings.secret("deepseek_api_key") == "sk-from-ssm"
+    )
+
+
+def test_settings_no_root_gave_a_reader_name_the_secret_they_cannot_read(in_lambda, monkeypatch):
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", "/rag/deepseek")
+    with pytest.raises(ConfigError, match="DEEPSEEK_API_KEY_PARAM"):
+        load_settings().secret("deepseek_api_key")
 
 
 def test_secret_from_the_environment_wins_and_needs_no_aws(in_lambda, monkeypatch):
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-env")
     monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", "/rag/never-read")
-    assert load_settings().secret("deepseek_api_key") == "sk-env"
-    assert aws.client.cache_info().currsize == 0
+    clients = AwsClients()
+    assert load_settings().read_secrets_with(SecretReader(clients)).secret("deepseek_api_key") == "sk-env"
+    assert clients.made == 0
 
 
 def test_threads_asking_at_once_for_a_secret_fetch_it_once(aws_stack, in_lambda, monkeypatch):
     secret_in_ssm(aws_stack, monkeypatch, "chroma_token", "chroma-token")
-    settings = load_settings()
+    clients = AwsClients()
+    settings = load_settings().read_secrets_with(SecretReader(clients))
     fetched = []
-    aws.client("ssm").meta.events.register(
+    clients.client("ssm").meta.events.register(
         "provide-client-params.ssm.GetParameter", lambda params, **_: fetched.append(params["Name"])
     )
     start = threading.Barrier(8)
@@ -88,10 +118,12 @@ def test_threads_asking_at_once_for_a_secret_fetch_it_once(aws_stack, in_lambda,
     assert fetched == ["/rag/chroma_token"]
 
 
-def secret_in_secrets_manager(monkeypatch, setting: str, value: str, *, by_arn: bool = False) -> str:
+def secret_in_secrets_manager(
+    clients: AwsClients, monkeypatch, setting: str, value: str, *, by_arn: bool = False
+) -> str:
     """`setting` held by a new Secrets Manager secret that `<SETTING>_PARAM` names; the secret's ARN."""
     name = f"rag/{setting}-{uuid.uuid4().hex[:8]}"
-    arn = aws.client("secretsmanager").create_secret(Name=name, SecretString=value)["ARN"]
+    arn = clients.client("secretsmanager").create_secret(Name=name, SecretString=value)["ARN"]
     monkeypatch.delenv(setting.upper(), raising=False)
     monkeypatch.setenv(f"{setting.upper()}_PARAM", arn if by_arn else f"secretsmanager:{name}")
     return arn
@@ -99,32 +131,36 @@ def secret_in_secrets_manager(monkeypatch, setting: str, value: str, *, by_arn: 
 
 @pytest.mark.parametrize("by_arn", [False, True], ids=["by-name", "by-arn"])
 def test_secret_comes_from_secrets_manager_and_is_cached(aws_stack, in_lambda, monkeypatch, by_arn):
-    arn = secret_in_secrets_manager(monkeypatch, "qwen_api_key", "sk-from-secrets", by_arn=by_arn)
-    settings = load_settings()
+    clients = AwsClients()
+    arn = secret_in_secrets_manager(clients, monkeypatch, "qwen_api_key", "sk-from-secrets", by_arn=by_arn)
+    settings = load_settings().read_secrets_with(SecretReader(clients))
 
     assert settings.secret("qwen_api_key") == "sk-from-secrets"
-    aws.client("secretsmanager").put_secret_value(SecretId=arn, SecretString="sk-rotated")
+    clients.client("secretsmanager").put_secret_value(SecretId=arn, SecretString="sk-rotated")
     assert settings.secret("qwen_api_key") == "sk-from-secrets"  # cached for max_age (5 minutes)
-    aws.reset()
+    clients.reset()
     assert settings.secret("qwen_api_key") == "sk-rotated"
 
 
 @pytest.mark.parametrize("store", ["ssm", "secretsmanager"])
 def test_one_field_of_a_json_secret(aws_stack, in_lambda, monkeypatch, store):
+    clients = AwsClients()
     keys = json.dumps({"deepseek": "sk-deepseek", "qwen": "sk-qwen"})
     if store == "ssm":
         secret_in_ssm(aws_stack, monkeypatch, "deepseek_api_key", keys)
         reference = "/rag/deepseek_api_key"
     else:
-        reference = secret_in_secrets_manager(monkeypatch, "deepseek_api_key", keys)
+        reference = secret_in_secrets_manager(clients, monkeypatch, "deepseek_api_key", keys)
     monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", f"{reference}#deepseek")
-    assert load_settings().secret("deepseek_api_key") == "sk-deepseek"
+    assert (
+        load_settings().read_secrets_with(SecretReader(clients)).secret("deepseek_api_key") == "sk-deepseek"
+    )
     monkeypatch.setenv("DEEPSEEK_API_KEY_PARAM", f"{reference}#openai")
     with pytest.raises(ValueError, match="has no string field 'openai'"):
-        load_settings().secret("deepseek_api_key")
+        load_settings().read_secrets_with(SecretReader(clients)).secret("deepseek_api_key")
 
 
 def test_a_missing_secret_fails_with_the_services_error(aws_stack, in_lambda, monkeypatch):
     monkeypatch.setenv("CHROMA_TOKEN_PARAM", "secretsmanager:rag/no-such-secret")
     with pytest.raises(Exception, match="ResourceNotFoundException"):
-        load_settings().secret("chroma_token")
+        load_settings().read_secrets_with(SecretReader(AwsClients())).secret("chroma_token")

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.retrieval.ingestion import ingest_documents
-from tests.fakes.llm_script import error_reply, text_reply, tool_calls_reply
+from tests.fakes.llm_script import Reset, Stream, error_reply, text_reply, tool_calls_reply
 from tests.fakes.sse import parse_sse
 
 pytestmark = pytest.mark.integration
@@ -165,6 +165,24 @@ def test_provider_failure_is_one_safe_error_event_and_the_next_turn_works(stack,
     assert roles == ["user", "user", "assistant"]
 
 
+@pytest.mark.parametrize("reset", [Reset(), Stream([Reset()])], ids=["before-head", "after-head"])
+def test_a_model_server_resetting_the_connection_once_is_retried_and_the_turn_completes(
+    stack, fake_llm, monkeypatch, reset
+):
+    for key, value in fake_llm.settings_for("openai_compatible", api_key=API_KEY).items():
+        monkeypatch.setenv(key.upper(), str(value))
+    fake_llm.script(reset, text_reply("Run make test [source:guide#0]."))
+    c = client()
+    cid = new_conversation(c)
+    _, messages = stream_turn(c, cid, "How do I run the test suite?")
+    assert_well_formed(messages, cid)
+    assert [m.event for m in messages][-1] == "Completed"
+    assert "".join(m.data["content"] for m in messages if m.event == "ResponseChunk") == (
+        "Run make test [source:guide#0]."
+    )
+    assert len(fake_llm.requests) == 2  # the reset request, then its retry
+
+
 def test_turn_on_another_callers_conversation_is_404_and_repeated_client_message_id_is_409(stack):
     c = client()
     cid = new_conversation(c)
@@ -186,9 +204,15 @@ def test_turn_on_another_callers_conversation_is_404_and_repeated_client_message
 def test_bad_turn_bodies_are_refused_before_anything_is_stored(stack):
     c = client()
     cid = new_conversation(c)
-    for body in ({"message": "   "}, {"message": ""}, {}, {"message": "x", "callerId": "bob"}):
+    bodies = [
+        ({"message": "   "}, 422),  # JSON that breaks the schema (docs/errors.md)
+        ({"message": ""}, 422),
+        ({}, 422),
+        ({"message": "x", "callerId": "bob"}, 403),  # another caller named in the body
+    ]
+    for body, status in bodies:
         response = c.post(f"/api/v1/chat/conversations/{cid}/messages/stream", json=body, headers=ALICE)
-        assert response.status_code == 422, body  # JSON that breaks the schema (docs/errors.md)
+        assert response.status_code == status, body
         assert set(response.json()) == {"error", "message", "timestamp", "requestId"}
     assert c.get(f"/api/v1/chat/conversations/{cid}", headers=ALICE).json()["messageCount"] == 0
 

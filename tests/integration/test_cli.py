@@ -18,9 +18,12 @@ pytestmark = pytest.mark.integration
 ANSWER = "Order A-1001 has shipped [source:guide#0]."
 
 
-def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def cli(*args: str, stdin: str = "", port: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "layers" / "core")}
     env.pop("RAG_URL", None)
+    env.pop("PORT", None)
+    if port is not None:
+        env["PORT"] = port
     return subprocess.run(
         [sys.executable, "-m", "rag_orchestrator.cli", "chat", *args],
         input=stdin,
@@ -55,13 +58,28 @@ def test_a_turn_streams_the_answer_with_tool_progress_and_sources(dev_app):
     assert stored["items"][-1]["content"] == ANSWER
 
 
-def test_lines_on_stdin_are_turns_of_one_conversation(dev_app):
+def test_lines_on_stdin_are_turns_of_one_conversation_on_the_dev_servers_port(dev_app):
+    """No --url: the dev server's PORT, as `make dev` reads it; the caller it acted as is said."""
     dev_app.llm.script(text_reply("First."), text_reply("Second."))
-    done = cli("--url", dev_app.url, "--caller-id", "bob", stdin="hello\n\nagain\n")
+    port = dev_app.url.rsplit(":", 1)[1]
+    done = cli("--caller-id", "bob", stdin="hello\n\nagain\n", port=port)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "First.\nSecond.\n"
+    assert done.stderr.splitlines()[1] == f"caller bob (X-Caller-Id header) at {dev_app.url}"
     listed = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers={"X-Caller-Id": "bob"}).json()
     assert len(listed["items"]) == 1 and listed["items"][0]["messageCount"] == 4
+    assert listed["items"][0]["memory"] is True
+
+
+def test_temporary_starts_a_chat_that_remembers_nothing(dev_app):
+    dev_app.llm.script(text_reply("Noted."))
+    done = cli("--url", dev_app.url, "--caller-id", "carol", "--temporary", "My code is 4711.")
+    assert done.returncode == 0, done.stderr
+    cid = done.stderr.splitlines()[0].removeprefix("conversation ")
+    read = httpx.get(f"{dev_app.url}/api/v1/chat/conversations/{cid}", headers={"X-Caller-Id": "carol"})
+    assert read.json()["memory"] is False
+    remembered = httpx.get(f"{dev_app.url}/api/v1/memory", headers={"X-Caller-Id": "carol"}).json()
+    assert remembered["items"] == []
 
 
 def test_exit_status_says_how_a_turn_ended(dev_app):

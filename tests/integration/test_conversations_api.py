@@ -133,9 +133,39 @@ def test_no_caller_is_401(client):
     assert_error(client.post(BASE, json={}), 401)
 
 
-def test_a_body_field_cannot_choose_the_caller(client, caller):
+def test_a_body_field_cannot_choose_the_caller(client, caller, aws_stack):
+    """Older clients send callerId: the authenticated caller's is ignored, another's is 403."""
     response = client.post(BASE, json={"callerId": "victim"}, headers=as_(caller))
-    assert_error(response, 422)
+    assert (
+        assert_error(response, 403)["message"] == "callerId names another caller than the authenticated one"
+    )
+    assert conversation_count(aws_stack, caller) == 0 and conversation_count(aws_stack, "victim") == 0
+    own = client.post(BASE, json={"callerId": caller, "userId": "u-7"}, headers=as_(caller))
+    assert own.status_code == 201 and own.json()["callerId"] == caller and own.json()["userId"] == "u-7"
+
+
+def test_the_listing_filters_by_user_id_and_a_created_at_range(client, caller):
+    made = [
+        client.post(BASE, json={"userId": user}, headers=as_(caller)).json() for user in ("u-1", "u-2", "u-1")
+    ]
+    other = client.post(BASE, json={"userId": "u-1"}, headers=as_("someone-else"))
+    assert other.status_code == 201
+
+    def listed(**params) -> list[str]:
+        response = client.get(BASE, params=params, headers=as_(caller))
+        assert response.status_code == 200, response.text
+        return sorted(c["conversationId"] for c in response.json()["items"])
+
+    assert listed(userId="u-1") == sorted(made[i]["conversationId"] for i in (0, 2))
+    second = made[1]["createdAt"]
+    assert listed(**{"from": second}) == sorted(c["conversationId"] for c in made[1:])
+    assert listed(**{"to": second}) == sorted(c["conversationId"] for c in made[:2])
+    assert listed(**{"from": second, "to": second, "userId": "u-2"}) == [made[1]["conversationId"]]
+    assert listed(**{"from": "2000-01-01T00:00:00", "to": "2000-01-02T00:00:00+00:00"}) == []
+    assert assert_error(
+        client.get(BASE, params={"from": second, "to": "2000-01-01T00:00:00Z"}, headers=as_(caller)), 400
+    )
+    assert_error(client.get(BASE, params={"from": "yesterday"}, headers=as_(caller)), 422)
 
 
 @pytest.mark.parametrize(

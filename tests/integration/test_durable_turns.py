@@ -70,19 +70,21 @@ def quiet_llm(stack):
 
 
 def new_conversation(caller: str = "alice") -> str:
+    from rag_orchestrator.api.deps import process_aws
     from rag_orchestrator.config import load_settings
     from rag_orchestrator.conversations.factory import create_store
     from rag_orchestrator.domain.conversations import Conversation
 
-    store = create_store(load_settings())
+    store = create_store(load_settings(), process_aws())
     return asyncio.run(store.create(Conversation(caller_id=caller))).conversation_id
 
 
 def transcript(conversation_id: str, caller: str = "alice") -> list:
+    from rag_orchestrator.api.deps import process_aws
     from rag_orchestrator.config import load_settings
     from rag_orchestrator.conversations.factory import create_store
 
-    store = create_store(load_settings())
+    store = create_store(load_settings(), process_aws())
     return asyncio.run(store.messages(conversation_id, caller, limit=100)).items
 
 

@@ -65,13 +65,13 @@ def conversation(chat: TestClient, fake_llm, caller: str, *questions: str) -> tu
     return cid, answer
 
 
-def build(chat: TestClient, fake_llm, tables: dict, caller: str) -> dict[str, str]:
+def build(chat: TestClient, fake_llm, tables: dict, aws_clients, caller: str) -> dict[str, str]:
     """The caller's data in every store: conversations live, archived and continued, deleted, purged with
     their trail kept; versions, feedback, usage, an approval, an attachment (item, file, segment)."""
     headers = {"X-Caller-Id": caller}
     archived, _ = conversation(chat, fake_llm, caller, "ports")
     purged, _ = conversation(chat, fake_llm, caller, "purge me")
-    run_archival(load_settings(archive_after_days=0), remaining_ms=lambda: FAR)
+    run_archival(load_settings(archive_after_days=0), aws_clients, remaining_ms=lambda: FAR)
     turn(chat, fake_llm, caller, archived, "continued")  # transcript in S3 and messages in the table
     assert chat.delete(f"{BASE}/{purged}", headers=headers).status_code == 204
     settings = load_settings()
@@ -186,10 +186,12 @@ def assert_erased(chat: TestClient, tables: dict, caller: str, made: dict[str, s
     assert listed == []
 
 
-def test_an_erasure_leaves_nothing_of_the_caller_but_pseudonymous_audit_records(chat, fake_llm, own_tables):
+def test_an_erasure_leaves_nothing_of_the_caller_but_pseudonymous_audit_records(
+    chat, fake_llm, own_tables, aws_clients
+):
     alice, bob = who(), who()
-    made = build(chat, fake_llm, own_tables, alice)
-    bob_made = build(chat, fake_llm, own_tables, bob)
+    made = build(chat, fake_llm, own_tables, aws_clients, alice)
+    bob_made = build(chat, fake_llm, own_tables, aws_clients, bob)
     assert export(chat, alice)["status"] == "READY"  # the caller's data too: the erasure removes it
     bob_before = traces(own_tables, bob)
     actor_refs = {r["actorRef"] for r in audit(chat, made["live"])["records"]}
@@ -215,9 +217,9 @@ def test_an_erasure_leaves_nothing_of_the_caller_but_pseudonymous_audit_records(
     assert again["counts"]["conversations"] == 0
 
 
-def test_an_erasure_stopped_at_each_step_and_run_again_finishes(chat, fake_llm, own_tables):
+def test_an_erasure_stopped_at_each_step_and_run_again_finishes(chat, fake_llm, own_tables, aws_clients):
     alice = who()
-    made = build(chat, fake_llm, own_tables, alice)
+    made = build(chat, fake_llm, own_tables, aws_clients, alice)
     started = jobs(own_tables).start(ErasureRequest(alice, "ref", {}))  # no dispatch: the test runs it
     for step in ("objects", "trail", "audit"):
         seen: list[str] = []
@@ -228,8 +230,8 @@ def test_an_erasure_stopped_at_each_step_and_run_again_finishes(chat, fake_llm, 
                 raise Killed(step)
 
         with pytest.raises(Killed):
-            caller_eraser(load_settings(), checkpoint=stop).run(started.erasure_id)
-    job = caller_eraser(load_settings()).run(started.erasure_id)
+            caller_eraser(load_settings(), aws_clients, checkpoint=stop).run(started.erasure_id)
+    job = caller_eraser(load_settings(), aws_clients).run(started.erasure_id)
     assert job["status"] == "COMPLETED"
     assert_erased(chat, own_tables, alice, made)
 
@@ -264,9 +266,11 @@ def test_only_admins_erase_others_or_read_erasures_and_unknown_ids_are_404(chat)
     assert chat.delete("/api/v1/me").status_code == 401  # the anonymous caller owns nothing
 
 
-def test_an_export_is_one_json_document_of_everything_about_the_caller(chat, fake_llm, own_tables):
+def test_an_export_is_one_json_document_of_everything_about_the_caller(
+    chat, fake_llm, own_tables, aws_clients
+):
     alice = who()
-    made = build(chat, fake_llm, own_tables, alice)
+    made = build(chat, fake_llm, own_tables, aws_clients, alice)
     done = export(chat, alice)
     assert done["status"] == "READY" and done["expiresIn"] == 3600
     document = httpx.get(done["url"]).json()  # the presigned URL, on the moto server
@@ -285,6 +289,9 @@ def test_an_export_is_one_json_document_of_everything_about_the_caller(chat, fak
     (attachment,) = document["attachments"]
     assert httpx.get(attachment["downloadUrl"]).content == b"a file"
     assert {f["metadata"]["modality"] for f in document["memory"]} >= {"text", "document"}
+    said = {f["text"] for f in document["memory"] if f["metadata"].get("kind") == "said"}
+    assert {"ports", "continued", "refunds"} <= said  # what the caller said, and each answer beside it
+    assert any(f["metadata"].get("kind") == "answered" for f in document["memory"])
     assert [r["rating"] for r in document["feedback"]] == ["up"]
     assert document["usage"] and document["usage"][0]["tokensUsed"] > 0
 

@@ -120,7 +120,7 @@ def test_a_guest_chats_without_tools_and_another_guest_cannot_read_it(guests, fa
     for key, item in stored.items():
         if key.startswith("AUDIT#"):
             assert "expiresAt" not in item
-        elif key.startswith("TURN#"):
+        elif key.startswith("TURN"):  # TURN#…, and TURN$: the conversation's newest turn
             assert int(item["expiresAt"]["N"]) < (utcnow() + timedelta(hours=2)).timestamp(), key
         else:
             assert abs(int(item["expiresAt"]["N"]) - soon) < 3600, key
@@ -177,6 +177,7 @@ def test_guest_conversations_are_purged_not_archived_and_their_audit_is_kept(
     chroma_url,
     fake_llm,
     monkeypatch,  # the purge removes memory fragments from Chroma
+    aws_clients,
 ):
     monkeypatch.setenv("ALLOW_ANONYMOUS", "true")
     monkeypatch.setenv("LOOP_INITIAL_RAG", "false")
@@ -192,11 +193,13 @@ def test_guest_conversations_are_purged_not_archived_and_their_audit_is_kept(
         == 200
     )
 
-    first = run_archival(load_settings(), remaining_ms=lambda: 10**9)
+    first = run_archival(load_settings(), aws_clients, remaining_ms=lambda: 10**9)
     assert (first.archived, first.purged) == (0, 0)  # a guest's conversation is never archived
     assert client.get(f"{BASE}/{cid}", headers=bearer(token)).json()["status"] == "ACTIVE"
 
-    later = run_archival(load_settings(), remaining_ms=lambda: 10**9, now=utcnow() + timedelta(hours=25))
+    later = run_archival(
+        load_settings(), aws_clients, remaining_ms=lambda: 10**9, now=utcnow() + timedelta(hours=25)
+    )
     assert later.purged == 1
     assert_error(client.get(f"{BASE}/{cid}", headers=bearer(token)), 404)
     admin = {"X-Caller-Id": "root", "X-Caller-Roles": "admin"}

@@ -8,7 +8,7 @@ from urllib.parse import quote_plus
 import pytest
 
 from devserver.invoke import LambdaContext, load_handler_module
-from rag_orchestrator import aws
+from rag_orchestrator.api.deps import process_aws
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.retrieval.registry import DynamoDocumentRegistry, get_registry
 from rag_orchestrator.retrieval.s3_ingest import IngestRecordsFailed
@@ -36,7 +36,7 @@ def stack(
 
 
 def put(bucket: str, key: str, body: bytes, **metadata: str) -> None:
-    aws.client("s3").put_object(Bucket=bucket, Key=key, Body=body, Metadata=metadata)
+    process_aws().client("s3").put_object(Bucket=bucket, Key=key, Body=body, Metadata=metadata)
 
 
 def s3_event(bucket: str, *keys: str, event_name: str = "ObjectCreated:Put") -> dict:

@@ -22,7 +22,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from mcp_types import Tool
 
-from rag_orchestrator.api.deps import loop_config
+from rag_orchestrator.api.deps import loop_config, process_aws, secrets_of
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
@@ -116,6 +116,8 @@ class Harness:
             embedder=HashingEmbedder(),
             cache=None,
             assertions=self.assertions,
+            aws=process_aws(),  # the root's: MCP servers' header secrets are read through them
+            secrets=secrets_of(process_aws()),
         )
         self.clock = Clock()
         assert self.toolbox.mcp is not None
@@ -414,7 +416,7 @@ def test_mcp_servers_is_read_from_an_ssm_parameter_or_an_s3_object(aws_stack):
         "ssm:/rag-orchestrator/mcp-servers",
         f"s3://{aws_stack['DOCUMENTS_BUCKET']}/config/mcp.json",
     ):
-        (server,) = load_servers(load_settings(mcp_servers=location))
+        (server,) = load_servers(load_settings(mcp_servers=location), process_aws())
         assert server.name == "wiki" and server.identity == "assertion"
     with pytest.raises(ConfigError, match="MCP_SERVERS: cannot read ssm:/rag-orchestrator/none"):
-        load_servers(load_settings(mcp_servers="ssm:/rag-orchestrator/none"))
+        load_servers(load_settings(mcp_servers="ssm:/rag-orchestrator/none"), process_aws())

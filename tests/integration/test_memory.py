@@ -31,6 +31,7 @@ GUIDE = "The dev server starts with make dev and listens on port 8000 by default
 def stack(aws_stack, chroma_url, monkeypatch):
     monkeypatch.setenv("CHROMA_COLLECTION", f"memory-kb-{uuid.uuid4().hex[:12]}")
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
+    monkeypatch.setenv("MEMORY_MIN_SCORE", "0.05")
     ingest_documents([{"documentId": "guide", "title": "Guide", "text": GUIDE}], load_settings())
 
 
@@ -75,15 +76,17 @@ def test_a_fact_told_in_one_conversation_is_found_in_the_callers_next_and_never_
     c = client()
     told = new_conversation(c)
     completed = stream_turn(c, told, FACT)[-1].data  # streamed: indexed after Completed was sent
-    assert fragments() == 1
+    assert fragments() == 2
     entry = {"$and": [{"messageId": completed["messageId"]}, {"callerId": "alice"}, {"conversationId": told}]}
-    assert fragments(entry) == 1
+    assert fragments(entry) == 2
+    assert fragments({"$and": [entry, {"kind": "said"}]}) == 1
 
     later = ask(c, new_conversation(c), QUESTION)  # whole: rag_search inside the turn
-    assert "4711" in later["message"]
+    day = utcnow().strftime("%Y-%m-%d")
+    assert later["message"].startswith(f"You said on {day}: {FACT} [source:conversation:{told}#")
     remembered = [s for s in later["sources"] if s["documentId"] == f"conversation:{told}"]
     assert remembered and remembered[0]["source"] == "conversation"
-    assert remembered[0]["title"].startswith("Earlier conversation (")
+    assert remembered[0]["title"] == f"You said on {day}"
     assert f"[source:conversation:{told}#{remembered[0]['chunkIndex']}]" in later["message"]
 
     other = ask(c, new_conversation(c, BOB), QUESTION, BOB)
@@ -109,15 +112,15 @@ def test_delete_removes_the_conversations_fragments(stack):
     gone, kept = new_conversation(c), new_conversation(c)
     stream_turn(c, gone, FACT)
     stream_turn(c, kept, "The dev server listens on which port?")
-    assert fragments({"conversationId": gone}) == 1
+    assert fragments({"conversationId": gone}) == 2
     assert c.delete(f"/api/v1/chat/conversations/{gone}", headers=ALICE).status_code == 204
     assert fragments({"conversationId": gone}) == 0
-    assert fragments({"conversationId": kept}) == 1
+    assert fragments({"conversationId": kept}) == 2
     later = ask(c, new_conversation(c), QUESTION)
     assert "4711" not in later["message"]
 
 
-def test_the_purge_removes_what_a_failed_delete_left_behind(stack, chroma_url, monkeypatch):
+def test_the_purge_removes_what_a_failed_delete_left_behind(stack, chroma_url, monkeypatch, aws_clients):
     from rag_orchestrator.conversations.archival import run_archival
 
     c = client()
@@ -126,11 +129,14 @@ def test_the_purge_removes_what_a_failed_delete_left_behind(stack, chroma_url, m
     monkeypatch.setenv("CHROMA_URL", "http://127.0.0.1:9")  # Chroma unreachable when the caller deletes
     assert client().delete(f"/api/v1/chat/conversations/{cid}", headers=ALICE).status_code == 204
     monkeypatch.setenv("CHROMA_URL", chroma_url)
-    assert fragments({"conversationId": cid}) == 1
+    assert fragments({"conversationId": cid}) == 2
 
     monkeypatch.setenv("MEMORY_ENABLED", "false")  # turned off since: what was indexed before still goes
     report = run_archival(
-        load_settings(deleted_retention_days=0), remaining_ms=lambda: 10**9, now=utcnow() + timedelta(days=1)
+        load_settings(deleted_retention_days=0),
+        aws_clients,
+        remaining_ms=lambda: 10**9,
+        now=utcnow() + timedelta(days=1),
     )
     assert report.purged >= 1 and report.failures == 0
     assert fragments({"conversationId": cid}) == 0
@@ -139,7 +145,7 @@ def test_the_purge_removes_what_a_failed_delete_left_behind(stack, chroma_url, m
 def test_query_never_returns_a_fragment(stack):
     c = client()
     stream_turn(c, new_conversation(c), FACT)
-    assert fragments() == 1
+    assert fragments() == 2
     response = c.post("/api/v1/query", json={"query": FACT, "similarityThreshold": 0.0}, headers=ALICE)
     assert response.status_code == 200, response.text
     assert {r["documentId"] for r in response.json()["results"]} == {"guide"}

@@ -76,7 +76,7 @@ def chat_route(tail: str, body: Callable[[str], dict]) -> dict[int, Request]:
         assert s.dev.post(path(s, cid), json=once, headers=ALICE).status_code == 200
         return s.dev.post(path(s, cid), json=once, headers=ALICE)
 
-    return {
+    statuses: dict[int, Request] = {
         200: lambda s: s.dev.post(path(s), json=body("hello"), headers=ALICE),
         400: lambda s: s.dev.post(path(s), content=b'{"message": ', headers=json_type(ALICE)),
         401: lambda s: s.dev.post(path(s), json=body("hello")),
@@ -91,6 +91,11 @@ def chat_route(tail: str, body: Callable[[str], dict]) -> dict[int, Request]:
         ),
         503: lambda s: s.jwt.post(path(s), json=body("hello"), headers=bearer(s.token)),
     }
+    if tail in ("messages/stream", "ui-stream"):  # a body naming another caller (docs/conversations.md)
+        statuses[403] = lambda s: s.dev.post(
+            path(s), json={**body("hello"), "callerId": "status-mallory"}, headers=ALICE
+        )
+    return statuses
 
 
 def json_type(headers: dict[str, str]) -> dict[str, str]:
@@ -126,6 +131,7 @@ def finished_turn(s: Stack) -> str:
     return f"/api/v1/chat/conversations/{cid}/turns/{turn_id}/events"
 
 
+AGENT = "/api/v1/agent/chat"
 AUDIT = "/api/v1/admin/audit"
 QUERY = "/api/v1/query"
 
@@ -141,6 +147,20 @@ ROUTES: dict[tuple[str, str], dict[int, Request]] = {
         404: lambda s: s.dev.get(finished_turn(s), headers={"X-Caller-Id": "status-mallory"}),
         422: lambda s: s.dev.get(finished_turn(s), params={"after": -1}, headers=ALICE),
         503: lambda s: s.jwt.get(finished_turn(s), headers=bearer(s.token)),
+    },
+    ("post", AGENT): {
+        200: lambda s: s.dev.post(AGENT, json={"message": "hello"}, headers=ALICE),
+        400: lambda s: s.dev.post(AGENT, content=b'{"message": ', headers=json_type(ALICE)),
+        401: lambda s: s.dev.post(AGENT, json={"message": "hello"}),
+        403: lambda s: s.dev.post(
+            AGENT, json={"message": "hello", "callerId": "status-mallory"}, headers=ALICE
+        ),
+        413: lambda s: s.dev.post(AGENT, json={"message": "x" * MAX_BYTES}, headers=ALICE),
+        415: lambda s: s.dev.post(AGENT, content=b"hello", headers={**ALICE, "Content-Type": "text/plain"}),
+        422: lambda s: s.dev.post(
+            AGENT, json={"message": "hi", "history": [{"role": "system"}]}, headers=ALICE
+        ),
+        503: lambda s: s.jwt.post(AGENT, json={"message": "hello"}, headers=bearer(s.token)),
     },
     ("get", AUDIT): {
         200: lambda s: s.dev.get(AUDIT, params={"conversationId": s.conversation()}, headers=ADMIN),

@@ -26,6 +26,7 @@ from tests.fakes.fake_llm import (
     Drop,
     HTTPError,
     Pause,
+    Reset,
     Stream,
     chunk,
     content_chunk,
@@ -267,6 +268,20 @@ async def test_a_connection_dropped_before_any_content_is_retried(fake_llm, stra
     fake_llm.script(
         Stream([chunk({"role": "assistant", "content": ""}), Comment(), Drop()]), text_reply("ok")
     )
+    assert (await run(strategy_for("openai_compatible")))[-2].content == "ok"
+    assert len(fake_llm.requests) == 2
+
+
+@pytest.mark.parametrize(
+    "reset",
+    [
+        Reset(),  # before the answer's head
+        Stream([Reset()]),  # after the head, before any event
+        Stream([chunk({"role": "assistant", "content": ""}), Reset()]),  # after an event with no output
+    ],
+)
+async def test_a_connection_reset_before_any_output_is_retried(fake_llm, strategy_for, reset):  # noqa: F811
+    fake_llm.script(reset, text_reply("ok"))
     assert (await run(strategy_for("openai_compatible")))[-2].content == "ok"
     assert len(fake_llm.requests) == 2
 

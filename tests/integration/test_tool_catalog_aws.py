@@ -10,10 +10,11 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from rag_orchestrator import aws
+from rag_orchestrator.api.deps import process_aws
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError
-from rag_orchestrator.tools.catalog import load_catalog
+from rag_orchestrator.ssm_params import SecretReader
+from rag_orchestrator.tools.catalog import environment_secrets, load_catalog
 from rag_orchestrator.tools.toolbox import build_toolbox
 from tests.fakes.scripted import MemorySearchTool
 
@@ -45,7 +46,7 @@ CATALOG = {
 def deployed(aws_stack, in_lambda, monkeypatch) -> dict[str, str]:
     """The catalogue in S3 and in SSM, the tool's token under the prefix, as an operator puts them."""
     monkeypatch.setenv("TOOL_SECRETS_PREFIX", PREFIX)
-    aws.reset()
+    aws = process_aws()
     text = yaml.safe_dump(CATALOG)
     bucket = aws_stack["DOCUMENTS_BUCKET"]
     aws.client("s3").put_object(Bucket=bucket, Key="config/tools.yaml", Body=text.encode())
@@ -58,7 +59,15 @@ def deployed(aws_stack, in_lambda, monkeypatch) -> dict[str, str]:
 @pytest.mark.parametrize("where", ["s3", "ssm"])
 def test_the_catalogue_loads_from_s3_or_ssm_with_its_secret_from_the_prefix(deployed, where):
     settings = load_settings(tool_catalog_path=deployed[where])
-    toolbox = build_toolbox(settings, rag_search=MemorySearchTool([]), embedder=None, cache=None)
+    aws = process_aws()
+    toolbox = build_toolbox(
+        settings,
+        rag_search=MemorySearchTool([]),
+        embedder=None,
+        cache=None,
+        aws=aws,
+        secrets=SecretReader(aws),
+    )
     tool = toolbox.registry.get("get_order_status")
     assert tool is not None and tool._headers["Authorization"] == f"Bearer {TOKEN}"
 
@@ -68,7 +77,9 @@ def test_the_app_reads_the_catalogue_once_at_start(deployed, monkeypatch):
 
     monkeypatch.setenv("TOOL_CATALOG_PATH", deployed["s3"])
     reads: list[str] = []
-    aws.client("s3").meta.events.register("before-call.s3.GetObject", lambda **_: reads.append("get"))
+    process_aws().client("s3").meta.events.register(
+        "before-call.s3.GetObject", lambda **_: reads.append("get")
+    )
     app = create_app(["chat", "tools"])
     assert app.state.services.toolbox.registry.get("get_order_status") is not None
     TestClient(app)  # serving requests reads nothing more
@@ -79,9 +90,9 @@ def test_a_bad_catalogue_in_s3_names_the_object_and_the_tool(deployed):
     broken = {"tools": [{**CATALOG["tools"][0], "http": {"method": "GET", "url": "ftp://x"}}]}
     location = deployed["s3"].replace("tools.yaml", "broken.yaml")
     bucket, _, key = location.removeprefix("s3://").partition("/")
-    aws.client("s3").put_object(Bucket=bucket, Key=key, Body=yaml.safe_dump(broken).encode())
+    process_aws().client("s3").put_object(Bucket=bucket, Key=key, Body=yaml.safe_dump(broken).encode())
     with pytest.raises(ConfigError, match=rf"{location}: tool 'get_order_status': http.url"):
-        load_catalog(load_settings(tool_catalog_path=location))
+        load_catalog(load_settings(tool_catalog_path=location), aws=process_aws())
 
 
 @pytest.mark.parametrize(
@@ -95,16 +106,20 @@ def test_a_bad_catalogue_in_s3_names_the_object_and_the_tool(deployed):
 def test_an_unreadable_catalogue_stops_the_start_with_its_location(deployed, aws_stack, location, says):
     location = location.format(bucket=aws_stack["DOCUMENTS_BUCKET"])
     with pytest.raises(ConfigError, match=says):
-        load_catalog(load_settings(tool_catalog_path=location))
+        load_catalog(load_settings(tool_catalog_path=location), aws=process_aws())
 
 
 def test_a_secret_missing_under_the_prefix_names_the_parameter(deployed):
+    aws = process_aws()
     aws.client("ssm").delete_parameter(Name=f"{PREFIX}ORDERS_API_TOKEN")
     with pytest.raises(ConfigError, match=rf"the secret {PREFIX}ORDERS_API_TOKEN cannot be read"):
-        load_catalog(load_settings(tool_catalog_path=deployed["ssm"]))
+        load_catalog(
+            load_settings(tool_catalog_path=deployed["ssm"]), environment_secrets(SecretReader(aws)), aws
+        )
 
 
 def test_tool_secrets_may_live_in_secrets_manager_under_a_name_prefix(deployed, monkeypatch):
+    aws = process_aws()
     prefix = f"rag-orchestrator-{uuid.uuid4().hex[:8]}/tools/"
     aws.client("secretsmanager").create_secret(Name=f"{prefix}ORDERS_API_TOKEN", SecretString="from-secrets")
     monkeypatch.setenv("TOOL_SECRETS_PREFIX", f"secretsmanager:{prefix}")
@@ -113,8 +128,12 @@ def test_tool_secrets_may_live_in_secrets_manager_under_a_name_prefix(deployed, 
         rag_search=MemorySearchTool([]),
         embedder=None,
         cache=None,
+        aws=aws,
+        secrets=SecretReader(aws),
     )
     assert toolbox.registry.get("get_order_status")._headers["Authorization"] == "Bearer from-secrets"
     monkeypatch.setenv("TOOL_SECRETS_PREFIX", "secretsmanager:rag-orchestrator/no-such-tools/")
     with pytest.raises(ConfigError, match="the secret secretsmanager:rag-orchestrator/no-such-tools/ORDERS"):
-        load_catalog(load_settings(tool_catalog_path=deployed["ssm"]))
+        load_catalog(
+            load_settings(tool_catalog_path=deployed["ssm"]), environment_secrets(SecretReader(aws)), aws
+        )

@@ -364,7 +364,7 @@ def test_a_bad_catalogue_stops_the_app_at_start(tmp_path, monkeypatch):
         create_app(["health", "chat_stream"])
 
 
-async def test_the_index_is_cached_in_s3_and_reused(aws_stack, catalog_path):
+async def test_the_index_is_cached_in_s3_and_reused(aws_stack, catalog_path, aws_clients):
     settings = load_settings(
         tool_catalog_path=str(catalog_path),
         tool_index_cache=True,
@@ -373,7 +373,7 @@ async def test_the_index_is_cached_in_s3_and_reused(aws_stack, catalog_path):
     )
     lookup = {"TOOL_API_URL": "http://127.0.0.1:9", "TOOL_API_TOKEN": TOKEN}.get
 
-    first = build_toolbox(settings, embedder=HashingEmbedder(), lookup=lookup)
+    first = build_toolbox(settings, embedder=HashingEmbedder(), lookup=lookup, aws=aws_clients)
     await first.selector.select("where is my order", "orders", ("user",))
     s3 = boto3.client("s3", endpoint_url=aws_stack["endpoint"])
     listed = s3.list_objects_v2(Bucket=aws_stack["TRANSCRIPTS_BUCKET"], Prefix=PREFIX)["Contents"]
@@ -383,6 +383,6 @@ async def test_the_index_is_cached_in_s3_and_reused(aws_stack, catalog_path):
         def embed_batch(self, texts):
             raise AssertionError("the cached index should have been used")
 
-    second = build_toolbox(settings, embedder=NoBatch(), lookup=lookup)
+    second = build_toolbox(settings, embedder=NoBatch(), lookup=lookup, aws=aws_clients)
     offered = await second.selector.select("When will order 204 arrive?", "orders", ("user",))
     assert "get_order_status" in offered and len(offered) == 8  # ranked, not the degraded full list

@@ -1,6 +1,7 @@
-"""The AI SDK UI message stream route, read by the AI SDK's own chat client (node, `ai` pinned in
-tests/node): text, tool parts, sources and metadata of a turn, an error turn, a turn the app stops,
-refusals before a byte."""
+"""The AI SDK UI message stream routes, read by the AI SDK's own chat client of both current majors
+(node, `ai` 6 and 7 pinned in tests/node): text, tool parts, sources and metadata of a turn, an
+approval approved and one denied, a resume after the connection drops mid-answer, an error turn, a turn
+the app stops, regenerate and edit; refusals before a byte."""
 
 from __future__ import annotations
 
@@ -29,14 +30,22 @@ def ui_message(text: str, message_id: str = "u-1", role: str = "user") -> dict:
     return {"id": message_id, "role": role, "parts": [{"type": "text", "text": text}]}
 
 
-def test_use_chat_assembles_tool_parts_text_sources_and_metadata(dev_app):
+def use_chat(major: str, url: str, caller: str, text: str, body: str = "{}", mode: str = "", **kw) -> dict:
+    return run_node("ui_stream_client.mjs", major, url, caller, text, body, mode, **kw)
+
+
+MAJORS = pytest.mark.parametrize("major", ["6", "7"])
+
+
+@MAJORS
+def test_use_chat_assembles_tool_parts_text_sources_and_metadata(dev_app, major):
     dev_app.llm.script(
         tool_calls_reply([("get_order_status", {"orderId": "A-1001"}, "call_1")]),
         text_reply("Order A-1001 has shipped; tests run with make test [source:guide#0].", chunks=4),
     )
     cid = new_conversation(dev_app.url)
-    out = run_node(
-        "ui_stream_client.mjs",
+    out = use_chat(
+        major,
         dev_app.conversation_url(cid, "ui-stream"),
         "alice",
         "Where is my order A-1001, and how do I run the tests?",
@@ -77,6 +86,9 @@ def test_use_chat_assembles_tool_parts_text_sources_and_metadata(dev_app):
     stored = httpx.get(dev_app.conversation_url(cid, "messages"), headers=ALICE).json()["items"]
     assert stored[-1]["messageId"] == metadata["messageId"] and stored[-1]["role"] == "assistant"
     assert (metadata["conversationId"], metadata["iterationsUsed"]) == (cid, 2)
+    assert assistant["id"] == metadata["turnId"]  # the UI message is the turn's: a resume finds it
+    assert metadata["usage"] == {"totalTokens": metadata["tokensUsed"]} and metadata["finishReason"] == "stop"
+    assert out["finishes"] == [{"finishReason": "stop", "isDisconnect": False}]
     assert stored[0]["clientMessageId"] == user["id"]  # the SDK's message id: a resend starts no turn
     users = [m["content"] for m in dev_app.llm.requests[0]["messages"] if m["role"] == "user"]
     assert users == ["Where is my order A-1001, and how do I run the tests?"]
@@ -89,9 +101,7 @@ def test_preview_tools_give_a_data_preview_part(dev_app):
     )
     cid = new_conversation(dev_app.url)
     body = json.dumps({"contextType": "workflow", "context": {"workflowId": "wf-onboarding"}})
-    out = run_node(
-        "ui_stream_client.mjs", dev_app.conversation_url(cid, "ui-stream"), "alice", "Add a reminder", body
-    )
+    out = use_chat("7", dev_app.conversation_url(cid, "ui-stream"), "alice", "Add a reminder", body)
     parts = out["messages"][1]["parts"]
     preview = next(p for p in parts if p["type"] == "data-preview")
     assert preview["data"]["previewType"] == "workflow_preview"
@@ -103,7 +113,7 @@ def test_preview_tools_give_a_data_preview_part(dev_app):
 def test_a_failed_turn_is_the_chats_error_and_leaks_nothing(dev_app):
     dev_app.llm.script(error_reply(401, f"invalid key {API_KEY}"))
     cid = new_conversation(dev_app.url)
-    out = run_node("ui_stream_client.mjs", dev_app.conversation_url(cid, "ui-stream"), "alice", "hello")
+    out = use_chat("6", dev_app.conversation_url(cid, "ui-stream"), "alice", "hello")
     assert out["status"] == "error"
     assert out["error"] and API_KEY not in json.dumps(out)
     assert "Traceback" not in json.dumps(out)
@@ -116,7 +126,7 @@ def test_stop_cancels_the_turn_and_the_chat_keeps_the_partial_answer(dev_app):
     )
     cid = new_conversation(dev_app.url)
     url = dev_app.conversation_url(cid, "ui-stream")
-    out = run_node("ui_stream_client.mjs", url, "alice", "How do I run the tests?", "{}", "stop")
+    out = use_chat("7", url, "alice", "How do I run the tests?", "{}", "stop")
     assert (out["status"], out["error"], out["cancelStatuses"]) == ("ready", None, [202])
     assistant = out["messages"][1]
     text = "".join(p["text"] for p in assistant["parts"] if p["type"] == "text")
@@ -133,7 +143,7 @@ def test_stop_cancels_the_turn_and_the_chat_keeps_the_partial_answer(dev_app):
 
 def test_another_callers_conversation_fails_before_the_stream(dev_app):
     cid = new_conversation(dev_app.url)
-    out = run_node("ui_stream_client.mjs", dev_app.conversation_url(cid, "ui-stream"), "mallory", "hello")
+    out = use_chat("7", dev_app.conversation_url(cid, "ui-stream"), "mallory", "hello")
     assert out["status"] == "error"
     assert json.loads(out["error"])["error"] == "Conversation not found"
     assert len(out["messages"]) == 1  # the user's message only: no assistant message was started
@@ -207,3 +217,152 @@ def test_regenerate_message_answers_the_last_question_again(dev_app):
     }
     stranger = httpx.post(url, json=asked | {"trigger": "regenerate-message"}, headers={"X-Caller-Id": "eve"})
     assert stranger.status_code == 404
+
+
+CANCEL = {"orderId": "A-1002"}
+
+
+def tool_parts(message: dict) -> list[dict]:
+    return [p for p in message["parts"] if p["type"] == "dynamic-tool"]
+
+
+@MAJORS
+def test_an_approval_is_the_sdks_own_and_its_answer_continues_the_turn(dev_app, major):
+    """addToolApprovalResponse, sent by the chat itself: approved, the tool runs; denied, it does not."""
+    for decision, answer in [("approve", "Order A-1002 is cancelled."), ("deny", "I left A-1002 as it is.")]:
+        dev_app.llm.script(tool_calls_reply([("cancel_order", CANCEL, "call_c")]), text_reply(answer))
+        cid = new_conversation(dev_app.url)
+        url = dev_app.conversation_url(cid, "ui-stream")
+        out = use_chat(major, url, "alice", "Cancel order A-1002", ORDERS, f"{decision}:not today")
+        assert (out["status"], out["error"], out["errors"]) == ("ready", None, []), out
+        (asked,) = tool_parts(out["before"][-1])
+        assert (asked["state"], asked["toolName"], asked["input"]) == (
+            "approval-requested",
+            "cancel_order",
+            CANCEL,
+        )
+        assert out["before"][-1]["metadata"]["finishReason"] == "awaiting_approval"
+        _user, assistant = out["messages"]  # one assistant message: the continuation went on with it
+        (call,) = tool_parts(assistant)
+        assert call["approval"]["id"] == asked["approval"]["id"]
+        text = "".join(p["text"] for p in assistant["parts"] if p["type"] == "text")
+        assert text == answer and assistant["metadata"]["finishReason"] == "stop"
+        told = [m for m in dev_app.llm.requests[-1]["messages"] if m["role"] == "tool"][-1]
+        if decision == "approve":
+            assert call["state"] == "output-available" and json.loads(call["output"])["status"] == "cancelled"
+        else:
+            assert call["state"] == "output-denied"
+            assert "denied" in told["content"] and "not today" in told["content"]
+        stored = httpx.get(dev_app.conversation_url(cid, "messages"), headers=ALICE).json()["items"]
+        assert (
+            stored[-1]["content"] == answer and stored[-1]["messageId"] == assistant["metadata"]["messageId"]
+        )
+
+
+@MAJORS
+def test_a_chat_that_lost_its_connection_resumes_the_running_turn(dev_app, major):
+    """The body fails after the first text; the turn runs on; the chat GETs the route and gets the
+    turn replayed from its start and followed to its end, into the same message."""
+    answer = "Run the suite with make test, then read the report."
+    dev_app.llm.script(text_reply(answer, chunks=4, gate_after=1))
+    cid = new_conversation(dev_app.url)
+    url = dev_app.conversation_url(cid, "ui-stream")
+
+    def go_on(line: dict) -> None:
+        if line.get("resuming"):  # the model finishes only once the chat has dropped and resumed
+            dev_app.llm.open_gate()
+
+    out = use_chat(major, url, "alice", "How do I run the tests?", "{}", "resume", on_line=go_on)
+    assert out["finishes"][0]["isDisconnect"] is True
+    partial = "".join(p["text"] for p in out["before"][-1]["parts"] if p["type"] == "text")
+    assert partial and answer.startswith(partial) and partial != answer
+    assert (out["status"], out["error"]) == ("ready", None), out
+    _user, assistant = out["messages"]  # the replay replaced the partial message: no second one
+    assert "".join(p["text"] for p in assistant["parts"] if p["type"] == "text") == answer
+    assert assistant["id"] == out["before"][-1]["id"] == assistant["metadata"]["turnId"]
+    stored = httpx.get(dev_app.conversation_url(cid, "messages"), headers=ALICE).json()["items"]
+    assert stored[-1]["content"] == answer and stored[-1]["messageId"] == assistant["metadata"]["messageId"]
+    assert httpx.get(url, headers=ALICE).status_code == 204  # ended: nothing to resume
+
+
+def test_edit_replaces_the_question_the_chat_names(dev_app):
+    """useChat's sendMessage({text, messageId}) on the last question: an edit (docs/conversations.md)."""
+    dev_app.llm.script(text_reply("Run make test."), text_reply("Run make dev."))
+    cid = new_conversation(dev_app.url)
+    url = dev_app.conversation_url(cid, "ui-stream")
+    out = use_chat("7", url, "alice", "How do I run the tests?", "{}", "edit:How do I start the dev server?")
+    assert (out["status"], out["error"]) == ("ready", None)
+    user, _assistant = out["messages"]
+    assert (
+        user["id"] == out["before"][0]["id"] and user["parts"][0]["text"] == "How do I start the dev server?"
+    )
+    listed = httpx.get(dev_app.conversation_url(cid, "messages"), params={"versions": "all"}, headers=ALICE)
+    items = listed.json()["items"]
+    assert [m["content"] for m in items if not m.get("supersededBy")] == [
+        "How do I start the dev server?",
+        "Run make dev.",
+    ]
+    assert len([m for m in items if m.get("supersededBy")]) == 2
+
+
+@pytest.mark.parametrize("dev_app", ["extractive"], indirect=True)
+def test_resume_is_204_while_nothing_runs_and_404_for_another_callers(dev_app):
+    cid = new_conversation(dev_app.url)
+    url = dev_app.conversation_url(cid, "ui-stream")
+    assert httpx.get(url, headers=ALICE).status_code == 204
+    foreign = httpx.get(url, headers={"X-Caller-Id": "mallory"})
+    assert foreign.status_code == 404 and set(foreign.json()) == {
+        "error",
+        "message",
+        "timestamp",
+        "requestId",
+    }
+
+
+def answered(approval_id: str, approved: bool = True, message_id: str = "a-1") -> dict:
+    part = {
+        "type": "dynamic-tool",
+        "toolName": "cancel_order",
+        "toolCallId": "call_c",
+        "state": "approval-responded",
+        "input": CANCEL,
+        "approval": {"id": approval_id, "approved": approved},
+    }
+    return {"id": message_id, "role": "assistant", "parts": [part]}
+
+
+def test_approval_answers_the_route_refuses_store_nothing(dev_app):
+    """Not pending (already decided), not the caller's, unknown, or malformed: a 4xx before a byte."""
+    dev_app.llm.script(tool_calls_reply([("cancel_order", CANCEL, "call_c")]), text_reply("Done."))
+    cid = new_conversation(dev_app.url)
+    url = dev_app.conversation_url(cid, "ui-stream")
+    held = httpx.post(
+        url, json={"messages": [ui_message("Cancel A-1002")], **json.loads(ORDERS)}, headers=ALICE
+    )
+    parts = [json.loads(line[6:]) for line in held.text.splitlines() if line.startswith("data: {")]
+    (request,) = [p for p in parts if p["type"] == "tool-approval-request"]
+    approval = request["approvalId"]
+    chat = [ui_message("Cancel A-1002"), answered(approval)]
+    stranger = httpx.post(url, json={"messages": chat}, headers={"X-Caller-Id": "mallory"})
+    unknown = httpx.post(url, json={"messages": [ui_message("x"), answered("01UNKNOWN")]}, headers=ALICE)
+    two = {"messages": [answered(approval) | {"parts": answered(approval)["parts"] * 2}]}
+    malformed = [
+        {"messages": [answered(approval) | {"parts": []}]},  # an assistant message answering nothing
+        two,
+        {"messages": chat, "trigger": "regenerate-message"},
+        {
+            "messages": [
+                answered(approval)
+                | {"parts": [{"type": "dynamic-tool", "state": "approval-responded", "approval": {"id": ""}}]}
+            ]
+        },
+    ]
+    refusals = [stranger, unknown, *(httpx.post(url, json=b, headers=ALICE) for b in malformed)]
+    assert [r.status_code for r in refusals] == [404, 404, 422, 422, 422, 422]
+    for refused in refusals:
+        assert set(refused.json()) == {"error", "message", "timestamp", "requestId"}
+    assert dev_app.llm.pending == 1  # nothing ran: the continuation's reply is still unread
+    first = httpx.post(url, json={"messages": chat}, headers=ALICE)
+    again = httpx.post(url, json={"messages": chat}, headers=ALICE)
+    assert (first.status_code, again.status_code) == (200, 409)
+    assert again.json()["error"] == "Approval closed"

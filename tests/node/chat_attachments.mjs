@@ -40,7 +40,7 @@ await withPage(async (page, consoleErrors) => {
   await page.waitForSelector(".turn-footer:not(:empty), .turn .error", { timeout: 60_000 });
   await page.screenshot({ path: screenshot, fullPage: true });
   const sent = {
-    user: await texts(page, ".bubble.user"),
+    user: await texts(page, ".bubble.user .text"),
     attached: await texts(page, ".bubble.user .attached"),
     chipsAfter: await texts(page, ".attachment"),
     statuses: await page.evaluate(() => window.seenStatuses),
@@ -48,7 +48,7 @@ await withPage(async (page, consoleErrors) => {
     errors: await texts(page, ".turn .error"),
     composerError: await page.textContent("#composer-error"),
   };
-  await page.click("#conversations li");
+  await page.click("#conversations .conversation .open");
   await page.waitForSelector("#transcript .bubble.user .attached");
   const reopened = { attached: await texts(page, ".bubble.user .attached") };
   const unexpected = consoleErrors.filter((text) => !expected(text));

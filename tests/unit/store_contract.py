@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from rag_orchestrator.conversations.listing import Listing
 from rag_orchestrator.conversations.turn_data import Claim, TurnOutcome
 from rag_orchestrator.domain.audit import GENESIS
 from rag_orchestrator.domain.base import utcnow
@@ -141,13 +142,13 @@ async def test_listing_moves_a_conversation_up_when_it_gets_a_message(store):
 async def test_listing_filters_by_status_and_leaves_deleted_out(store):
     made = [await store.create(conversation(age_seconds=100 - i)) for i in range(5)]
     await store.soft_delete(made[1].conversation_id, ALICE)
-    first = await store.list_by_caller(ALICE, status=ConversationStatus.ACTIVE, limit=2)
+    first = await store.list_by_caller(ALICE, where=Listing(status=ConversationStatus.ACTIVE), limit=2)
     rest = await store.list_by_caller(
-        ALICE, status=ConversationStatus.ACTIVE, limit=5, cursor=first.next_cursor
+        ALICE, where=Listing(status=ConversationStatus.ACTIVE), limit=5, cursor=first.next_cursor
     )
     listed = [c.conversation_id for c in first.items + rest.items]
     assert listed == [c.conversation_id for c in reversed(made) if c is not made[1]]
-    assert (await store.list_by_caller(ALICE, status=ConversationStatus.ARCHIVED)).items == []
+    assert (await store.list_by_caller(ALICE, where=Listing(status=ConversationStatus.ARCHIVED))).items == []
 
 
 async def test_another_callers_listing_is_empty_and_their_cursor_is_refused(store):
@@ -158,7 +159,9 @@ async def test_another_callers_listing_is_empty_and_their_cursor_is_refused(stor
     with pytest.raises(BadRequest):
         await store.list_by_caller(BOB, limit=1, cursor=page.next_cursor)
     with pytest.raises(BadRequest):
-        await store.list_by_caller(ALICE, status=ConversationStatus.ACTIVE, limit=1, cursor=page.next_cursor)
+        await store.list_by_caller(
+            ALICE, where=Listing(status=ConversationStatus.ACTIVE), limit=1, cursor=page.next_cursor
+        )
 
 
 @pytest.mark.parametrize("cursor", ["garbage", "e30.AAAA", "x" * 5000, "eyJhIjoxfQ.", ".abc"])

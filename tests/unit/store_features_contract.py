@@ -3,16 +3,24 @@ test_store_in_process.py and test_store_dynamo.py, each of which provides the `s
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
+from rag_orchestrator.conversations.listing import Listing
 from rag_orchestrator.conversations.turn_data import Claim, TurnOutcome
 from rag_orchestrator.conversations.versions import PLAIN
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.feedback import Feedback
 from rag_orchestrator.domain.messages import Role
-from rag_orchestrator.errors import Conflict, ConversationNotFound, MessageNotFound, NotLastExchange
+from rag_orchestrator.errors import (
+    BadRequest,
+    Conflict,
+    ConversationNotFound,
+    MessageNotFound,
+    NotLastExchange,
+)
 from tests.unit.store_contract import ALICE, LEASE, conversation, message, tool_round, turn
 
 BOB = "bob"
@@ -56,6 +64,42 @@ async def test_a_deleted_conversation_gets_no_automatic_title_and_a_turn_reads_w
     assert not await store.set_auto_title(untitled.conversation_id, "Too late")
 
 
+async def test_the_listing_filters_by_user_id_and_a_created_at_range_and_pages(store):
+    base = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    for day, user in [(0, "u-1"), (1, "u-2"), (2, "u-1"), (3, "u-1"), (4, None)]:
+        made = conversation(title=f"day {day}").model_copy(
+            update={"user_id": user, "created_at": base + timedelta(days=day, microseconds=day + 1)}
+        )
+        await store.create(made)
+    await store.create(conversation(BOB).model_copy(update={"user_id": "u-1", "created_at": base}))
+
+    async def found(limit: int = 20, **where: Any) -> list[str]:
+        names, cursor = [], None
+        while True:
+            page = await store.list_by_caller(ALICE, where=Listing(**where), limit=limit, cursor=cursor)
+            names += [c.title for c in page.items]
+            if not (cursor := page.next_cursor):
+                return sorted(names)
+
+    assert await found(user_id="u-1") == ["day 0", "day 2", "day 3"]
+    assert await found(user_id="u-1", limit=1) == ["day 0", "day 2", "day 3"]
+    assert await found(
+        created_from=base + timedelta(days=1), created_to=base + timedelta(days=3, hours=1)
+    ) == [
+        "day 1",
+        "day 2",
+        "day 3",
+    ]
+    assert await found(user_id="u-1", created_from=base + timedelta(days=2, microseconds=3)) == [
+        "day 2",
+        "day 3",
+    ]
+    assert await found(created_to=base - timedelta(seconds=1)) == []
+    first = await store.list_by_caller(ALICE, where=Listing(user_id="u-1"), limit=1)
+    with pytest.raises(BadRequest):  # a cursor is bound to its filters
+        await store.list_by_caller(ALICE, where=Listing(user_id="u-2"), limit=1, cursor=first.next_cursor)
+
+
 async def test_title_words_filter_the_callers_listing_case_and_accents_aside_and_page(store):
     titles = ["Café opening hours", "Refund for order 12", "Opening a refund", "Shipping"]
     for title in titles:
@@ -66,7 +110,9 @@ async def test_title_words_filter_the_callers_listing_case_and_accents_aside_and
     async def found(*words: str, limit: int = 20) -> list[str]:
         names, cursor = [], None
         while True:
-            page = await store.list_by_caller(ALICE, title_words=words, limit=limit, cursor=cursor)
+            page = await store.list_by_caller(
+                ALICE, where=Listing(title_words=tuple(words)), limit=limit, cursor=cursor
+            )
             names += [c.title for c in page.items]
             if not (cursor := page.next_cursor):
                 return sorted(names)

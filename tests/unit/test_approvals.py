@@ -228,38 +228,18 @@ def test_budgets_parse_one_number_or_roles():
             Budgets.parse(bad)
 
 
-async def test_the_ai_sdk_stream_carries_the_request_as_a_data_approval_part():
+async def test_the_ai_sdk_stream_carries_the_request_as_the_sdks_approval_parts():
     from rag_orchestrator.api.ui_parts import UIParts
 
     s = Setup(tool_calls(call("cancel_order", ARGS, "c1")))
     conversation = await s.conversation()
     asked = of_type(await s.turn(conversation), "ApprovalRequested")[0]
-    (part,) = UIParts(conversation, asked.turn_id).parts(asked)
-    assert part["type"] == "data-approval"
-    assert part["data"] == {
-        "approvalId": asked.approval_id,
-        "toolName": "cancel_order",
-        "toolCallId": "c1",
-        "arguments": {"orderId": "A-1002"},
-        "expiresAt": asked.expires_at.isoformat().replace("+00:00", "Z"),
-    }
-
-
-def test_the_catalogue_takes_approval_required_and_refuses_any_other_value():
-    from rag_orchestrator.errors import ConfigError
-    from rag_orchestrator.tools.catalog import parse_catalog
-
-    def catalogue(approval):
-        tool = {
-            "name": "cancel_order",
-            "description": "Cancel an order",
-            "inputSchema": {"type": "object", "properties": {}},
-            "http": {"method": "POST", "url": "https://orders.example.com/cancel"},
-            "approval": approval,
-        }
-        return parse_catalog({"tools": [tool]}, lookup=lambda name: None)
-
-    assert catalogue("required").tools[0].approval == "required"
-    for bad in ("maybe", True, "REQUIRED"):
-        with pytest.raises(ConfigError, match="approval"):
-            catalogue(bad)
+    translation = UIParts(conversation, asked.turn_id)
+    translation.start()
+    call_part, request = translation.parts(asked)
+    assert (call_part["type"], call_part["toolCallId"], call_part["input"]) == (
+        "tool-input-available",
+        "c1",
+        {"orderId": "A-1002"},
+    )
+    assert request == {"type": "tool-approval-request", "approvalId": asked.approval_id, "toolCallId": "c1"}

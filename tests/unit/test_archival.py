@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.archival import ArchivalJob, run_archival
 from rag_orchestrator.conversations.dynamo import DynamoConversationStore
@@ -402,7 +403,7 @@ def test_run_archival_uses_the_configured_clients_and_emits_metrics(aws, store, 
         archive_after_days=0,
     )
     metrics.clear_metrics()
-    report = run_archival(settings, remaining_ms=lambda: FAR, now=utcnow() + DAY)
+    report = run_archival(settings, AwsClients(), remaining_ms=lambda: FAR, now=utcnow() + DAY)
     assert report.archived == 1
     emitted = set(metrics.metric_set)
     metrics.clear_metrics()
@@ -420,7 +421,9 @@ def test_run_archival_uses_the_configured_clients_and_emits_metrics(aws, store, 
 def test_memory_storage_has_nothing_to_archive():
     from rag_orchestrator.config import load_settings
 
-    report = run_archival(load_settings(conversation_storage="memory"), remaining_ms=lambda: FAR)
+    report = run_archival(
+        load_settings(conversation_storage="memory"), AwsClients(), remaining_ms=lambda: FAR
+    )
     assert report.archived == 0 and report.failures == 0
 
 

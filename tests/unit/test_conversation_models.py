@@ -2,6 +2,7 @@
 
 import pytest
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.factory import create_store
 from rag_orchestrator.conversations.in_process import InProcessStore
@@ -45,4 +46,6 @@ def test_a_stored_message_keeps_what_the_model_needs_and_estimates_tokens():
 
 
 def test_the_factory_follows_conversation_storage():
-    assert isinstance(create_store(load_settings(conversation_storage="memory")), InProcessStore)
+    assert isinstance(
+        create_store(load_settings(conversation_storage="memory"), AwsClients()), InProcessStore
+    )

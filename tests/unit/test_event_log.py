@@ -106,6 +106,23 @@ async def test_an_ended_turn_cannot_be_cancelled_and_others_cannot_cancel_at_all
         await log.request_cancel("conv-1", "01TURN", "alice")
 
 
+async def test_the_running_turn_of_a_conversation_is_its_newest_while_it_runs(log, clock):
+    assert await log.running("conv-1", "alice") is None
+    first, second = entry("01A"), entry("01B")
+    await log.open(first)
+    assert (await log.running("conv-1", "alice")).turn_id == "01A"
+    await log.open(second)
+    assert (await log.running("conv-1", "alice")).turn_id == "01B"
+    assert await log.running("conv-1", "bob") is None  # another caller's turn is no turn of theirs
+    assert await log.running("conv-2", "alice") is None
+    await log.report(second, 3, ended=True)
+    assert await log.running("conv-1", "alice") is None  # the newest has ended: nothing runs
+    third = entry("01C")
+    await log.open(third)
+    clock.now = third.deadline + LOG_TTL_SECONDS + 1
+    assert await log.running("conv-1", "alice") is None
+
+
 async def test_an_expired_turn_is_gone_though_the_table_has_not_deleted_it_yet(log, clock):
     turn = entry()
     await log.open(turn)
@@ -130,7 +147,13 @@ async def test_dynamodb_items_sort_after_the_messages_and_carry_the_ttl(aws, clo
         KeyConditionExpression="PK = :pk",
         ExpressionAttributeValues={":pk": {"S": "CONV#conv-1"}},
     )["Items"]
-    assert [i["SK"]["S"] for i in items] == ["TURN#01TURN", "TURN#01TURN#00000001", "TURN#01TURN#00000003"]
+    assert [i["SK"]["S"] for i in items] == [
+        "TURN#01TURN",
+        "TURN#01TURN#00000001",
+        "TURN#01TURN#00000003",
+        "TURN$",  # the conversation's newest turn: after every batch, so a batch Query never reads it
+    ]
+    assert items[-1]["turnId"]["S"] == "01TURN" and items[-1]["callerId"]["S"] == "alice"
     assert {i["expiresAt"]["N"] for i in items} == {str(int(NOW + 30) + LOG_TTL_SECONDS)}
     assert items[0]["deadline"]["N"] == str(int((NOW + 30) * 1000))
     packed = json.loads(zlib.decompress(items[1]["events"]["B"]))  # [[type, JSON], …], compressed
@@ -148,7 +171,8 @@ async def test_dynamodb_request_counts(aws, clock):
     await log.report(turn, 40)
     await log.get("conv-1", "01TURN", "alice")
     await log.events("conv-1", "01TURN")
-    assert counts == Counter({"PutItem": 2, "UpdateItem": 1, "GetItem": 1, "Query": 1})
+    await log.running("conv-1", "alice")
+    assert counts == Counter({"PutItem": 3, "UpdateItem": 1, "GetItem": 3, "Query": 1})
 
 
 def test_the_entry_expires_an_hour_after_its_deadline():

@@ -17,6 +17,7 @@ from rag_orchestrator.domain.messages import Role, ToolResult
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import Conflict, ConversationNotFound, DuplicateClientMessage, ProviderHTTPError
 from rag_orchestrator.loop.deps import TurnDeps
+from rag_orchestrator.loop.finalizers import DirectFinalizer, StructuredFinalizer
 from rag_orchestrator.loop.orchestrator import Orchestrator
 from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.toolsets import tool_chooser
@@ -55,7 +56,7 @@ class SlowTool:
 
 
 class Harness:
-    def __init__(self, strategy, *, tools=None, search=None, **env):
+    def __init__(self, strategy, *, tools=None, search=None, finalizer=None, **env):
         self.settings = load_settings(conversation_storage="memory", **env)
         self.store = InProcessStore()
         self.search = search or MemorySearchTool(PASSAGES)
@@ -69,6 +70,7 @@ class Harness:
                 choose_tools=tool_chooser(self.registry),
                 config=loop_config(self.settings),
                 search=self.search,
+                finalizer=finalizer or DirectFinalizer(),
             )
         )
 
@@ -143,6 +145,25 @@ async def test_one_tool_turn_streams_every_event_and_stores_the_turn():
     user_tokens = estimate_tokens("How do I run the tests?")
     assert (conversation.message_count, conversation.tool_calls_count) == (4, 1)
     assert conversation.total_tokens == user_tokens + 20
+
+
+@pytest.mark.parametrize("mode", [se.StreamingMode.PROGRESSIVE, se.StreamingMode.FINAL_ONLY])
+async def test_the_structured_finalizer_frames_the_answer_alike_streamed_and_stored(mode):
+    h = Harness(
+        ScriptedStrategy(
+            [
+                tool_calls(call("rag_search", '{"query": "tests"}')),
+                answer("Run make test [source:guide#0].", chunks=3),
+            ]
+        ),
+        finalizer=StructuredFinalizer(),
+    )
+    cid = await h.conversation()
+    _, events = await h.turn(cid, mode=mode)
+    framed = "## Response\n\nRun make test [source:guide#0].\n\n**Sources**\n- Guide [source:guide#0]"
+    assert (await h.stored(cid))[-1].content == framed
+    streamed = "".join(e.content for e in events if e.type == "ResponseChunk")
+    assert streamed == (framed if mode is se.StreamingMode.PROGRESSIVE else "")
 
 
 async def test_initial_knowledge_search_reaches_the_model_as_a_system_message():

@@ -56,7 +56,7 @@ def test_every_error_status_answers_the_error_json_and_fastapis_detail_is_gone()
 def test_statuses_follow_what_each_route_has():
     responses = {label: set(op["responses"]) for label, op in operations(build())}
     chat = "/api/v1/chat/conversations/{conversation_id}"
-    whole = {"200", "400", "401", "404", "409", "413", "415", "422", "502", "503"}
+    whole = {"200", "400", "401", "403", "404", "409", "413", "415", "422", "502", "503"}  # 403: callerId
     assert responses[f"POST {chat}/messages"] == whole
     assert responses[f"POST {chat}/messages/stream"] == whole - {"502"}  # a model failure is an Error event
     assert responses["POST /api/v1/query"] == {"200", "400", "401", "413", "415", "503"}  # bad input: 400
@@ -67,6 +67,10 @@ def test_statuses_follow_what_each_route_has():
     turn = f"{chat}/turns/{{turn_id}}"
     assert responses[f"GET {turn}/events"] == {"200", "400", "401", "404", "422", "503"}  # Last-Event-ID
     assert responses[f"POST {turn}/cancel"] == {"202", "401", "404", "409", "422", "503"}
+    # No conversation, no turn lock: the stateless agent chat never answers 409 (403: callerId).
+    assert responses["POST /api/v1/agent/chat"] == {"200", "400", "401", "403", "413", "415", "422", "503"}
+    assert responses[f"POST {chat}/ui-stream"] == whole - {"502"}
+    assert responses[f"GET {chat}/ui-stream"] == {"200", "204", "401", "404", "422", "503"}
 
 
 def test_dependency_failures_say_when_to_try_again_and_401_how_to_authenticate():

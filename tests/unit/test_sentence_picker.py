@@ -212,3 +212,29 @@ def test_answers_are_deterministic():
     question = "How do I run the tests?"
     answers = {compose_answer(question, [README], HashingEmbedder().embed_batch) for _ in range(3)}
     assert len(answers) == 1
+
+
+def test_memory_results_quote_what_was_said_with_its_date_and_never_an_earlier_answer():
+    from rag_orchestrator.domain.passage_formats import format_passages
+    from rag_orchestrator.domain.passages import Passage as Found
+    from rag_orchestrator.providers.extractive import parse_results
+
+    def found(kind: str, title: str, text: str, index: int) -> Found:
+        return Found(
+            document_id="conversation:c1", title=title, chunk_index=index, score=0.9, text=text, kind=kind
+        )
+
+    results = format_passages(
+        [
+            found(
+                "answered", "An earlier answer of 2026-11-20, may be outdated", "The vault opens at seven.", 3
+            ),
+            found("said", "You said on 2026-11-20", "My vault code is 8080.", 2),
+        ]
+    )
+    passages = parse_results(results)
+    assert [(p.chunk_index, p.label) for p in passages] == [(2, "You said on 2026-11-20: ")]
+    assert "seven" not in compose_answer("When does the vault open?", passages)
+    assert compose_answer("What is my vault code?", passages) == (
+        "You said on 2026-11-20: My vault code is 8080. [source:conversation:c1#2]"
+    )

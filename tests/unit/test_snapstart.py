@@ -8,9 +8,8 @@ import types
 
 import pytest
 
-from rag_orchestrator import aws
 from rag_orchestrator.api import snapstart
-from rag_orchestrator.providers import transport
+from rag_orchestrator.aws import AwsClients
 
 
 @pytest.fixture
@@ -26,15 +25,17 @@ def runtime(monkeypatch):
 
 def test_without_the_runtime_library_nothing_is_registered(monkeypatch):
     monkeypatch.setitem(sys.modules, "snapshot_restore_py", None)  # import fails, as off Lambda
-    assert snapstart.register() is False
+    assert snapstart.register(AwsClients()) is False
 
 
 def test_the_hooks_are_registered_with_what_a_first_request_imports(runtime):
-    assert snapstart.register(["json"]) is True
+    aws = AwsClients()
+    assert snapstart.register(aws, ["json"]) is True
     [(before, args)] = runtime["before"]
-    [(after, _)] = runtime["after"]
+    [(after, after_args)] = runtime["after"]
     assert before is snapstart.warm and after is snapstart.refresh
     assert list(args[0]) == [*snapstart.FIRST_REQUEST, "json"]
+    assert after_args == (aws,)  # the root's clients, made afresh after a restore
 
 
 def test_warming_imports_the_modules(monkeypatch):
@@ -43,20 +44,15 @@ def test_warming_imports_the_modules(monkeypatch):
     assert all(name in sys.modules for name in snapstart.FIRST_REQUEST)
 
 
-async def test_a_restore_makes_sessions_clients_connections_and_seeds_afresh(monkeypatch):
+def test_a_restore_makes_sessions_clients_and_seeds_afresh(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    aws.reset()
-    session, client = aws._session(), aws.client("dynamodb")
-    http, pool = transport.shared_http_client(), transport.shared_pool()
+    aws = AwsClients()
+    client = aws.client("dynamodb")
     random.seed(7)
     snapshotted = random.random()
     random.seed(7)
 
-    snapstart.refresh()
+    snapstart.refresh(aws)
 
-    assert aws._session() is not session and aws.client("dynamodb") is not client
-    assert transport.shared_http_client() is not http and transport.shared_pool() is not pool
+    assert aws.made == 0 and aws.client("dynamodb") is not client
     assert random.random() != snapshotted  # every restored environment draws its own sequence
-    await http.aclose()
-    await transport.close_shared_connections()
-    aws.reset()

@@ -10,7 +10,7 @@ import pytest
 
 from rag_orchestrator.conversations.archive_steps import ConversationArchiver
 from rag_orchestrator.conversations.dynamo import DynamoConversationStore
-from rag_orchestrator.conversations.keys import list_scope
+from rag_orchestrator.conversations.listing import Listing
 from rag_orchestrator.conversations.table import Table
 from rag_orchestrator.conversations.turn_data import Claim, TurnOutcome
 from rag_orchestrator.domain.audit import GENESIS
@@ -156,13 +156,15 @@ async def test_listing_filters_by_archived_status_across_pages(store, archive):
     for c in archived:
         archive(c.conversation_id)
     await store.soft_delete(made[1].conversation_id, ALICE)
-    first = await store.list_by_caller(ALICE, status=ConversationStatus.ARCHIVED, limit=3)
+    first = await store.list_by_caller(ALICE, where=Listing(status=ConversationStatus.ARCHIVED), limit=3)
     second = await store.list_by_caller(
-        ALICE, status=ConversationStatus.ARCHIVED, limit=3, cursor=first.next_cursor
+        ALICE, where=Listing(status=ConversationStatus.ARCHIVED), limit=3, cursor=first.next_cursor
     )
     assert {c.conversation_id for c in first.items + second.items} == {c.conversation_id for c in archived}
     assert second.next_cursor is None
-    active = (await store.list_by_caller(ALICE, status=ConversationStatus.ACTIVE, limit=100)).items
+    active = (
+        await store.list_by_caller(ALICE, where=Listing(status=ConversationStatus.ACTIVE), limit=100)
+    ).items
     assert {c.conversation_id for c in active} == {
         c.conversation_id for c in made if c not in archived and c is not made[1]
     }
@@ -237,7 +239,7 @@ async def test_a_cursor_pointing_outside_the_callers_partition_is_refused(store)
     await store.create(conversation())
     forged = store._cursors.encode(
         {"PK": "CONV#x", "SK": "META", "GSI1PK": "CALLER#bob", "GSI1SK": "2020"},
-        list_scope(f"CALLER#{ALICE}", None),
+        Listing().scope(f"CALLER#{ALICE}"),
     )
     with pytest.raises(BadRequest):
         await store.list_by_caller(ALICE, cursor=forged)

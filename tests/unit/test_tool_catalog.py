@@ -9,8 +9,13 @@ import pytest
 
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError
-from rag_orchestrator.tools import catalog as catalog_module
-from rag_orchestrator.tools.catalog import EXAMPLE_PATH, environment_secret, load_catalog, parse_catalog
+from rag_orchestrator.tools.catalog import (
+    EXAMPLE_PATH,
+    environment_secret,
+    environment_secrets,
+    load_catalog,
+    parse_catalog,
+)
 
 SECRETS = {"API": "https://api.example.test", "TOKEN": "s3cret-token"}
 LOOKUP = SECRETS.get
@@ -219,6 +224,14 @@ def test_secrets_come_from_the_environment_or_ssm_in_lambda(monkeypatch):
     monkeypatch.setenv("ORDERS_TOKEN_PARAM", "/app/orders-token")
     assert environment_secret("ORDERS_TOKEN") is None  # outside Lambda the parameter is not read
     fetched = []
-    monkeypatch.setattr(catalog_module, "read_secret", lambda name: fetched.append(name) or "from-ssm")
+
+    class Secrets:  # the root's SecretReader
+        def read(self, name: str) -> str:
+            fetched.append(name)
+            return "from-ssm"
+
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "fn")
-    assert environment_secret("ORDERS_TOKEN") == "from-ssm" and fetched == ["/app/orders-token"]
+    assert environment_secrets(Secrets())("ORDERS_TOKEN") == "from-ssm"  # type: ignore[arg-type]
+    assert fetched == ["/app/orders-token"]
+    with pytest.raises(ValueError, match="cannot be read"):  # no root gave this lookup AWS clients
+        environment_secret("ORDERS_TOKEN")

@@ -24,7 +24,7 @@ from rag_orchestrator.retrieval.fragments import (
     Fragment,
     FragmentIndex,
     attachment_segment,
-    conversation_fragment,
+    conversation_fragments,
 )
 from rag_orchestrator.retrieval.vector_store import build_where
 from rag_orchestrator.stream_log.in_process import InProcessEventLog
@@ -57,26 +57,43 @@ async def run_turn(script, *, caller=ALICE, message="My locker code is 4711.", h
     return turn, events
 
 
-async def test_an_answered_turn_becomes_one_question_and_answer_fragment():
+async def test_an_answered_turn_becomes_a_said_and_an_answered_fragment():
     index = RecordingIndex()
     turn, events = await run_turn([answer("Noted: 4711 [source:guide#0].")], hooks=[TurnMemory(index)])
-    [fragment] = index.added
+    said, answered = index.added
     completed = events[-1]
-    assert fragment.message_id == completed.message_id
-    assert fragment.text == "Question: My locker code is 4711.\nAnswer: Noted: 4711."  # citations dropped
-    chunk = fragment.chunk()
-    assert chunk.id == f"conversation:{turn.request.conversation_id}#{completed.message_id}"
+    assert (said.kind, said.text) == ("said", "My locker code is 4711.")
+    assert (answered.kind, answered.text) == ("answered", "Noted: 4711.")  # citations dropped
+    assert said.message_id == answered.message_id == completed.message_id  # the exchange's answer
+    chunk = answered.chunk()
+    assert (
+        chunk.id == f"answered-{completed.message_id}" and said.chunk().id == f"said-{completed.message_id}"
+    )
+    day = f"{answered.created_at:%Y-%m-%d}"
     assert chunk.metadata == {
         "documentId": f"conversation:{turn.request.conversation_id}",
-        "chunkIndex": fragment.index,
-        "title": f"Earlier conversation ({fragment.created_at:%Y-%m-%d}): My locker code is 4711.",
+        "chunkIndex": answered.index,
+        "title": f"An earlier answer of {day}, may be outdated",
         "source": "conversation",
         "modality": "text",
         "conversationId": turn.request.conversation_id,
         "callerId": "alice",
         "messageId": completed.message_id,
-        "createdAt": fragment.created_at.isoformat().replace("+00:00", "Z"),
+        "kind": "answered",
+        "createdAt": answered.created_at.isoformat().replace("+00:00", "Z"),
     }
+    assert said.chunk().metadata["title"] == f"You said on {day}"
+    assert said.index + 1 == answered.index  # two citations of their own
+
+
+async def test_a_temporary_chat_is_not_indexed():
+    index = RecordingIndex()
+    orchestrator = scripted_orchestrator(ScriptedStrategy([answer("Noted.")]), after_turn=[TurnMemory(index)])
+    conversation = await orchestrator.deps.store.create(Conversation(caller_id="alice", memory=False))
+    turn = await orchestrator.begin(TurnRequest(conversation.conversation_id, ALICE, "My code is 4711."))
+    assert [e async for e in turn.events()][-1].type == "Completed"
+    await turn.after()
+    assert index.added == [] and turn.state.request.memory is False
 
 
 @pytest.mark.parametrize(
@@ -117,7 +134,7 @@ async def test_a_failing_hook_is_logged_and_the_others_still_run():
 
     down, index = RecordingIndex(VectorStoreUnavailable()), RecordingIndex()
     _, events = await run_turn([answer("Noted.")], hooks=[Broken(), TurnMemory(down), TurnMemory(index)])
-    assert events[-1].type == "Completed" and len(index.added) == 1
+    assert events[-1].type == "Completed" and len(index.added) == 2
 
 
 async def _streamed_turn(hook) -> TurnStream:
@@ -157,14 +174,14 @@ async def test_a_turn_whose_reader_left_still_runs_its_after_turn_work():
     await asyncio.wait_for(done.wait(), 5)
 
 
-def test_the_same_turn_gets_the_same_id_and_an_answers_time_is_its_chunk_index():
+def test_the_same_turn_gets_the_same_ids_and_an_answers_time_makes_its_chunk_indexes():
     make = dict(conversation_id="c1", caller_id="alice", message_id="01J", question="q", answer="a")
     first, again = (
-        conversation_fragment(**make, created_at=WHEN),
-        conversation_fragment(**make, created_at=WHEN),
+        conversation_fragments(**make, created_at=WHEN),
+        conversation_fragments(**make, created_at=WHEN),
     )
-    assert first.id == again.id == "conversation:c1#01J"
-    assert first.index == 1795426200123
+    assert [f.id for f in first] == [f.id for f in again] == ["said-01J", "answered-01J"]
+    assert [f.index for f in first] == [1795426200123 * 2, 1795426200123 * 2 + 1]
 
 
 def segment(**changes) -> Fragment:

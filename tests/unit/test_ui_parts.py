@@ -1,4 +1,5 @@
-"""Our stream events as AI SDK UI message stream parts: steps, text, tools, previews, sources, the end."""
+"""Our stream events as AI SDK UI message stream parts: steps, text, tools, previews, sources, the end,
+approvals as the SDK's own parts, and the turn that continues after a decision."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ SOURCE = {
 }
 
 
-def translate(*events: ev.StreamEvent) -> list[dict]:
-    translation = UIParts(CID, "T1")
+def translate(*events: ev.StreamEvent, **options: str) -> list[dict]:
+    translation = UIParts(CID, "T1", **options)
     out = translation.start()
     for event in events:
         out += translation.parts(event)
@@ -89,12 +90,118 @@ def test_a_tool_turn_is_two_steps_with_text_tools_sources_and_finish():
         "finishReason": "stop",
         "messageMetadata": {
             "conversationId": CID,
+            "turnId": "T1",
             "messageId": "m-9",
             "iterationsUsed": 2,
             "tokensUsed": 40,
+            "usage": {"totalTokens": 40},
             "finishReason": "stop",
         },
     }
+
+
+def test_the_ui_message_id_is_the_turns_when_given():
+    assert translate(message_id="T1")[0] == {
+        "type": "start",
+        "messageId": "T1",
+        "messageMetadata": {"conversationId": CID, "turnId": "T1"},
+    }
+
+
+def held(call_id: str = "c1") -> ev.ApprovalRequested:
+    return ev.ApprovalRequested(
+        conversation_id=CID,
+        approval_id="A1",
+        tool_name="cancel_order",
+        tool_call_id=call_id,
+        arguments={"orderId": "A-1002"},
+        expires_at="2030-01-01T00:00:00Z",
+    )
+
+
+def completed(reason: ev.FinishReason = "stop") -> ev.Completed:
+    return ev.Completed(conversation_id=CID, iterations_used=1, tokens_used=9, finish_reason=reason)
+
+
+def test_a_held_call_is_the_sdks_approval_request_and_the_turn_finishes_for_tool_calls():
+    parts = translate(held(), completed("awaiting_approval"))
+    assert types(parts) == [
+        "start",
+        "start-step",
+        "tool-input-available",
+        "tool-approval-request",
+        "finish-step",
+        "finish",
+    ]
+    assert parts[2]["input"] == {"orderId": "A-1002"} and parts[2]["toolName"] == "cancel_order"
+    assert parts[3] == {"type": "tool-approval-request", "approvalId": "A1", "toolCallId": "c1"}
+    assert parts[-1]["finishReason"] == "tool-calls"
+    assert parts[-1]["messageMetadata"]["finishReason"] == "awaiting_approval"
+
+
+def test_the_continuation_puts_the_outcome_on_the_clients_part_then_opens_its_step():
+    approved = translate(
+        ev.ToolCallStart(
+            conversation_id=CID, tool_name="cancel_order", tool_call_id="c1", arguments={"orderId": "A"}
+        ),
+        ev.ToolCallResult(
+            conversation_id=CID, tool_name="cancel_order", tool_call_id="c1", result="done", success=True
+        ),
+        ev.ResponseChunk(conversation_id=CID, content="Cancelled."),
+        completed(),
+        continues="c1",
+    )
+    assert types(approved) == [
+        "start",
+        "tool-output-available",
+        "start-step",
+        "text-start",
+        "text-delta",
+        "text-end",
+        "finish-step",
+        "finish",
+    ]
+    assert "messageId" not in approved[0]  # the client goes on with its own message
+    denied = translate(
+        ev.ToolCallResult(
+            conversation_id=CID, tool_name="cancel_order", tool_call_id="c1", result="Not run", success=False
+        ),
+        ev.ResponseChunk(conversation_id=CID, content="I left it."),
+        completed(),
+        continues="c1",
+    )
+    assert types(denied)[:3] == ["start", "tool-output-denied", "start-step"]
+    assert denied[1] == {"type": "tool-output-denied", "toolCallId": "c1"}
+
+
+def test_a_replayed_refusal_makes_its_part_first():
+    parts = translate(
+        ev.ToolCallResult(
+            conversation_id=CID, tool_name="cancel_order", tool_call_id="c1", result="Not run", success=False
+        ),
+        completed(),
+        message_id="T1",
+    )
+    assert types(parts) == [
+        "start",
+        "start-step",
+        "tool-input-available",
+        "tool-output-denied",
+        "finish-step",
+        "finish",
+    ]
+    assert "input" not in parts[2] and parts[2]["toolName"] == "cancel_order"
+
+
+def test_finish_reasons_both_majors_accept():
+    for native, sdk in [
+        ("stop", "stop"),
+        ("cancelled", "other"),
+        ("deadline", "other"),
+        ("max_iterations", "other"),
+    ]:
+        finish = translate(completed(native))[-1]
+        assert (finish["finishReason"], finish["messageMetadata"]["finishReason"]) == (sdk, native)
 
 
 def test_parallel_tool_calls_failures_and_previews_stay_in_one_step():

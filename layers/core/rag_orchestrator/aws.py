@@ -1,18 +1,18 @@
-"""boto3 clients, created once per process from one session, with timeouts and adaptive retries.
+"""boto3 clients of one session, each made on first use, with timeouts and adaptive retries.
 
-One shared Session loads botocore's endpoint and credential data once (a Session per client cost
-~40 ms more per client at cold start). Creating clients on a Session is not thread-safe, hence the
-lock; the clients themselves are. `LazyClient` defers even that to the first call, for clients a
-request may never use (the conversation store's S3 client is only for large contents).
+A composition root (api/deps.py, each function's app.py) makes one `AwsClients` and hands it to what
+talks to AWS; nothing below the roots makes a session or a client of its own. One Session loads
+botocore's endpoint and credential data once (a Session per client cost ~40 ms more per client at
+cold start). Creating clients on a Session is not thread-safe, hence the lock; the clients themselves
+are. `lazy()` defers even that to the first call, for clients a request may never use (the
+conversation store's S3 client is only for large contents).
 """
 
 from __future__ import annotations
 
 import threading
-from functools import lru_cache
 from typing import Any
 
-_lock = threading.Lock()
 # Presigned URLs and POSTs signed with SigV4: botocore would otherwise presign some with SigV2, which
 # regions opened since 2014 refuse and S3 has deprecated everywhere.
 _SERVICE_CONFIG = {"s3": {"signature_version": "s3v4"}}
@@ -31,26 +31,61 @@ THROTTLING_CODES = frozenset(
 )
 
 
-@lru_cache(maxsize=1)
-def _session() -> Any:
-    import boto3
+class AwsClients:
+    """The clients of one boto3 Session, one per service and configuration, made when first asked for."""
 
-    return boto3.session.Session()
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._clients: dict[tuple[str, float, int], Any] = {}
+
+    def client(self, service: str, *, read_timeout: float = 10, max_attempts: int = 5) -> Any:
+        key = (service, read_timeout, max_attempts)
+        made = self._clients.get(key)
+        if made is not None:
+            return made
+        from botocore.config import Config
+
+        config = Config(
+            connect_timeout=3,
+            read_timeout=read_timeout,
+            retries={"mode": "adaptive", "max_attempts": max_attempts},
+            max_pool_connections=32,
+            **_SERVICE_CONFIG.get(service, {}),
+        )
+        with self._lock:
+            if key not in self._clients:
+                if self._session is None:
+                    import boto3
+
+                    self._session = boto3.session.Session()
+                self._clients[key] = self._session.client(service, config=config)
+            return self._clients[key]
+
+    def lazy(self, service: str) -> LazyClient:
+        """Stands in for `client(service)` and makes it on first use."""
+        return LazyClient(self, service)
+
+    @property
+    def made(self) -> int:
+        """How many clients exist (the tests check what a request did not need)."""
+        return len(self._clients)
+
+    def reset(self) -> None:
+        """Forget the session and clients (after a SnapStart restore, or a change of endpoint or
+        credentials in the environment)."""
+        with self._lock:
+            self._session = None
+            self._clients = {}
 
 
-@lru_cache(maxsize=8)
-def client(service: str, *, read_timeout: float = 10, max_attempts: int = 5) -> Any:
-    from botocore.config import Config
+class LazyClient:
+    def __init__(self, clients: AwsClients, service: str) -> None:
+        self.service = service
+        self._clients = clients
 
-    config = Config(
-        connect_timeout=3,
-        read_timeout=read_timeout,
-        retries={"mode": "adaptive", "max_attempts": max_attempts},
-        max_pool_connections=32,
-        **_SERVICE_CONFIG.get(service, {}),
-    )
-    with _lock:
-        return _session().client(service, config=config)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._clients.client(self.service), name)
 
 
 def error_code(exc: Exception) -> str:
@@ -58,20 +93,3 @@ def error_code(exc: Exception) -> str:
     response = getattr(exc, "response", None)
     code = (response or {}).get("Error", {}).get("Code") if isinstance(response, dict) else None
     return str(code or type(exc).__name__)
-
-
-def reset() -> None:
-    """Forget the session and clients (after the endpoint or credentials in the environment change)."""
-    with _lock:
-        client.cache_clear()
-        _session.cache_clear()
-
-
-class LazyClient:
-    """Stands in for `client(service)` and creates it on first use."""
-
-    def __init__(self, service: str) -> None:
-        self.service = service
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(client(self.service), name)

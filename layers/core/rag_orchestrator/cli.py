@@ -107,14 +107,26 @@ class Client:
         self.args = args
         self.http = httpx.Client(headers=headers, timeout=httpx.Timeout(30, read=330))
 
-    def create_conversation(self) -> str:
+    def conversation(self, conversation_id: str | None) -> dict[str, Any]:
+        """The conversation to talk in (a new one when `conversation_id` is None), as the service has it:
+        its `callerId` says whom the service took the credentials for."""
+        base = self.args.api_url.rstrip("/") + CHAT
         try:
-            response = self.http.post(self.args.api_url.rstrip("/") + CHAT, json={})
+            if conversation_id is None:
+                body = {"memory": False} if self.args.temporary else {}
+                response, expected = self.http.post(base, json=body), 201
+            else:
+                response, expected = self.http.get(f"{base}/{conversation_id}"), 200
         except httpx.HTTPError as exc:
             raise Refused(f"cannot reach {self.args.api_url}: {exc}") from None
-        if response.status_code != 201:
+        if response.status_code != expected:
             raise _refusal(response)
-        return response.json()["conversationId"]
+        return dict(response.json())
+
+    def credentials(self) -> str:
+        if self.args.token:
+            return "bearer token"
+        return "X-Caller-Id header" + (f", roles {self.args.roles}" if self.args.roles else "")
 
     def turn(self, conversation_id: str, message: str, progress: Progress, out: TextIO) -> bool:
         """Stream one turn; True when it completed, False when it ended with an Error event."""
@@ -192,8 +204,9 @@ def _parser() -> argparse.ArgumentParser:
     chat.add_argument("message", nargs="*", help="one message; none: read one per line from stdin")
     chat.add_argument(
         "--url",
-        default=os.environ.get("RAG_URL", "http://127.0.0.1:8000"),
-        help="base URL of the streaming routes (deployed: the function URL); env RAG_URL",
+        default=os.environ.get("RAG_URL") or f"http://127.0.0.1:{os.environ.get('PORT') or 8000}",
+        help="base URL of the streaming routes (deployed: the function URL); env RAG_URL, else the dev "
+        "server's http://127.0.0.1:$PORT (8000)",
     )
     chat.add_argument(
         "--api-url", default=os.environ.get("RAG_API_URL"), help="base URL of the REST routes; default --url"
@@ -208,6 +221,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--roles", help="dev auth roles (X-Caller-Roles), comma-separated")
     chat.add_argument("--conversation", help="continue this conversation; a new one is created when absent")
+    chat.add_argument(
+        "--temporary",
+        action="store_true",
+        help="a new conversation that remembers nothing and recalls nothing (docs/memory.md)",
+    )
     chat.add_argument("--context-type", help="the turn's contextType, e.g. orders")
     chat.add_argument(
         "--context", type=json.loads, help='the turn\'s context as JSON, e.g. \'{"accountId": "a-1"}\''
@@ -236,8 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     progress = Progress(sys.stderr, animate=sys.stderr.isatty())
     failed = False
     try:
-        conversation_id = args.conversation or client.create_conversation()
+        conversation = client.conversation(args.conversation)
+        conversation_id = conversation["conversationId"]
         progress.line(f"conversation {conversation_id}")
+        progress.line(f"caller {conversation['callerId']} ({client.credentials()}) at {args.url}")
         for message in _messages(args, prompt=sys.stdin.isatty()):
             failed |= not client.turn(conversation_id, message, progress, sys.stdout)
     except Refused as exc:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from rag_orchestrator.domain.budgets import Budgets
 from rag_orchestrator.domain.callers import normalise_roles
 from rag_orchestrator.domain.usage import Prices
 from rag_orchestrator.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rag_orchestrator.ssm_params import SecretReader
 
 Strategy = Literal[
     "deepseek_single", "qwen_single_thinking", "qwen_single_instruct", "openai_compatible", "extractive"
@@ -99,7 +102,9 @@ class Settings(BaseSettings):
     chroma_collection: str = Field("knowledge-base", min_length=3, max_length=512)
     chroma_timeout_seconds: float = Field(3.0, gt=0, le=60)  # each phase of a search request
     chroma_memory_collection: str = Field("conversation-memory", min_length=3, max_length=512)
-    memory_enabled: bool = True  # index each completed turn; rag_search ranks the caller's own fragments
+    memory_enabled: bool = True  # index each completed turn; a turn's searches recall the caller's fragments
+    memory_top_k: int = Field(2, ge=0, le=10)  # places for recalled turn fragments, after the knowledge base
+    memory_min_score: float = Field(0.6, ge=0.0, le=1.0)  # a recalled fragment's least similarity
     auto_title: bool = True  # title a conversation after its first answered turn (loop/titles.py)
 
     embedding_provider: Literal["hashing", "wordllama", "openai_compatible", "bedrock"] = "hashing"
@@ -169,6 +174,8 @@ class Settings(BaseSettings):
     audit_retention_days: int = Field(365, ge=1)  # audit records outlive their deleted conversation
 
     port: int = Field(8000, ge=1, le=65535)
+
+    _secrets: SecretReader | None = PrivateAttr(None)  # given by the composition root (read_secrets_with)
 
     @model_validator(mode="before")
     @classmethod
@@ -275,6 +282,12 @@ class Settings(BaseSettings):
         """KB_WRITER_ROLES as roles (`moderator` is `mod`)."""
         return normalise_roles(self.kb_writer_roles.split(","))
 
+    def read_secrets_with(self, secrets: SecretReader) -> Settings:
+        """These settings, reading `<NAME>_PARAM` secrets through `secrets` (the composition root's)."""
+        bound = self.model_copy()
+        bound._secrets = secrets
+        return bound
+
     def secret(self, name: str) -> str | None:
         """A secret's value: from the environment, else, in AWS, the one `<NAME>_PARAM` names
         (an SSM parameter or a Secrets Manager secret)."""
@@ -283,9 +296,11 @@ class Settings(BaseSettings):
             return value.get_secret_value()
         reference = os.environ.get(f"{name.upper()}_PARAM")
         if reference and in_lambda():
-            from rag_orchestrator.ssm_params import read_secret
-
-            return read_secret(reference)
+            if self._secrets is None:
+                raise ConfigError(
+                    f"{name.upper()}_PARAM: these settings were given no AWS clients to read it"
+                )
+            return self._secrets.read(reference)
         return None
 
     def provider_configured(self) -> tuple[bool, str]:

@@ -10,12 +10,14 @@ from fastapi import FastAPI
 
 from rag_orchestrator import __version__
 from rag_orchestrator.api.deps import Services
+from rag_orchestrator.api.docs_page import install_docs
 from rag_orchestrator.api.errors import install_error_handlers
 from rag_orchestrator.api.middleware import (
     BodySizeLimitMiddleware,
     MetricsFlushMiddleware,
     RequestContextMiddleware,
 )
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings, load_settings
 
 # Router name -> "module:attribute". Imported only when a function serves it, so a function
@@ -30,6 +32,7 @@ ROUTERS: dict[str, str] = {
     "chat": "rag_orchestrator.api.chat:router",
     "chat_stream": "rag_orchestrator.api.chat:stream_router",
     "ui_stream": "rag_orchestrator.api.ui_stream:router",
+    "agent_chat": "rag_orchestrator.api.agent_chat:router",
     "revisions": "rag_orchestrator.api.revisions:stream_router",
     "turns": "rag_orchestrator.api.stream_control:router",
     "turn_events": "rag_orchestrator.api.stream_control:stream_router",
@@ -42,6 +45,7 @@ ROUTERS: dict[str, str] = {
     "guest": "rag_orchestrator.api.guest:router",
     "audit": "rag_orchestrator.api.audit:router",
     "documents": "rag_orchestrator.api.documents:router",
+    "memory": "rag_orchestrator.api.memory:router",
     "mcp": "rag_orchestrator.api.mcp:router",
     "lifecycle": "rag_orchestrator.api.lifecycle:router",
     "shares": "rag_orchestrator.api.shares:router",
@@ -62,6 +66,7 @@ API_ROUTERS = (
     "audit",
     "documents",
     "usage",
+    "memory",
     "mcp",
     "lifecycle",
     "shares",
@@ -70,6 +75,7 @@ STREAM_ROUTERS = (
     "health",
     "chat_stream",
     "ui_stream",
+    "agent_chat",
     "revisions",
     "turns",
     "turn_events",
@@ -79,14 +85,20 @@ STREAM_ROUTERS = (
 ALL_ROUTERS = tuple(ROUTERS)
 
 
-def create_app(routers: Iterable[str] = ALL_ROUTERS, settings: Settings | None = None) -> FastAPI:
-    """Build the app and its services; settings are validated here, so a bad setting stops start-up."""
-    services = Services(settings or load_settings())
+def create_app(
+    routers: Iterable[str] = ALL_ROUTERS, settings: Settings | None = None, aws: AwsClients | None = None
+) -> FastAPI:
+    """Build the app and its services (on `aws`, else the process's AWS clients); settings are
+    validated here, so a bad setting stops start-up."""
+    services = Services(settings or load_settings(), aws)
     app = FastAPI(
         title="RAG Orchestrator",
         version=__version__,
         description="Serverless RAG chat backend: conversations, streamed agentic turns, retrieval, answers.",
+        docs_url=None,  # FastAPI's own /docs and /redoc load their files from a CDN: ours does not
+        redoc_url=None,
     )
+    install_docs(app)
     app.state.services = services
     for name in routers:
         module_name, _, attribute = ROUTERS[name].partition(":")

@@ -52,7 +52,17 @@ async def decide(
     settings: Settings = Depends(get_settings),
 ) -> StreamingResponse:
     started = time.perf_counter()
-    turn_request = TurnRequest(
+    asked = decision_request(request, conversation_id, caller, settings)
+    reason = (body.reason or "").strip() or None
+    turn = await orchestrator.decide(asked, approval_id, body.decision, reason)
+    return stream_turn(turn, request, started)
+
+
+def decision_request(
+    request: Request, conversation_id: str, caller: Caller, settings: Settings
+) -> TurnRequest:
+    """The request of the turn that continues after a decision: it has no message of its own."""
+    return TurnRequest(
         request_id=getattr(request.state, "request_id", None),
         conversation_id=conversation_id,
         caller=caller,
@@ -60,6 +70,3 @@ async def decide(
         mode=StreamingMode.PROGRESSIVE,
         deadline=turn_deadline(request, settings),
     )
-    reason = (body.reason or "").strip() or None
-    turn = await orchestrator.decide(turn_request, approval_id, body.decision, reason)
-    return stream_turn(turn, request, started)

@@ -46,8 +46,9 @@ async def create_attachment(
     store: ConversationStore = Depends(get_store),
     attachments: Attachments = Depends(get_attachments),
 ) -> CreatedAttachment:
-    await store.get(conversation_id, caller.caller_id)  # 404 for a missing or another caller's conversation
-    return await attachments.create(caller.caller_id, conversation_id, body)
+    # 404 for a missing or another caller's conversation
+    conversation = await store.get(conversation_id, caller.caller_id)
+    return await attachments.create(caller.caller_id, conversation_id, body, remembered=conversation.memory)
 
 
 @router.get(

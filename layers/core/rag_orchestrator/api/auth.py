@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 from fastapi import Depends, Request
 
@@ -111,6 +112,19 @@ def get_owner(caller: Caller = Depends(get_caller)) -> Caller:
             "Sign in, or get a guest token from POST /api/v1/auth/guest, to keep conversations"
         )
     return caller
+
+
+CALLER_MISMATCH = "callerId names another caller than the authenticated one"
+FOR_ANOTHER_CALLER: dict[int | str, dict[str, Any]] = {
+    403: {"description": "The body's callerId is not the authenticated caller"}
+}
+
+
+def check_claimed(claimed: str | None, caller: Caller) -> None:
+    """A body naming its caller (`callerId`, as older clients send) must name the authenticated one:
+    then it is ignored; another one is a 403. The caller is never read from a body."""
+    if claimed is not None and claimed != caller.caller_id:
+        raise Forbidden(CALLER_MISMATCH)
 
 
 class RoleCheck:

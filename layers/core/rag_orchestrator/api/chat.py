@@ -2,6 +2,7 @@
 
 A streamed turn runs as its own task (loop/turn_stream.py): the response reads it, and a client that
 goes away leaves it running to its end. Both kinds end by their function's deadline (api/deadlines.py).
+The body is a chat request, which may also carry the fields older clients send (ChatBody).
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Path, Request
 from fastapi.responses import StreamingResponse
+from pydantic import Field
 
-from rag_orchestrator.api.auth import get_owner
+from rag_orchestrator.api.auth import FOR_ANOTHER_CALLER, check_claimed, get_owner
 from rag_orchestrator.api.deadlines import turn_deadline
 from rag_orchestrator.api.deps import Services, get_orchestrator, get_settings, services
 from rag_orchestrator.api.sse import SSE_HEADERS, comment, frame
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import Caller
-from rag_orchestrator.domain.conversations import ChatRequest, ChatResponse
+from rag_orchestrator.domain.conversations import MAX_ID_LENGTH, ChatRequest, ChatResponse
 from rag_orchestrator.domain.passages import SourceWithSnippet
 from rag_orchestrator.loop.approvals import approval_requested
 from rag_orchestrator.loop.orchestrator import Orchestrator
@@ -37,6 +39,23 @@ stream_router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
 def check(services: Services) -> None:
     """Validate the tool catalogue at start: a bad one stops the function, not its first turn."""
     _ = services.toolbox  # building it validates the catalogue
+
+
+class ChatBody(ChatRequest):
+    """A chat request, also as older clients send it: `callerId` (the authenticated caller's, else
+    403), `userId` and `accountId` (they join the turn's context, under those names, unless the
+    context has them), `conversationId` (the path's names the conversation)."""
+
+    caller_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
+    user_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
+    account_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
+    conversation_id: str | None = Field(None, max_length=MAX_ID_LENGTH, description="Ignored")
+
+    def for_caller(self, caller: Caller) -> ChatRequest:
+        check_claimed(self.caller_id, caller)
+        named = {"userId": self.user_id, "accountId": self.account_id}
+        joined = {key: value for key, value in named.items() if value is not None}
+        return self.model_copy(update={"context": {**joined, **(self.context or {})}}) if joined else self
 
 
 def turn_request(
@@ -62,9 +81,14 @@ def turn_request(
     )
 
 
-@router.post("/{conversation_id}/messages", response_model=ChatResponse, summary="One turn, answered whole")
+@router.post(
+    "/{conversation_id}/messages",
+    response_model=ChatResponse,
+    summary="One turn, answered whole",
+    responses=FOR_ANOTHER_CALLER,
+)
 async def send_message(
-    body: ChatRequest,
+    body: ChatBody,
     request: Request,
     background: BackgroundTasks,
     conversation_id: str = CONVERSATION_ID,
@@ -72,8 +96,9 @@ async def send_message(
     orchestrator: Orchestrator = Depends(get_orchestrator),
     settings: Settings = Depends(get_settings),
 ) -> ChatResponse:
+    asked = body.for_caller(caller)
     turn = await orchestrator.begin(
-        turn_request(conversation_id, body, caller, StreamingMode.FINAL_ONLY, request, settings)
+        turn_request(conversation_id, asked, caller, StreamingMode.FINAL_ONLY, request, settings)
     )
     async for _ in turn.events():
         pass
@@ -115,10 +140,10 @@ async def _sse(stream: TurnStream, started: float) -> AsyncIterator[bytes]:
     "/{conversation_id}/messages/stream",
     summary="One turn as server-sent events",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {}}}},
+    responses={200: {"content": {"text/event-stream": {}}}, **FOR_ANOTHER_CALLER},
 )
 async def stream_message(
-    body: ChatRequest,
+    body: ChatBody,
     request: Request,
     conversation_id: str = CONVERSATION_ID,
     caller: Caller = Depends(get_owner),
@@ -127,8 +152,9 @@ async def stream_message(
 ) -> StreamingResponse:
     started = time.perf_counter()
     # begin() raises 404/409 as plain HTTP errors before the stream starts.
+    asked = body.for_caller(caller)
     turn = await orchestrator.begin(
-        turn_request(conversation_id, body, caller, StreamingMode.PROGRESSIVE, request, settings)
+        turn_request(conversation_id, asked, caller, StreamingMode.PROGRESSIVE, request, settings)
     )
     return stream_turn(turn, request, started)
 

@@ -1,5 +1,6 @@
-"""Conversation endpoints (docs/conversations.md): create, list (by words of the title too), get,
-rename (PATCH), read messages (every version with ?versions=all), soft delete.
+"""Conversation endpoints (docs/conversations.md): create, list (by words of the title, the userId and
+a createdAt range too), get, rename or make temporary (PATCH), read messages (every version with
+?versions=all), soft delete.
 
 Every route acts for the authenticated caller only (a signed-in caller or a guest): another caller's
 conversation answers 404, exactly like a missing one. DELETE answers 204 with no body; a second DELETE
@@ -9,20 +10,23 @@ answers 404. It also removes the conversation's fragments from conversation memo
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Literal
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from rag_orchestrator.api.auth import get_owner
+from rag_orchestrator.api.auth import FOR_ANOTHER_CALLER, check_claimed, get_owner
 from rag_orchestrator.api.deps import get_memory, get_shares_or_none, get_store
 from rag_orchestrator.api.path_ids import conversation_id
 from rag_orchestrator.conversations.cursors import MAX_CURSOR_CHARS
+from rag_orchestrator.conversations.listing import Listing
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.conversations.titles import MAX_QUERY_CHARS, query_words
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import (
+    MAX_ID_LENGTH,
     ConversationResponse,
     ConversationStatus,
     CreateConversationRequest,
@@ -31,6 +35,7 @@ from rag_orchestrator.domain.conversations import (
     UpdateConversationRequest,
     new_conversation,
 )
+from rag_orchestrator.errors import BadRequest
 from rag_orchestrator.lifecycle.sharing import Shares
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.fragments import FragmentIndex
@@ -49,12 +54,19 @@ LIMIT = Query(DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE, description="Page size"
 CURSOR = Query(None, min_length=1, max_length=MAX_CURSOR_CHARS, description="nextCursor of the previous page")
 
 
-@router.post("", status_code=201, response_model=ConversationResponse, summary="Start a conversation")
+@router.post(
+    "",
+    status_code=201,
+    response_model=ConversationResponse,
+    summary="Start a conversation",
+    responses=FOR_ANOTHER_CALLER,
+)
 async def create_conversation(
     body: CreateConversationRequest,
     caller: Caller = Depends(get_owner),
     store: ConversationStore = Depends(get_store),
 ) -> ConversationResponse:
+    check_claimed(body.caller_id, caller)
     conversation, first = new_conversation(body, caller.caller_id)
     return ConversationResponse.of(await store.create(conversation, first))
 
@@ -70,17 +82,39 @@ async def list_conversations(
         max_length=MAX_QUERY_CHARS,
         description="Words of the title: each must begin a word of it, case and accents aside",
     ),
+    user_id: str | None = Query(
+        None,
+        alias="userId",
+        min_length=1,
+        max_length=MAX_ID_LENGTH,
+        description="The userId it was created with",
+    ),
+    created_from: datetime | None = Query(
+        None, alias="from", description="Created at or after (ISO 8601; without an offset, UTC)"
+    ),
+    created_to: datetime | None = Query(
+        None, alias="to", description="Created at or before (ISO 8601; without an offset, UTC)"
+    ),
     caller: Caller = Depends(get_owner),
     store: ConversationStore = Depends(get_store),
 ) -> Page[ConversationResponse]:
-    page = await store.list_by_caller(
-        caller.caller_id,
+    where = Listing(
         status=ConversationStatus(status) if status else None,
-        limit=limit,
-        cursor=cursor,
-        title_words=query_words(q) if q is not None else (),
+        title_words=tuple(query_words(q)) if q is not None else (),
+        user_id=user_id,
+        created_from=_utc(created_from),
+        created_to=_utc(created_to),
     )
+    if where.created_from and where.created_to and where.created_from > where.created_to:
+        raise BadRequest("from is after to")
+    page = await store.list_by_caller(caller.caller_id, limit=limit, cursor=cursor, where=where)
     return Page(items=[ConversationResponse.of(c) for c in page.items], next_cursor=page.next_cursor)
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=UTC)
 
 
 @router.get("/{conversation_id}", response_model=ConversationResponse, summary="One conversation")
@@ -93,15 +127,23 @@ async def get_conversation(
 
 
 @router.patch(
-    "/{conversation_id}", response_model=ConversationResponse, summary="Rename, or replace metadata"
+    "/{conversation_id}",
+    response_model=ConversationResponse,
+    summary="Rename, replace metadata, or make it a temporary chat",
 )
 async def update_conversation(
     body: UpdateConversationRequest,
     conversation_id: str = Depends(conversation_id),
     caller: Caller = Depends(get_owner),
     store: ConversationStore = Depends(get_store),
+    memory: FragmentIndex | None = Depends(get_memory),
 ) -> ConversationResponse:
-    updated = await store.update(conversation_id, caller.caller_id, title=body.title, metadata=body.metadata)
+    """`"memory": false` also forgets what was remembered of it: nothing of a temporary chat is."""
+    updated = await store.update(
+        conversation_id, caller.caller_id, title=body.title, metadata=body.metadata, memory=body.memory
+    )
+    if body.memory is False and memory is not None:
+        await _forget(memory, conversation_id)
     return ConversationResponse.of(updated)
 
 
@@ -148,6 +190,6 @@ async def _forget(memory: FragmentIndex, conversation_id: str) -> None:
         await asyncio.to_thread(memory.forget_conversation, conversation_id)
     except Exception as exc:
         logger.warning(
-            "conversation fragments left for the purge",
+            "conversation fragments not removed now (a deleted one's go with its purge)",
             extra={"conversation_id": conversation_id, "error_type": type(exc).__name__},
         )

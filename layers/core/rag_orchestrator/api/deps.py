@@ -2,18 +2,22 @@
 dependencies that hand them to routes.
 
 `create_app` puts one `Services` on `app.state`; each part is built on first use, so a function pays
-at cold start only for what its first request needs. Tests replace parts with
+at cold start only for what its first request needs. AWS clients come from one `AwsClients` (one
+boto3 session), the process's unless the app is given its own; the settings, the tool catalogue and
+MCP servers' headers read their secrets through it. Tests replace parts with
 `app.dependency_overrides[get_orchestrator] = ...` or build an app from their own settings.
 """
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, cast
 
 from fastapi import Request
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
+from rag_orchestrator.ssm_params import SecretReader
 from rag_orchestrator.tracing import NO_TRACER, Tracer
 
 if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
@@ -38,9 +42,23 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.tools.toolbox import Toolbox
 
 
+@cache
+def process_aws() -> AwsClients:
+    """The AWS clients of every app this process builds (botocore reads its data once per session)."""
+    return AwsClients()
+
+
+@cache
+def secrets_of(aws: AwsClients) -> SecretReader:
+    """One secret reader per set of clients: a secret is fetched once however many apps and threads ask."""
+    return SecretReader(aws)
+
+
 class Services:
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    def __init__(self, settings: Settings, aws: AwsClients | None = None) -> None:
+        self.aws = aws or process_aws()
+        self.secrets = secrets_of(self.aws)
+        self.settings = settings.read_secrets_with(self.secrets)
 
     @cached_property
     def tracer(self) -> Tracer:
@@ -58,28 +76,28 @@ class Services:
         turn's (loop/ports.py) and the title hook's (loop/titles.py)."""
         from rag_orchestrator.conversations.factory import create_store
 
-        return create_store(self.settings, self.tracer)
+        return create_store(self.settings, self.aws, self.tracer)
 
     @cached_property
     def lifecycle(self) -> Lifecycle:
         """Erasures (lifecycle/): started here, run by LIFECYCLE_FUNCTION or a thread of this process."""
         from rag_orchestrator.lifecycle.runner import create_lifecycle
 
-        return create_lifecycle(self.settings)
+        return create_lifecycle(self.settings, self.aws)
 
     @cached_property
     def shares(self) -> Shares | None:
         """Read-only snapshots of conversations (lifecycle/sharing.py); None with in-process storage."""
         from rag_orchestrator.lifecycle.runner import create_shares
 
-        return create_shares(self.settings)
+        return create_shares(self.settings, self.aws)
 
     @cached_property
     def attachments(self) -> Attachments:
         """Uploads and their segments; StorageUnavailable (503) without ATTACHMENTS_BUCKET."""
         from rag_orchestrator.attachments.factory import create_attachments
 
-        return create_attachments(self.settings)
+        return create_attachments(self.settings, self.aws)
 
     @cached_property
     def turn_attachments(self) -> TurnAttachments:
@@ -93,7 +111,7 @@ class Services:
         """The log of streamed turns, beside the conversations (stream_log/)."""
         from rag_orchestrator.stream_log.factory import create_event_log
 
-        return create_event_log(self.settings)
+        return create_event_log(self.settings, self.aws)
 
     @cached_property
     def running_turns(self) -> RunningTurns:
@@ -115,7 +133,11 @@ class Services:
         from rag_orchestrator.tools.toolbox import build_toolbox
 
         return build_toolbox(
-            self.settings, attachment_links=self.turn_attachments, assertions=self.caller_assertions
+            self.settings,
+            attachment_links=self.turn_attachments,
+            assertions=self.caller_assertions,
+            aws=self.aws,
+            secrets=self.secrets,
         )
 
     @cached_property

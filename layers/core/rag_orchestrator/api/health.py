@@ -12,37 +12,35 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from rag_orchestrator import tls
-from rag_orchestrator.api.deps import get_settings
-from rag_orchestrator.config import Settings
+from rag_orchestrator.api.deps import Services, services
 from rag_orchestrator.domain.base import CamelModel
 
 router = APIRouter(tags=["agent"])
 CHECK_TIMEOUT_SECONDS = 3.0
 
 
-async def _dynamodb(settings: Settings) -> str:
+async def _dynamodb(parts: Services) -> str:
+    settings = parts.settings
     if settings.conversation_storage == "memory":
         return "in-memory storage"
-    from rag_orchestrator import aws
-
     table = await asyncio.to_thread(
-        aws.client("dynamodb").describe_table, TableName=settings.conversations_table
+        parts.aws.client("dynamodb").describe_table, TableName=settings.conversations_table
     )
     return f"table {settings.conversations_table} {table['Table']['TableStatus']}"
 
 
-async def _s3(settings: Settings) -> str:
-    from rag_orchestrator import aws
-
+async def _s3(parts: Services) -> str:
+    settings = parts.settings
     buckets = [b for b in (settings.transcripts_bucket, settings.documents_bucket) if b]
     if not buckets:
         return "no buckets configured"
-    s3 = aws.client("s3")
+    s3 = parts.aws.client("s3")
     await asyncio.gather(*(asyncio.to_thread(s3.head_bucket, Bucket=b) for b in buckets))
     return "buckets " + ", ".join(buckets)
 
 
-async def _chroma(settings: Settings) -> str:
+async def _chroma(parts: Services) -> str:
+    settings = parts.settings
     # The heartbeat at the API address searches use (chroma_http, plain httpx: no chromadb import).
     from rag_orchestrator.retrieval.chroma_http import api_url
 
@@ -55,14 +53,14 @@ async def _chroma(settings: Settings) -> str:
     return f"heartbeat ok at {settings.chroma_url}"
 
 
-async def _provider(settings: Settings) -> str:
-    ok, detail = settings.provider_configured()
+async def _provider(parts: Services) -> str:
+    ok, detail = parts.settings.provider_configured()
     if not ok:
         raise RuntimeError(detail)
     return f"strategy {detail}"
 
 
-CHECKS: dict[str, Callable[[Settings], Awaitable[str]]] = {
+CHECKS: dict[str, Callable[[Services], Awaitable[str]]] = {
     "dynamodb": _dynamodb,
     "s3": _s3,
     "chroma": _chroma,
@@ -70,10 +68,10 @@ CHECKS: dict[str, Callable[[Settings], Awaitable[str]]] = {
 }
 
 
-async def _run(name: str, check: Callable[[Settings], Awaitable[str]], settings: Settings) -> dict:
+async def _run(name: str, check: Callable[[Services], Awaitable[str]], parts: Services) -> dict:
     started = time.perf_counter()
     try:
-        detail = await asyncio.wait_for(check(settings), CHECK_TIMEOUT_SECONDS)
+        detail = await asyncio.wait_for(check(parts), CHECK_TIMEOUT_SECONDS)
         status = "UP"
     except Exception as exc:  # a failed check is a report, not an error
         detail = _safe_reason(exc)
@@ -115,8 +113,8 @@ class HealthReport(CamelModel):
     response_model=HealthReport,
     responses={503: {"model": HealthReport, "description": "A dependency is down: `failing` names it"}},
 )
-async def health(settings: Settings = Depends(get_settings)) -> JSONResponse:
-    results = await asyncio.gather(*(_run(name, check, settings) for name, check in CHECKS.items()))
+async def health(parts: Services = Depends(services)) -> JSONResponse:
+    results = await asyncio.gather(*(_run(name, check, parts) for name, check in CHECKS.items()))
     down = [r["name"] for r in results if r["status"] != "UP"]
     body = {
         "status": "DOWN" if down else "UP",

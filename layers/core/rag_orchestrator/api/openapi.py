@@ -10,7 +10,8 @@ derived from what each route has, so a route added later is described with no ed
     a caller (get_caller, get_owner)               401, and 503 (storage, knowledge base, identity keys)
     a role check (require_roles)                   403, naming the roles
     a path parameter                               404
-    a turn (get_orchestrator)                      409, and 502 when the turn is answered whole
+    a turn (get_orchestrator)                      409 in a conversation, 429 with budgets, and 502
+                                                   when the turn is answered whole
     a model call of its own (get_strategy)         502
     a status it declares itself (`responses=`)     its description kept, the error JSON added
 
@@ -141,7 +142,8 @@ def refusals(route: RouteContext, settings: Settings) -> dict[int, str]:
     if path:
         found[404] = _WHY[404]
     if get_orchestrator in calls:
-        found[409] = _WHY[409]
+        if any(param.alias == "conversation_id" for param in path):  # a conversation's turn lock
+            found[409] = _WHY[409]
         if settings.budgets.configured:  # a turn route answers 429 only where budgets are set
             found[429] = _WHY[429]
         if not _streams(route):

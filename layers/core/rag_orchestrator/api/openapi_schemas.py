@@ -14,7 +14,7 @@ from typing import Any, get_args
 
 from pydantic import ConfigDict
 
-from rag_orchestrator.api.sse import ANSWER_STREAM, CHAT_STREAM, UI_STREAM
+from rag_orchestrator.api.sse import AGENT_STREAM, ANSWER_STREAM, CHAT_STREAM, UI_STREAM
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.passages import Source
 
@@ -26,7 +26,13 @@ CHAT_STREAM_EVENT = "ChatStreamEvent"
 # What "Try it out" on /docs starts from (the same bodies as the docs' examples), by request schema.
 REQUEST_EXAMPLES: dict[str, dict[str, Any]] = {
     "CreateConversationRequest": {"metadata": {"channel": "web"}},
-    "ChatRequest": {"message": "How do I run the tests?", "clientMessageId": "m-1"},
+    "ChatBody": {"message": "How do I run the tests?", "clientMessageId": "m-1"},
+    "AgentChatRequest": {
+        "message": "Add a reminder email after approval",
+        "context_type": "workflow",
+        "context": {"workflowId": "wf-onboarding"},
+        "history": [{"role": "user", "content": "Show me the onboarding workflow"}],
+    },
     "UIChatRequest": {
         "id": "chat-1",
         "messages": [
@@ -106,6 +112,7 @@ def stream_components() -> dict[str, Any]:
     schemas[CHAT_STREAM] = _chat_stream(list(events["discriminator"]["mapping"]))
     schemas[ANSWER_STREAM] = _answer_stream()
     schemas[UI_STREAM] = _ui_stream()
+    schemas[AGENT_STREAM] = _agent_stream()
     return schemas
 
 
@@ -224,4 +231,50 @@ def _ui_stream() -> dict[str, Any]:
         "type": "object",
         "required": ["data"],
         "properties": {"data": {"if": {"const": "[DONE]"}, "else": json_part}},
+    }
+
+
+def _agent_event(**fields: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "required": list(fields), "properties": fields}
+
+
+_AGENT_EVENTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "content_chunk": ("answer text as the model writes it", _agent_event(chunk=_TEXT)),
+    "tool_call_start": (
+        "a tool call, before it runs",
+        _agent_event(tool_use_id=_TEXT, name=_TEXT, input=_OBJECT),
+    ),
+    "tool_call_result": (
+        "a tool call's outcome",
+        _agent_event(tool_use_id=_TEXT, name=_TEXT, is_error={"type": "boolean"}),
+    ),
+    "workflow_preview": ("a workflow preview tool's payload, for the user to accept or reject", _OBJECT),
+    "table_config_preview": ("a table configuration preview tool's payload", _OBJECT),
+    "message_complete": (
+        "the turn ended; last",
+        _agent_event(
+            finish_reason=_TEXT,
+            iterations_used={"type": "integer"},
+            tokens_used={"type": "integer"},
+            sources={"type": "array", "items": ref("SourceWithSnippet")},
+            audit_id=_TEXT,
+        ),
+    ),
+    "error": ("instead of message_complete when the turn failed; last", _agent_event(message=_TEXT)),
+}
+
+
+def _agent_stream() -> dict[str, Any]:
+    """The named events of api/agent_chat.py (docs/streams.md)."""
+    messages = []
+    for event, (what, data) in _AGENT_EVENTS.items():
+        message = _message(f"`{event}`: {what}", data, {"const": event})
+        message["required"] = ["event", "data"]
+        message["properties"].pop("id")
+        messages.append(message)
+    return {
+        "title": AGENT_STREAM,
+        "description": "One SSE message per event: `event:` its name, `data:` its JSON (snake case). "
+        "`message_complete` or `error` ends it; comment lines keep a quiet stream open.",
+        "oneOf": messages,
     }

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 CHAT_STREAM = "ChatStreamMessage"  # the native stream: …/messages/stream and every other turn stream
 ANSWER_STREAM = "AnswerStreamMessage"  # /api/v1/query/answer/stream
 UI_STREAM = "UIMessageStreamMessage"  # …/ui-stream, the AI SDK UI message stream protocol (v1)
+AGENT_STREAM = "AgentChatStreamMessage"  # /api/v1/agent/chat, the stateless agent chat
 
 SSE_HEADERS = {
     "Cache-Control": "no-cache",

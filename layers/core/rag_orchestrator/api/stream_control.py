@@ -11,6 +11,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 
+import anyio
 from fastapi import APIRouter, Depends, Header, Path, Query
 from fastapi.responses import StreamingResponse
 
@@ -83,8 +84,14 @@ async def resume_turn(
 async def _sse(
     turn_id: str, events: AsyncIterator[LoggedEvent], keepalive_seconds: float
 ) -> AsyncIterator[bytes]:
-    """The followed events through a relay, so a quiet turn still gets its keep-alive comments."""
-    relay: Relay[LoggedEvent] = Relay(keepalive_seconds)
+    async for item in relayed(events, keepalive_seconds):
+        yield comment() if item is None else frame(item.type, item.data, f"{turn_id}:{item.seq}")
+
+
+async def relayed[T](events: AsyncIterator[T], keepalive_seconds: float) -> AsyncIterator[T | None]:
+    """`events` through a relay, so a quiet stream still gets its keep-alives (None). A reader that
+    leaves stops them, and waits until they have stopped (a turn stores what it had)."""
+    relay: Relay[T] = Relay(keepalive_seconds)
 
     async def pump() -> None:
         try:
@@ -96,9 +103,11 @@ async def _sse(
     task = asyncio.create_task(pump())
     try:
         async for item in relay.items():
-            yield comment() if item is None else frame(item.type, item.data, f"{turn_id}:{item.seq}")
+            yield item
     finally:
         task.cancel()
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait([task])
 
 
 class CancelResponse(CamelModel):

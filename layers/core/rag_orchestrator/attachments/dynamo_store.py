@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.contents import ContentOffloader
@@ -45,14 +46,12 @@ class DynamoAttachmentStore:
         self._contents = ContentOffloader(s3, bucket, fields=("segments",), id_field="attachmentId")
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> DynamoAttachmentStore:
-        from rag_orchestrator import aws
-
+    def from_settings(cls, settings: Settings, aws: AwsClients) -> DynamoAttachmentStore:
         return cls(
             settings.conversations_table or "",
             settings.transcripts_bucket or "",
             dynamodb=aws.client("dynamodb"),
-            s3=aws.LazyClient("s3"),
+            s3=aws.lazy("s3"),
         )
 
     @in_worker_thread

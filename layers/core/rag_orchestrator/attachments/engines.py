@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rag_orchestrator.attachments.uploads import Upload
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 
 
@@ -37,11 +38,11 @@ class Engines:
     speech: Transcriber | None = None
 
 
-def build_engines(settings: Settings) -> Engines:
-    return Engines(ocr=_ocr(settings), caption=_captioner(settings), speech=_transcriber(settings))
+def build_engines(settings: Settings, aws: AwsClients) -> Engines:
+    return Engines(ocr=_ocr(settings, aws), caption=_captioner(settings), speech=_transcriber(settings, aws))
 
 
-def _ocr(settings: Settings) -> TextReader | None:
+def _ocr(settings: Settings, aws: AwsClients) -> TextReader | None:
     match settings.attachment_ocr_backend:
         case "rapidocr":
             from rag_orchestrator.attachments.ocr import RapidOcrReader
@@ -50,7 +51,7 @@ def _ocr(settings: Settings) -> TextReader | None:
         case "textract":
             from rag_orchestrator.attachments.ocr import TextractReader
 
-            return TextractReader.from_settings(settings)
+            return TextractReader.from_settings(aws)
     return None
 
 
@@ -62,7 +63,7 @@ def _captioner(settings: Settings) -> Captioner | None:
     return None
 
 
-def _transcriber(settings: Settings) -> Transcriber | None:
+def _transcriber(settings: Settings, aws: AwsClients) -> Transcriber | None:
     match settings.attachment_speech_backend:
         case "pocketsphinx":
             from rag_orchestrator.attachments.speech import PocketsphinxTranscriber
@@ -75,5 +76,5 @@ def _transcriber(settings: Settings) -> Transcriber | None:
         case "transcribe":
             from rag_orchestrator.attachments.transcribe import AwsTranscriber
 
-            return AwsTranscriber.from_settings(settings)
+            return AwsTranscriber.from_settings(settings, aws)
     return None

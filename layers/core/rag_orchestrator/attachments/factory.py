@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
+
+from rag_orchestrator.attachments.engines import build_engines
 from rag_orchestrator.attachments.objects import AttachmentObjects
 from rag_orchestrator.attachments.service import Attachments
 from rag_orchestrator.attachments.store import AttachmentStore
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.errors import StorageUnavailable
 
 
-def create_attachments(settings: Settings) -> Attachments:
+def create_attachments(settings: Settings, aws: AwsClients) -> Attachments:
     if not settings.attachments_bucket:
         raise StorageUnavailable("Attachments are not configured (ATTACHMENTS_BUCKET is not set)")
-    from rag_orchestrator import aws
-
     store: AttachmentStore
     if settings.conversation_storage == "memory":
         from rag_orchestrator.attachments.in_process_store import InProcessAttachmentStore
@@ -22,11 +24,11 @@ def create_attachments(settings: Settings) -> Attachments:
     else:
         from rag_orchestrator.attachments.dynamo_store import DynamoAttachmentStore
 
-        store = DynamoAttachmentStore.from_settings(settings)
+        store = DynamoAttachmentStore.from_settings(settings, aws)
     memory = None
     if settings.memory_enabled:
         from rag_orchestrator.retrieval.fragments import get_fragment_index
 
         memory = get_fragment_index(settings)
-    objects = AttachmentObjects(aws.LazyClient("s3"), settings.attachments_bucket)
-    return Attachments(store, objects, settings, memory=memory)
+    objects = AttachmentObjects(aws.lazy("s3"), settings.attachments_bucket)
+    return Attachments(store, objects, settings, engines=partial(build_engines, settings, aws), memory=memory)

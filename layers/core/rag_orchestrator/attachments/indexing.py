@@ -2,7 +2,8 @@
 
 Indexed when the attachment becomes READY — by AttachmentFunction, or by the turn that read it on
 demand — under deterministic ids: indexing the same attachment again replaces its entries. Guests'
-attachments are not indexed: guests get no `rag_search`, and their conversations expire unpurged.
+attachments are not indexed (guests get no `rag_search`, and their conversations expire unpurged),
+nor those declared in a temporary chat (nothing of it is remembered).
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ if TYPE_CHECKING:
 
 
 def segment_fragments(attachment: Attachment) -> list[Fragment]:
-    """One fragment per segment with text, its chunkIndex as the turn cites it; none for a guest's."""
+    """One fragment per segment with text, its chunkIndex as the turn cites it; none for a guest's or a
+    temporary chat's."""
     from rag_orchestrator.retrieval.fragments import MAX_FRAGMENT_CHARS, attachment_segment
 
-    if is_guest(attachment.caller_id):
+    if is_guest(attachment.caller_id) or not attachment.remembered:
         return []
     return [
         attachment_segment(

@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from rag_orchestrator.attachments.uploads import EngineUnavailable, UnreadableFile, UnsupportedContent, Upload
-from rag_orchestrator.config import Settings
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.observability import logger
 
 MIN_SCORE = 0.5  # rapidocr's confidence below which a line is more likely noise than text
@@ -54,10 +54,8 @@ class TextractReader:
         self._textract = textract
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> TextractReader:
-        from rag_orchestrator import aws
-
-        return cls(aws.LazyClient("textract"))
+    def from_settings(cls, aws: AwsClients) -> TextractReader:
+        return cls(aws.lazy("textract"))
 
     def read_text(self, upload: Upload) -> str:
         from botocore.exceptions import BotoCoreError, ClientError

@@ -76,7 +76,7 @@ class Attachments:
         objects: AttachmentObjects,
         settings: Settings,
         *,
-        engines: Callable[[], Engines] | None = None,
+        engines: Callable[[], Engines],
         clock: Callable[[], float] = time.time,
         memory: FragmentIndex | None = None,
     ) -> None:
@@ -89,14 +89,19 @@ class Attachments:
 
     @cached_property
     def engines(self) -> Engines:
-        from rag_orchestrator.attachments.engines import build_engines
-
-        return self._build_engines() if self._build_engines else build_engines(self.settings)
+        """Made on the first file read: an API request that only creates or lists loads none."""
+        return self._build_engines()
 
     async def create(
-        self, caller_id: str, conversation_id: str, request: CreateAttachmentRequest
+        self,
+        caller_id: str,
+        conversation_id: str,
+        request: CreateAttachmentRequest,
+        *,
+        remembered: bool = True,
     ) -> CreatedAttachment:
-        """A PENDING_UPLOAD attachment and the presigned POST that uploads its file (conversation checked by the caller)."""
+        """A PENDING_UPLOAD attachment and the presigned POST that uploads its file (conversation
+        checked by the caller; `remembered` false in a temporary chat)."""
         content_type = media_type(request.content_type)
         if content_type not in self.settings.attachment_types:
             allowed = ", ".join(self.settings.attachment_types)
@@ -114,6 +119,7 @@ class Attachments:
             file_name=request.file_name,
             content_type=content_type,
             size_bytes=request.size_bytes,
+            remembered=remembered,
         )
         ttl = self.settings.attachment_url_ttl_seconds
         form = await asyncio.to_thread(self.objects.presign_post, attachment.key, content_type, limit, ttl)

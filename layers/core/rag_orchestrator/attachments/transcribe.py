@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rag_orchestrator.attachments.uploads import AUDIO_FORMATS, EngineUnavailable, UnreadableFile, Upload
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.observability import logger
 
@@ -42,12 +43,10 @@ class AwsTranscriber:
         self._sleep = sleep
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> AwsTranscriber:
-        from rag_orchestrator import aws
-
+    def from_settings(cls, settings: Settings, aws: AwsClients) -> AwsTranscriber:
         return cls(
-            aws.LazyClient("transcribe"),
-            aws.LazyClient("s3"),
+            aws.lazy("transcribe"),
+            aws.lazy("s3"),
             language=settings.attachment_transcribe_language,
             timeout_seconds=settings.attachment_processing_timeout_seconds,
         )

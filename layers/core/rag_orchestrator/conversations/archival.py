@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.archive_steps import (
@@ -212,6 +213,7 @@ def _shard_query(prefix: str, shard: int, before: str | None) -> dict[str, Any]:
 
 def run_archival(
     settings: Settings,
+    aws: AwsClients,
     *,
     remaining_ms: Callable[[], int],
     now: datetime | None = None,
@@ -224,7 +226,6 @@ def run_archival(
     if settings.conversation_storage != "dynamodb":
         logger.info("archival skipped: CONVERSATION_STORAGE is not dynamodb")
         return ArchivalReport()
-    from rag_orchestrator import aws
     from rag_orchestrator.retrieval.fragments import fragment_eraser
 
     job = ArchivalJob(

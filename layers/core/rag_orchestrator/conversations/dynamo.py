@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.approvals import ApprovalWrites
 from rag_orchestrator.conversations.contents import ContentOffloader
@@ -33,6 +34,7 @@ from rag_orchestrator.conversations.dynamo_versions import RevisionWrites
 from rag_orchestrator.conversations.dynamo_writes import TurnWrites
 from rag_orchestrator.conversations.feedback import FeedbackWrites
 from rag_orchestrator.conversations.ledger import LedgerReads
+from rag_orchestrator.conversations.listing import EVERY, Listing
 from rag_orchestrator.conversations.message_items import MessageItems
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE
 from rag_orchestrator.conversations.table import Table, in_worker_thread
@@ -43,7 +45,7 @@ from rag_orchestrator.conversations.versions import Revision
 from rag_orchestrator.domain.approvals import Decision, Resolution
 from rag_orchestrator.domain.audit import AuditTrail
 from rag_orchestrator.domain.budgets import Spend
-from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
+from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, Page
 from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, Rating
 from rag_orchestrator.domain.usage import UsageLine
 from rag_orchestrator.tracing import NO_TRACER, Tracer
@@ -79,14 +81,14 @@ class DynamoConversationStore:
         self._audit = AuditReads(shared, self._cursors, S3AuditTrails(s3, bucket))
 
     @classmethod
-    def from_settings(cls, settings: Settings, tracer: Tracer = NO_TRACER) -> DynamoConversationStore:
-        from rag_orchestrator import aws
-
+    def from_settings(
+        cls, settings: Settings, aws: AwsClients, tracer: Tracer = NO_TRACER
+    ) -> DynamoConversationStore:
         return cls(
             settings.conversations_table or "",
             settings.transcripts_bucket or "",
             dynamodb=aws.client("dynamodb"),
-            s3=aws.LazyClient("s3"),  # for large contents and transcripts: most turns never need it
+            s3=aws.lazy("s3"),  # for large contents and transcripts: most turns never need it
             cursor_secret=cursor_key(settings),
             actor_key=actor_key(settings),
             deleted_retention_days=settings.deleted_retention_days,
@@ -111,20 +113,11 @@ class DynamoConversationStore:
         self,
         caller_id: str,
         *,
-        status: ConversationStatus | None = None,
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
-        title_words: Sequence[str] = (),
+        where: Listing = EVERY,
     ) -> Page[Conversation]:
-        return list_page(
-            self._table,
-            self._cursors,
-            caller_id,
-            status=status,
-            limit=limit,
-            cursor=cursor,
-            title_words=title_words,
-        )
+        return list_page(self._table, self._cursors, caller_id, limit=limit, cursor=cursor, where=where)
 
     @in_worker_thread
     def update(
@@ -134,8 +127,9 @@ class DynamoConversationStore:
         *,
         title: str | None = None,
         metadata: dict[str, str] | None = None,
+        memory: bool | None = None,
     ) -> Conversation:
-        return self._titles.update(conversation_id, caller_id, title, metadata)
+        return self._titles.update(conversation_id, caller_id, title, metadata, memory)
 
     @in_worker_thread
     def messages(

@@ -7,10 +7,11 @@ from typing import Any
 
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.cursors import CursorCodec
-from rag_orchestrator.conversations.keys import list_scope
+from rag_orchestrator.conversations.keys import iso
+from rag_orchestrator.conversations.listing import Listing
 from rag_orchestrator.conversations.paging import check_limit
 from rag_orchestrator.conversations.table import Table
-from rag_orchestrator.domain.conversations import Conversation, ConversationStatus, Page
+from rag_orchestrator.domain.conversations import Conversation, Page
 from rag_orchestrator.errors import BadRequest
 
 INDEX = "ByCaller"
@@ -34,38 +35,48 @@ def start_key(
 
 
 def list_page(
-    table: Table,
-    codec: CursorCodec,
-    caller_id: str,
-    *,
-    status: ConversationStatus | None,
-    limit: int,
-    cursor: str | None,
-    title_words: Sequence[str] = (),
+    table: Table, codec: CursorCodec, caller_id: str, *, limit: int, cursor: str | None, where: Listing
 ) -> Page[Conversation]:
-    """One page of the caller's conversations, most recent activity first, optionally by status and
-    by words of the title (DynamoDB filters the caller's partition: titles.py)."""
+    """One page of the caller's conversations, most recent activity first, those `where` keeps
+    (DynamoDB filters the caller's partition: titles.py)."""
     check_limit(limit)
     partition = f"CALLER#{caller_id}"
-    scope = list_scope(partition, status, title_words)
+    scope = where.scope(partition)
     start = start_key(codec, cursor, scope, {"GSI1PK": partition}, KEY_NAMES)
-    values = {":pk": partition}
     params: dict[str, Any] = {
         "IndexName": INDEX,
         "KeyConditionExpression": "GSI1PK = :pk",
         "ScanIndexForward": False,
     }
-    filters = []
-    if status:
-        filters.append("#status = :status")
+    filters, values = _filters(where)
+    if where.status:
         params["ExpressionAttributeNames"] = {"#status": "status"}
-        values[":status"] = status.value
-    for index, word in enumerate(title_words):
-        filters.append(f"contains(titleSearch, :w{index})")
-        values[f":w{index}"] = f" {word}"
     if filters:
         params["FilterExpression"] = " AND ".join(filters)
-    params["ExpressionAttributeValues"] = it.to_attributes(values)
+    params["ExpressionAttributeValues"] = it.to_attributes({":pk": partition, **values})
     found, position = table.query_page(params, limit, start, KEY_NAMES)
     following = codec.encode(position, scope) if position else None
     return Page(items=[it.conversation_from_item(v) for v in found], next_cursor=following)
+
+
+def _filters(where: Listing) -> tuple[list[str], dict[str, Any]]:
+    """The FilterExpression's conditions and values. createdAt is stored as fixed-width UTC ISO-8601
+    (keys.iso), so its range compares as strings."""
+    filters: list[str] = []
+    values: dict[str, Any] = {}
+    if where.status:
+        filters.append("#status = :status")
+        values[":status"] = where.status.value
+    for index, word in enumerate(where.title_words):
+        filters.append(f"contains(titleSearch, :w{index})")
+        values[f":w{index}"] = f" {word}"
+    if where.user_id is not None:
+        filters.append("userId = :user")
+        values[":user"] = where.user_id
+    if where.created_from is not None:
+        filters.append("createdAt >= :from")
+        values[":from"] = iso(where.created_from)
+    if where.created_to is not None:
+        filters.append("createdAt <= :to")
+        values[":to"] = iso(where.created_to)
+    return filters, values

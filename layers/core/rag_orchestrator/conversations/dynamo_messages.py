@@ -59,7 +59,8 @@ class DynamoMessages:
         meta, recent = self._read_context(conversation_id, size)
         owner = meta.get("callerId") if meta else None
         titled = "title" in meta if meta else None
-        return TurnContext(self._with_transcript(meta, recent, size), head_of(meta), owner, titled)
+        memory = meta.get("memory") is not False if meta else True
+        return TurnContext(self._with_transcript(meta, recent, size), head_of(meta), owner, titled, memory)
 
     def _all(self, conversation_id: str) -> list[ConversationMessage]:
         params, found, start = _messages_query(it.pk(conversation_id)), [], None

@@ -20,7 +20,12 @@ class TitleWrites:
         self._table = table
 
     def update(
-        self, conversation_id: str, caller_id: str, title: str | None, metadata: dict[str, str] | None
+        self,
+        conversation_id: str,
+        caller_id: str,
+        title: str | None,
+        metadata: dict[str, str] | None,
+        memory: bool | None = None,
     ) -> Conversation:
         """updatedAt changes, the listing's order (GSI1SK) does not: a rename is no activity."""
         sets = ["updatedAt = :now"]
@@ -35,6 +40,9 @@ class TitleWrites:
         if metadata is not None:
             sets.append("metadata = :metadata")
             values[":metadata"] = metadata
+        if memory is not None:
+            sets.append("memory = :memory")
+            values[":memory"] = memory
         try:
             response = self._table.call(
                 "update_item",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.tracing import NO_TRACER, Tracer
 
@@ -12,7 +13,9 @@ if TYPE_CHECKING:  # imported where chosen: the in-process store never loads bot
     from rag_orchestrator.conversations.in_process import InProcessStore
 
 
-def create_store(settings: Settings, tracer: Tracer = NO_TRACER) -> DynamoConversationStore | InProcessStore:
+def create_store(
+    settings: Settings, aws: AwsClients, tracer: Tracer = NO_TRACER
+) -> DynamoConversationStore | InProcessStore:
     """Either store: each provides every part (the routes', conversations/store.py; a turn's, loop/ports.py)."""
     if settings.conversation_storage == "memory":
         from rag_orchestrator.conversations.in_process import InProcessStore
@@ -20,4 +23,4 @@ def create_store(settings: Settings, tracer: Tracer = NO_TRACER) -> DynamoConver
         return InProcessStore()
     from rag_orchestrator.conversations.dynamo import DynamoConversationStore
 
-    return DynamoConversationStore.from_settings(settings, tracer)
+    return DynamoConversationStore.from_settings(settings, aws, tracer)

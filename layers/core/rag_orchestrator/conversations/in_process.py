@@ -19,13 +19,14 @@ from rag_orchestrator.conversations.in_process_conversations import InProcessCon
 from rag_orchestrator.conversations.in_process_feedback import InProcessFeedback
 from rag_orchestrator.conversations.in_process_records import Shelf
 from rag_orchestrator.conversations.in_process_turns import InProcessTurns
+from rag_orchestrator.conversations.listing import EVERY, Listing
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE
 from rag_orchestrator.conversations.turn_data import Claim, TurnContext, TurnOutcome
 from rag_orchestrator.conversations.versions import Revision
 from rag_orchestrator.domain.approvals import Decision, Resolution
 from rag_orchestrator.domain.audit import AuditTrail
 from rag_orchestrator.domain.budgets import Spend
-from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
+from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, Page
 from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, Rating
 from rag_orchestrator.domain.usage import UsageLine
 
@@ -51,12 +52,11 @@ class InProcessStore:
         self,
         caller_id: str,
         *,
-        status: ConversationStatus | None = None,
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
-        title_words: Sequence[str] = (),
+        where: Listing = EVERY,
     ) -> Page[Conversation]:
-        return self._conversations.list_by_caller(caller_id, status, limit, cursor, title_words)
+        return self._conversations.list_by_caller(caller_id, limit, cursor, where)
 
     async def update(
         self,
@@ -65,8 +65,9 @@ class InProcessStore:
         *,
         title: str | None = None,
         metadata: dict[str, str] | None = None,
+        memory: bool | None = None,
     ) -> Conversation:
-        return self._conversations.update(conversation_id, caller_id, title, metadata)
+        return self._conversations.update(conversation_id, caller_id, title, metadata, memory)
 
     async def messages(
         self,

@@ -15,9 +15,9 @@ from rag_orchestrator.conversations.in_process_records import (
     own_conversation,
     own_message,
 )
-from rag_orchestrator.conversations.keys import activity_key, list_scope, messages_scope
+from rag_orchestrator.conversations.keys import activity_key, messages_scope
+from rag_orchestrator.conversations.listing import Listing
 from rag_orchestrator.conversations.paging import check_limit, offset_page
-from rag_orchestrator.conversations.titles import matches
 from rag_orchestrator.conversations.turn_data import TurnContext, with_first_messages
 from rag_orchestrator.domain.audit import AuditTrail
 from rag_orchestrator.domain.base import utcnow
@@ -50,14 +50,13 @@ class InProcessConversations:
     def list_by_caller(
         self,
         caller_id: str,
-        status: ConversationStatus | None,
         limit: int,
         cursor: str | None,
-        title_words: Sequence[str],
+        where: Listing,
     ) -> Page[Conversation]:
         check_limit(limit)
         shelf = self._shelf
-        scope = list_scope(f"CALLER#{caller_id}", status, title_words)
+        scope = where.scope(f"CALLER#{caller_id}")
         after = None
         if cursor:
             after = shelf.cursors.decode(cursor, scope).get("after")
@@ -69,8 +68,7 @@ class InProcessConversations:
                 for r in shelf.records.values()
                 if r.conversation.caller_id == caller_id
                 and r.conversation.status is not DELETED
-                and (status is None or r.conversation.status is status)
-                and (not title_words or matches(r.conversation.title, list(title_words)))
+                and where.keeps(r.conversation)
             ]
         ordered = sorted(chosen, key=lambda c: activity_key(c.updated_at, c.conversation_id), reverse=True)
         if after is not None:
@@ -85,13 +83,20 @@ class InProcessConversations:
         return Page(items=page, next_cursor=following)
 
     def update(
-        self, conversation_id: str, caller_id: str, title: str | None, metadata: dict[str, str] | None
+        self,
+        conversation_id: str,
+        caller_id: str,
+        title: str | None,
+        metadata: dict[str, str] | None,
+        memory: bool | None = None,
     ) -> Conversation:
         changes: dict[str, Any] = {"updated_at": utcnow()}
         if title is not None:
             changes["title"] = title
         if metadata is not None:
             changes["metadata"] = dict(metadata)
+        if memory is not None:
+            changes["memory"] = memory
         with self._shelf.lock:
             record = self._shelf.owned(conversation_id, caller_id)
             record.conversation = record.conversation.model_copy(update=changes)
@@ -146,8 +151,11 @@ class InProcessConversations:
                 if message.superseded_by is None:
                     recent.append(message)
             head = record.audit_head
-            owner, titled = record.conversation.caller_id, record.conversation.title is not None
-        return TurnContext([own_message(m) for m in reversed(recent)], head, owner, titled)
+            conversation = record.conversation
+            owner, titled = conversation.caller_id, conversation.title is not None
+        return TurnContext(
+            [own_message(m) for m in reversed(recent)], head, owner, titled, conversation.memory
+        )
 
     def audit(self, conversation_id: str, limit: int, cursor: str | None) -> AuditTrail:
         """Deleted conversations included: nothing here is ever purged."""

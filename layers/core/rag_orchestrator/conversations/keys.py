@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 
 
@@ -14,12 +13,6 @@ def iso(moment: datetime) -> str:
 def activity_key(moment: datetime, conversation_id: str) -> str:
     """GSI1SK: most recent activity, then the id to keep keys unique."""
     return f"{iso(moment)}#{conversation_id}"
-
-
-def list_scope(partition: str, status: str | None, title_words: Sequence[str] = ()) -> str:
-    """What a listing cursor is bound to: the same caller's listing with the same filters."""
-    words = f"|{' '.join(title_words)}" if title_words else ""
-    return f"ByCaller|{partition}|{status or '*'}{words}"
 
 
 def messages_scope(conversation_id: str, caller_id: str, all_versions: bool = False) -> str:

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Protocol
 
+from rag_orchestrator.conversations.listing import EVERY, Listing
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE
 from rag_orchestrator.domain.audit import AuditTrail
-from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
+from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, Page
 from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, Rating
 from rag_orchestrator.domain.usage import UsageLine
 
@@ -35,13 +36,11 @@ class ConversationStore(Protocol):
         self,
         caller_id: str,
         *,
-        status: ConversationStatus | None = None,
         limit: int = DEFAULT_PAGE_SIZE,
         cursor: str | None = None,
-        title_words: Sequence[str] = (),
+        where: Listing = EVERY,
     ) -> Page[Conversation]:
-        """The caller's conversations, most recently updated first; with `title_words` (from
-        titles.query_words) those whose title has a word beginning with each."""
+        """The caller's conversations, most recently updated first, those `where` keeps."""
         ...
 
     async def update(
@@ -51,8 +50,9 @@ class ConversationStore(Protocol):
         *,
         title: str | None = None,
         metadata: dict[str, str] | None = None,
+        memory: bool | None = None,
     ) -> Conversation:
-        """Replace the title and/or the metadata given; the conversation as it is now."""
+        """Replace the title, the metadata and/or the memory switch given; the conversation as it is now."""
         ...
 
     async def messages(

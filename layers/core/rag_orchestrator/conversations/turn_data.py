@@ -39,6 +39,7 @@ class TurnContext:
     audit_head: str | None = None  # the last audit record's hash (GENESIS: none yet); None: not read
     owner: str | None = None
     titled: bool | None = None  # whether the conversation has a title; None: not read
+    memory: bool = True  # false: a temporary chat (nothing remembered, nothing recalled)
 
 
 @dataclass(slots=True)

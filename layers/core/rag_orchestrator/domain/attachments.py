@@ -111,6 +111,7 @@ class Attachment(CamelModel):
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
     lease_until: int | None = None  # while PROCESSING: when another worker may take over (epoch s)
+    remembered: bool = True  # false: declared in a temporary chat, its segments are never indexed
 
     @property
     def kind(self) -> Kind:

@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from rag_orchestrator.domain.attachments import MAX_PER_TURN, well_formed_ids
 from rag_orchestrator.domain.base import CamelModel, new_id, utcnow
@@ -22,6 +22,7 @@ MAX_MESSAGE_CHARS = 32_000
 MAX_METADATA_ENTRIES = 20
 MAX_TITLE_CHARS = 120
 CHARS_PER_TOKEN = 4
+MEMORY = "false: a temporary chat (nothing of it is remembered, nothing is recalled into it)"
 
 
 def estimate_tokens(text: str) -> int:
@@ -50,6 +51,7 @@ class Conversation(CamelModel):
     s3_key: str | None = None
     title: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
+    memory: bool = True  # false: a temporary chat, nothing of it remembered, nothing recalled into it
     archived_at: datetime | None = None
     deleted_at: datetime | None = None
 
@@ -149,6 +151,7 @@ class ConversationResponse(CamelModel):
     s3_key: str | None = None
     title: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
+    memory: bool = True
 
     @classmethod
     def of(cls, conversation: Conversation) -> ConversationResponse:
@@ -159,6 +162,13 @@ def _small_metadata(value: dict[str, str]) -> dict[str, str]:
     for key, item in value.items():
         if not key or len(key) > 64 or len(item) > 1024:
             raise ValueError("metadata keys are 1-64 characters and values at most 1024")
+    return value
+
+
+def not_blank(value: str) -> str:
+    """A message's rule: some text besides white space."""
+    if not value.strip():
+        raise ValueError("Message cannot be blank")
     return value
 
 
@@ -174,11 +184,15 @@ def _strip_optional(value: str | None) -> str | None:
 class CreateConversationRequest(ClientBody):
     model_config = ClientBody.model_config | {"extra": "forbid"}
 
+    caller_id: str | None = Field(
+        None, max_length=MAX_ID_LENGTH, description="Optional; when given, the authenticated caller's id"
+    )
     user_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
     account_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
     initial_message: str | None = Field(None, max_length=MAX_MESSAGE_CHARS)
     metadata: dict[str, str] = Field(default_factory=dict, max_length=MAX_METADATA_ENTRIES)
     title: str | None = Field(None, max_length=MAX_TITLE_CHARS)
+    memory: StrictBool = Field(True, description=MEMORY)
 
     _strip = field_validator("user_id", "account_id", "initial_message", "title")(_strip_optional)
     _metadata = field_validator("metadata")(_small_metadata)
@@ -191,13 +205,14 @@ class UpdateConversationRequest(ClientBody):
 
     title: str | None = Field(None, max_length=MAX_TITLE_CHARS)
     metadata: dict[str, str] | None = Field(None, max_length=MAX_METADATA_ENTRIES)
+    memory: StrictBool | None = Field(None, description=MEMORY)
 
     _strip = field_validator("title")(_strip_optional)
 
     @model_validator(mode="after")
     def _something(self) -> UpdateConversationRequest:
-        if self.title is None and self.metadata is None:
-            raise ValueError("give a title, metadata, or both")
+        if self.title is None and self.metadata is None and self.memory is None:
+            raise ValueError("give a title, metadata, memory, or some of them")
         return self
 
     @field_validator("metadata")
@@ -217,6 +232,7 @@ def new_conversation(
         account_id=request.account_id,
         metadata=request.metadata,
         title=request.title,
+        memory=request.memory,
         created_at=now,
         updated_at=now,
     )
@@ -248,12 +264,7 @@ class ChatRequest(ClientBody):
     def _attachment_ids(cls, value: list[str]) -> list[str]:
         return well_formed_ids(value)
 
-    @field_validator("message")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("Message cannot be blank")
-        return value
+    _not_blank = field_validator("message")(not_blank)
 
 
 class ChatResponse(CamelModel):

@@ -32,23 +32,23 @@ _BLOCK = re.compile(r'<passage\b[^>]*?\bcitation="([^"]*)"[^>]*>\n?(.*?)\n?</pas
 
 
 def format_passages(passages: Sequence[Passage]) -> str:
-    """The JSON a `rag_search` result gives the model: {"results": [...]}."""
-    return json.dumps(
-        {
-            "results": [
-                {
-                    "documentId": p.document_id,
-                    "chunkIndex": p.chunk_index,
-                    "title": p.title,
-                    "source": p.source,
-                    "score": round(p.score, 4),
-                    "text": p.text,
-                }
-                for p in passages
-            ]
-        },
-        ensure_ascii=False,
-    )
+    """The JSON a `rag_search` result gives the model: {"results": [...]}. A fragment of conversation
+    memory carries its `kind` (`said`, `answered`), and its title says it and its date."""
+    return json.dumps({"results": [_result(p) for p in passages]}, ensure_ascii=False)
+
+
+def _result(passage: Passage) -> dict[str, object]:
+    result: dict[str, object] = {
+        "documentId": passage.document_id,
+        "chunkIndex": passage.chunk_index,
+        "title": passage.title,
+        "source": passage.source,
+        "score": round(passage.score, 4),
+        "text": passage.text,
+    }
+    if passage.kind:
+        result["kind"] = passage.kind
+    return result
 
 
 def render_passage(number: int, passage: Passage, max_chars: int) -> str:

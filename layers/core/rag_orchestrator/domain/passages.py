@@ -52,6 +52,7 @@ class Passage(Source):
 
     text: str
     query: str = Field("", exclude=True, repr=False)  # what found it: the snippet centres on its words
+    kind: str | None = Field(None, exclude=True)  # conversation memory's `said` or `answered`; else None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

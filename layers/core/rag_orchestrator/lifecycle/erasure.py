@@ -39,7 +39,7 @@ from rag_orchestrator.lifecycle.export import object_key as export_object
 from rag_orchestrator.lifecycle.jobs import ErasureJobs
 from rag_orchestrator.lifecycle.partitions import Tally, caller_conversations, indexed, partition, raw_keys
 
-ForgetCaller = Callable[[str], int]  # FragmentIndex.forget_caller
+ForgetCaller = Callable[[str], int]  # FragmentIndex.erase_caller
 
 
 class CallerEraser:

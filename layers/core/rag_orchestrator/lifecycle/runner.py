@@ -1,10 +1,12 @@
-"""The lifecycle jobs built from the settings, and the event LifecycleFunction (or a local thread) runs."""
+"""The lifecycle jobs built from the settings and the composition root's AWS clients, and the event
+LifecycleFunction (or a local thread) runs."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.audit_archive import TrailKeeper
 from rag_orchestrator.conversations.cursors import actor_key
@@ -20,20 +22,17 @@ from rag_orchestrator.lifecycle.service import Lifecycle
 from rag_orchestrator.lifecycle.sharing import Shares, revoker
 
 
-def _table(settings: Settings) -> Table:
+def _table(settings: Settings, aws: AwsClients) -> Table:
     if settings.conversation_storage != "dynamodb":
         raise StorageUnavailable("Erasure and export need CONVERSATION_STORAGE=dynamodb")
-    from rag_orchestrator import aws
-
     return Table(aws.client("dynamodb"), settings.conversations_table or "")
 
 
-def caller_eraser(settings: Settings, checkpoint: Checkpoint | None = None) -> CallerEraser:
-    from rag_orchestrator import aws
+def caller_eraser(settings: Settings, aws: AwsClients, checkpoint: Checkpoint | None = None) -> CallerEraser:
     from rag_orchestrator.retrieval.fragments import FragmentIndex
     from rag_orchestrator.retrieval.vector_store import VectorStore
 
-    table, s3 = _table(settings), aws.client("s3")
+    table, s3 = _table(settings, aws), aws.client("s3")
     objects = ObjectStore(s3, settings.transcripts_bucket or "")
     attachments = ObjectStore(s3, settings.attachments_bucket) if settings.attachments_bucket else None
     trails = S3AuditTrails(s3, settings.transcripts_bucket or "")
@@ -56,20 +55,17 @@ def caller_eraser(settings: Settings, checkpoint: Checkpoint | None = None) -> C
         conversations,
         objects=objects,
         attachment_objects=attachments,
-        forget_caller=memory.forget_caller,
+        forget_caller=memory.erase_caller,
         actor_key=actor_key(settings),
         keeper=TrailKeeper(table, objects, trails, retention),
     )
 
 
-def exports(settings: Settings) -> Exports:
-    from rag_orchestrator import aws
-
-    return Exports(_table(settings), aws.client("s3"), settings.transcripts_bucket or "")
+def exports(settings: Settings, aws: AwsClients) -> Exports:
+    return Exports(_table(settings, aws), aws.client("s3"), settings.transcripts_bucket or "")
 
 
-def build_export(settings: Settings, export_id: str) -> dict[str, Any]:
-    from rag_orchestrator import aws
+def build_export(settings: Settings, aws: AwsClients, export_id: str) -> dict[str, Any]:
     from rag_orchestrator.attachments.objects import AttachmentObjects
     from rag_orchestrator.conversations.dynamo import DynamoConversationStore
     from rag_orchestrator.retrieval.fragments import FragmentIndex
@@ -79,43 +75,41 @@ def build_export(settings: Settings, export_id: str) -> dict[str, Any]:
     files = AttachmentObjects(aws.client("s3"), bucket) if bucket else None
     memory = FragmentIndex(VectorStore(settings, None, collection=settings.chroma_memory_collection), None)
     document = ExportDocument(
-        _table(settings),
-        DynamoConversationStore.from_settings(settings),
+        _table(settings, aws),
+        DynamoConversationStore.from_settings(settings, aws),
         memory.of_caller,
         (lambda key: files.presign_get(key, URL_SECONDS)) if files else None,
     )
-    exports(settings).build(export_id, document)
+    exports(settings, aws).build(export_id, document)
     return {"exportId": export_id}
 
 
-def run_lifecycle_event(settings: Settings, event: dict[str, Any]) -> dict[str, Any]:
+def run_lifecycle_event(settings: Settings, aws: AwsClients, event: dict[str, Any]) -> dict[str, Any]:
     """One job: `{"kind": "erasure", "erasureId": ...}` or `{"kind": "export", "exportId": ...}`."""
     if event.get("kind") == "erasure" and isinstance(event.get("erasureId"), str):
-        return caller_eraser(settings).run(event["erasureId"])
+        return caller_eraser(settings, aws).run(event["erasureId"])
     if event.get("kind") == "export" and isinstance(event.get("exportId"), str):
-        return build_export(settings, event["exportId"])
+        return build_export(settings, aws, event["exportId"])
     raise BadRequest("Unknown lifecycle event")
 
 
-def create_lifecycle(settings: Settings) -> Lifecycle:
+def create_lifecycle(settings: Settings, aws: AwsClients) -> Lifecycle:
     """The routes' side: jobs on the table, run by LIFECYCLE_FUNCTION or a thread of this process."""
     from rag_orchestrator.lifecycle.dispatch import LambdaDispatcher, ThreadDispatcher
     from rag_orchestrator.lifecycle.service import Dispatcher
 
     dispatcher: Dispatcher
     if settings.lifecycle_function:
-        from rag_orchestrator import aws
-
         dispatcher = LambdaDispatcher(aws.client("lambda"), settings.lifecycle_function)
     else:
-        dispatcher = ThreadDispatcher(lambda event: run_lifecycle_event(settings, event))
-    return Lifecycle(ErasureJobs(_table(settings)), exports(settings), dispatcher, actor_key(settings))
+        dispatcher = ThreadDispatcher(lambda event: run_lifecycle_event(settings, aws, event))
+    return Lifecycle(
+        ErasureJobs(_table(settings, aws)), exports(settings, aws), dispatcher, actor_key(settings)
+    )
 
 
-def create_shares(settings: Settings) -> Shares | None:
+def create_shares(settings: Settings, aws: AwsClients) -> Shares | None:
     """Shares on the table and the transcripts bucket; None with CONVERSATION_STORAGE=memory."""
     if settings.conversation_storage != "dynamodb":
         return None
-    from rag_orchestrator import aws
-
-    return Shares(_table(settings), aws.client("s3"), settings.transcripts_bucket or "")
+    return Shares(_table(settings, aws), aws.client("s3"), settings.transcripts_bucket or "")

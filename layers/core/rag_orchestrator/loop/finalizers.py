@@ -1,7 +1,8 @@
-"""Finalizer strategies (LOOP_FINALIZER, docs/configuration.md): what is added to the model's final answer before it is stored.
+"""Finalizer strategies (LOOP_FINALIZER, docs/configuration.md): what frames the model's final answer.
 
-A finalizer only appends, so a streamed answer and the stored answer never disagree: the
-epilogue is streamed as the last chunk.
+A finalizer adds a prologue before the answer and an epilogue after it, never changing the model's
+text, so a streamed answer and the stored answer never disagree: the prologue is streamed before the
+turn's first text (or, when none was streamed, with the epilogue), the epilogue as the last chunk.
 """
 
 from __future__ import annotations
@@ -12,18 +13,26 @@ from rag_orchestrator.domain.passages import Passage, citation_key, cited_keys
 
 
 class Finalizer(Protocol):
+    @property
+    def prologue(self) -> str: ...
+
     def epilogue(self, content: str, sources: list[Passage]) -> str: ...
 
 
 class DirectFinalizer:
     """The answer as the model wrote it."""
 
+    prologue = ""
+
     def epilogue(self, content: str, sources: list[Passage]) -> str:
         return ""
 
 
 class StructuredFinalizer:
-    """Appends a markdown list of the sources the answer cites."""
+    """A Markdown answer: it starts with a `## Response` heading and ends with a list of the sources
+    it cites."""
+
+    prologue = "## Response\n\n"
 
     def epilogue(self, content: str, sources: list[Passage]) -> str:
         cited = cited_keys(content)

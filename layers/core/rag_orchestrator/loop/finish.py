@@ -1,4 +1,4 @@
-"""A turn's end: its answer (and the finalizer's epilogue), its sources and Completed event; what it
+"""A turn's end: its answer (framed by the finalizer's prologue and epilogue), its sources and Completed event; what it
 produced, its audit record and its tokens stored in the one write that releases its lock; the
 after-turn hooks once that is done."""
 
@@ -42,10 +42,12 @@ async def complete(deps: TurnDeps, state: TurnState, ending: Ending) -> AsyncIte
     record, emit, answers = state.record, state.events, not isinstance(ending, HoldForApproval)
     sources = record.sources_of(content)
     tail = "" if cut or not answers else deps.finalizer.epilogue(content, sources)
-    if tail and state.request.mode is StreamingMode.PROGRESSIVE:
-        yield emit.chunk(tail)
+    head = deps.finalizer.prologue if answers and (content or not cut) else ""
+    unsent = ("" if state.headed else head) + tail
+    if unsent and state.request.mode is StreamingMode.PROGRESSIVE:
+        yield emit.chunk(unsent)
     if answers and (content or not cut):
-        stored = record.add(Message(role=Role.ASSISTANT, content=content + tail, reasoning=reasoning))
+        stored = record.add(Message(role=Role.ASSISTANT, content=head + content + tail, reasoning=reasoning))
         record.content, record.message_id = stored.content, stored.message_id
     record.sources, record.finish_reason = sources, reason
     await persist(deps, state, interrupted=cut)

@@ -41,6 +41,9 @@ async def call_model(
                     case se.ContentChunk(content=text):
                         partial.append(text)
                         if progressive:
+                            if not state.headed and (head := deps.finalizer.prologue):
+                                state.headed = True
+                                yield emit.chunk(head)
                             yield emit.chunk(text)
                     case se.ToolCallsComplete(tool_calls=calls, assistant_content=text, reasoning=thought):
                         output.calls, output.content, output.reasoning = calls, text or "", thought

@@ -8,6 +8,7 @@ import asyncio
 from typing import assert_never
 
 from rag_orchestrator.conversations.turn_data import TurnContext
+from rag_orchestrator.domain.attachments import citation_document
 from rag_orchestrator.domain.passage_formats import format_passages
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.loop.approvals import resumed_request
@@ -16,6 +17,8 @@ from rag_orchestrator.loop.ports import Toolset
 from rag_orchestrator.loop.prelude import Prelude
 from rag_orchestrator.loop.state import TurnState
 from rag_orchestrator.loop.steps import Continuation, Question
+
+ATTACHMENT = citation_document("")  # the documentId prefix of attachments' segments
 
 
 async def open_turn(deps: TurnDeps, state: TurnState) -> tuple[TurnContext, Toolset]:
@@ -41,5 +44,7 @@ async def initial_search(state: TurnState, found: asyncio.Task[list[Passage] | N
     passages = await state.control.wait(found)
     if passages is None:
         return None
+    if not state.request.memory:  # a temporary chat: the search began before the window said so
+        passages = [p for p in passages if p.kind is None and not p.document_id.startswith(ATTACHMENT)]
     state.record.remember(passages)
     return format_passages(passages) if passages else ""

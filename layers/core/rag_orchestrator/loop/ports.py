@@ -110,7 +110,12 @@ class KnowledgeSearch(Protocol):
     """The initial knowledge search before the first model call (LOOP_INITIAL_RAG), as rag_search for the caller."""
 
     async def search(
-        self, query: str, *, caller_id: str | None = None, vector: QueryVector | None = None
+        self,
+        query: str,
+        *,
+        caller_id: str | None = None,
+        conversation_id: str | None = None,
+        vector: QueryVector | None = None,
     ) -> list[Passage]: ...
 
 

@@ -43,7 +43,10 @@ class Prelude:
         request, started = self._request, time.time_ns()
         try:
             return await search.search(
-                request.message, caller_id=request.caller.caller_id, vector=self.vector
+                request.message,
+                caller_id=request.caller.caller_id,
+                conversation_id=request.conversation_id,
+                vector=self.vector,
             )
         except RagError as exc:
             logger.warning("initial knowledge search failed", extra={"error": exc.message})

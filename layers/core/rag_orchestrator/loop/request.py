@@ -23,6 +23,7 @@ class TurnRequest:
     request_id: str | None = None  # the HTTP request's, for the audit record
     attachment_ids: tuple[str, ...] = ()  # attachments of this conversation the message comes with
     deadline: float | None = None  # epoch seconds by which the turn must end; None: the default budget
+    memory: bool = True  # false in a temporary chat, known once the window is read
 
     def tool_context(self, deadline: float | None = None) -> ToolContext:
         """What the turn's tools may know of it; `deadline`: the turn's, in epoch seconds."""
@@ -32,6 +33,7 @@ class TurnRequest:
             roles=self.caller.roles,
             context_type=self.context_type,
             context=self.context,
+            memory=self.memory,
             caller_token=self.caller.token,
             deadline=deadline,
         )

@@ -34,6 +34,7 @@ class TurnState:
     context: TurnContext | None = None  # what the turn read at its start
     messages: list[Message] = field(default_factory=list)  # what the next model call is sent
     partial: list[str] = field(default_factory=list)  # the text streamed by the current model call
+    headed: bool = False  # the finalizer's prologue has been streamed
     finished: bool = False  # stored (or given up): the after-turn hooks may run
     events: TurnEvents = field(init=False)
     record: TurnRecord = field(init=False)

@@ -11,6 +11,7 @@ cuts the awaited step short (loop/control.py): the turn ends with a Stop.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator
 from functools import partial
 from typing import assert_never
@@ -107,6 +108,8 @@ class Turn:
         prelude = state.prelude
         assert prelude is not None  # open_turn starts a continuation's
         state.context, record.titled = context, context.titled
+        if not context.memory:  # a temporary chat: its searches and its after-turn work leave memory alone
+            state.request = dataclasses.replace(state.request, memory=False)
         async for status, details in state.attachments.statuses(state.control.wait):
             yield emit.status(status, details)
         record.remember(state.attachments.passages())

@@ -1,7 +1,9 @@
-"""Conversation memory's after-turn work: a turn that answered becomes one question-and-answer fragment.
+"""Conversation memory's after-turn work: a turn that answered becomes two fragments, what the user
+said and the answer; a regenerate or an edit first forgets the exchange it replaced.
 
-Turns that failed, were interrupted, stopped without an answer or belong to an anonymous caller (a
-guest, whose conversations expire and who is offered no rag_search) are not indexed.
+Turns that failed, were interrupted, stopped without an answer, belong to an anonymous caller (a
+guest, whose conversations expire and who is offered no rag_search) or to a temporary chat are not
+indexed.
 """
 
 from __future__ import annotations
@@ -14,19 +16,24 @@ from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.observability import logger
-from rag_orchestrator.retrieval.fragments import Fragment, FragmentIndex, conversation_fragment
+from rag_orchestrator.retrieval.fragments import Fragment, FragmentIndex, conversation_fragments
 
 ANSWERED: tuple[FinishReason, ...] = ("stop", "max_iterations")
 
 
-def turn_fragment(request: TurnRequest, record: TurnRecord) -> Fragment | None:
-    """The fragment of a turn that answered, else None."""
-    if record.failure is not None or record.finish_reason not in ANSWERED or request.caller.anonymous:
-        return None
+def turn_fragments(request: TurnRequest, record: TurnRecord) -> list[Fragment]:
+    """The fragments of a turn that answered, else none."""
+    if (
+        record.failure is not None
+        or record.finish_reason not in ANSWERED
+        or request.caller.anonymous
+        or not request.memory
+    ):
+        return []
     answer = next((m for m in record.pending if m.message_id == record.message_id), None)
     if answer is None or not answer.content.strip() or not request.message.strip():
-        return None
-    return conversation_fragment(
+        return []
+    return conversation_fragments(
         conversation_id=request.conversation_id,
         caller_id=request.caller.caller_id,
         message_id=answer.message_id,
@@ -37,22 +44,23 @@ def turn_fragment(request: TurnRequest, record: TurnRecord) -> Fragment | None:
 
 
 class TurnMemory:
-    """The AfterTurn hook that indexes a turn's fragment; Chroma being down costs the memory, not the turn."""
+    """The AfterTurn hook that indexes a turn's fragments; Chroma being down costs the memory, not the turn."""
 
     def __init__(self, index: FragmentIndex) -> None:
         self.index = index
 
     async def __call__(self, request: TurnRequest, record: TurnRecord) -> None:
-        fragment = turn_fragment(request, record)
-        if fragment is None:
+        # A regenerate or an edit: the exchange it superseded is no longer anyone's memory.
+        gone = [s.message_id for s in record.superseded]
+        fragments = turn_fragments(request, record)
+        if not fragments and not gone:
             return
         started = time.perf_counter()
-        # A regenerate or an edit: the answers it superseded are no longer anyone's memory.
-        gone = [s.message_id for s in record.superseded]
         try:
             if gone:
                 await asyncio.to_thread(self.index.forget_messages, gone)
-            await asyncio.to_thread(self.index.add, [fragment])
+            if fragments:
+                await asyncio.to_thread(self.index.add, fragments)
         except RagError as exc:
             logger.warning(
                 "turn not remembered",
@@ -63,6 +71,7 @@ class TurnMemory:
             "turn remembered",
             extra={
                 "conversation_id": request.conversation_id,
+                "fragments": len(fragments),
                 "ms": round((time.perf_counter() - started) * 1000, 1),
             },
         )

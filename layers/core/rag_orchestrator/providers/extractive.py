@@ -2,7 +2,8 @@
 
 On a new question it calls `rag_search`; then it answers by quoting the sentences of the results (and of
 the text read from the message's attachments) that answer best (`sentence_picker`), each quote followed
-by its `[source:documentId#chunkIndex]`.
+by its `[source:documentId#chunkIndex]`. Of conversation memory it may quote what the user said,
+introduced as "You said on <date>: ", and never an earlier answer (an answer quoting an answer echoes).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 RAG_SEARCH = "rag_search"
 MAX_RESULTS = 5
+SAID, ANSWERED = "said", "answered"  # conversation memory's kinds (retrieval/fragments.py)
 
 
 def parse_results(content: str) -> list[Passage]:
@@ -46,12 +48,20 @@ def parse_results(content: str) -> list[Passage]:
     results = data.get("results") if isinstance(data, dict) else None
     passages = []
     for item in results if isinstance(results, list) else ():
-        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("text"), str)
+            or item.get("kind") == ANSWERED
+        ):
             continue
         chunk = item.get("chunkIndex", 0)
+        label = f"{item.get('title')}: " if item.get("kind") == SAID else ""
         passages.append(
             Passage(
-                str(item.get("documentId", "unknown")), chunk if isinstance(chunk, int) else 0, item["text"]
+                str(item.get("documentId", "unknown")),
+                chunk if isinstance(chunk, int) else 0,
+                item["text"],
+                label=label,
             )
         )
     return passages

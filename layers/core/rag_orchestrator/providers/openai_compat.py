@@ -1,8 +1,10 @@
-"""An OpenAI-compatible chat-completions client: streaming over SSE, retries, timeouts, safe errors.
+"""An OpenAI-compatible chat-completions client over httpx: SSE streaming, retries, timeouts, safe errors.
 
 Retries (exponential backoff with full jitter, or `Retry-After` when given) happen on connection
 errors and on 408/429/5xx answers, and only before anything of the answer has been yielded: once a
-delta has reached the caller, an error propagates.
+delta has reached the caller, an error propagates. They are the only re-sends: httpx never sends a
+request twice. Connections are pooled by httpx; each body is read to its end, after its `[DONE]` too,
+so that the next call reuses the connection (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ import email.utils
 import json
 import random
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from pydantic_core import from_json, to_json
 
+from rag_orchestrator import tls
 from rag_orchestrator.errors import (
     ConfigError,
     ProviderError,
@@ -27,13 +30,12 @@ from rag_orchestrator.errors import (
     ProviderTimeout,
 )
 from rag_orchestrator.observability import logger, redacted
-from rag_orchestrator.providers import transport
 from rag_orchestrator.providers.deadline import IdleTimeout, StreamDeadline
 from rag_orchestrator.providers.event_stream import EventStreamDecoder
-from rag_orchestrator.providers.http1 import HTTPFailure
 from rag_orchestrator.providers.openai_wire import ChunkDelta, parse_chunk
 
 USER_AGENT = "rag-orchestrator"
+FINISH_SECONDS = 0.05  # how long the end of a body is awaited after its `[DONE]`
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +83,29 @@ def error_detail(body: Any, secret: str | None = None) -> str:
     return redacted(detail, secret)
 
 
+async def read_start(chunks: AsyncIterator[bytes], limit: int = 1 << 20) -> bytes:
+    """The body's first `limit` bytes (an error's; a connection left unread is not reused)."""
+    parts, size = [], 0
+    async for data in chunks:
+        parts.append(data)
+        size += len(data)
+        if size >= limit:
+            break
+    return b"".join(parts)[:limit]
+
+
+async def finish(chunks: AsyncIterator[bytes], seconds: float = FINISH_SECONDS) -> None:
+    """Reads what is left of a body whose `[DONE]` came (the end of its chunks follows at once from a
+    server that keeps the connection): httpx returns a connection to its pool only once its response
+    was read to the end, so this is what lets the next model call skip a TCP and TLS handshake."""
+    try:
+        async with asyncio.timeout(seconds):
+            async for _ in chunks:
+                pass
+    except (TimeoutError, httpx.TransportError, httpx.DecodingError):
+        pass  # not reused, then
+
+
 class _Retryable(Exception):
     def __init__(self, error: ProviderError, retry_after: float | None = None) -> None:
         self.error = error
@@ -104,22 +129,36 @@ class ChatClient:
         self.provider = provider
         if not base_url.lower().startswith(("http://", "https://")):
             raise ConfigError(f"{provider}: the model's base URL must start with http:// or https://")
+        if api_key and ("\r" in api_key or "\n" in api_key):
+            raise ConfigError(f"{provider}: the model's API key holds a line break")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self._api_key = api_key
         self._timeout = timeout_seconds
         self._idle_timeout = idle_timeout_seconds
-        self._connect_timeout = min(10.0, idle_timeout_seconds)
+        self._http_timeout = httpx.Timeout(idle_timeout_seconds, connect=min(10.0, idle_timeout_seconds))
         self._retry = retry
-        self._http = http_client
-        self._via_httpx = transport.uses_httpx(self.url, http_client)  # the environment read once
+        self._given = http_client
+        self._own: tuple[asyncio.AbstractEventLoop, httpx.AsyncClient] | None = None
 
     def __repr__(self) -> str:
         return f"ChatClient(provider={self.provider!r}, url={self.url!r})"
 
+    def _http(self) -> httpx.AsyncClient:
+        """The client given, else one of our own per event loop (a connection belongs to the loop that
+        made it), made on first use; it reads proxies from the environment as httpx does."""
+        if self._given is not None:
+            return self._given
+        loop = asyncio.get_running_loop()
+        if self._own is None or self._own[0] is not loop or self._own[1].is_closed:
+            limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)
+            self._own = (loop, httpx.AsyncClient(limits=limits, verify=tls.verify(self.url)))
+        return self._own[1]
+
     async def aclose(self) -> None:
-        """Closes the process-wide client; an injected client belongs to whoever made it."""
-        if self._http is None:
-            await transport.close_shared_connections()
+        """Closes our own client; a client given belongs to whoever made it."""
+        own, self._own = self._own, None
+        if own is not None and own[0] is asyncio.get_running_loop():
+            await own[1].aclose()
 
     async def stream(self, payload: Mapping[str, Any]) -> AsyncGenerator[ChunkDelta, None]:
         # One generator with the read loop inline: every layer between the socket and the loop is paid
@@ -136,12 +175,13 @@ class ChatClient:
                         response = await self._open(body)
                     try:
                         decoder = EventStreamDecoder()
+                        chunks = response.aiter_bytes()
                         while True:
                             with deadline:
-                                chunk = await response.next_chunk()
+                                chunk = await anext(chunks, None)
                             for event, data in decoder.feed(chunk) if chunk is not None else decoder.flush():
                                 if data.strip() == "[DONE]":
-                                    await transport.finish(response)
+                                    await finish(chunks)
                                     return
                                 delta = self._delta(event, data)
                                 if delta is not None:
@@ -151,7 +191,7 @@ class ChatClient:
                                 return
                     finally:
                         await response.aclose()
-                except (TimeoutError, HTTPFailure) as exc:
+                except (TimeoutError, httpx.TransportError, httpx.DecodingError) as exc:
                     failure = self._transport_failure(exc)
                 except _Retryable as retryable:
                     failure = retryable
@@ -174,7 +214,7 @@ class ChatClient:
         finally:
             deadline.cancel()
 
-    async def _open(self, body: bytes) -> transport.ModelResponse:
+    async def _open(self, body: bytes) -> httpx.Response:
         """Sends the request; the response, once it is known to be an event stream."""
         headers = {
             "Content-Type": "application/json",
@@ -185,18 +225,14 @@ class ChatClient:
         }
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        response = await transport.post(
-            self.url,
-            headers,
-            body,
-            connect_timeout=self._connect_timeout,
-            read_timeout=self._idle_timeout,
-            via_httpx=self._via_httpx,
-            http_client=self._http,
+        http = self._http()
+        request = http.build_request(
+            "POST", self.url, content=body, headers=headers, timeout=self._http_timeout
         )
+        response = await http.send(request, stream=True)
         try:
-            if response.status >= 400:
-                raise self._http_error(response, await transport.read_body(response))
+            if response.status_code >= 400:
+                raise self._http_error(response, await read_start(response.aiter_bytes()))
             if "text/event-stream" not in response.headers.get("content-type", "").partition(";")[0]:
                 raise ProviderStreamError(f"{self.provider}: the answer is not an event stream")
         except BaseException:
@@ -225,16 +261,17 @@ class ChatClient:
 
     def _transport_failure(self, exc: Exception) -> _Retryable:
         """Our error for a transport failure or the deadline; raised at once unless worth another try."""
-        if isinstance(exc, IdleTimeout):
+        if isinstance(exc, (IdleTimeout, httpx.ReadTimeout)):
             raise ProviderTimeout(f"{self.provider}: no data for {self._idle_timeout:g} seconds") from None
         if isinstance(exc, TimeoutError):
             raise ProviderTimeout(
                 f"{self.provider}: no complete answer within {self._timeout:g} seconds"
             ) from None
-        # Connection refused or reset, dropped mid-stream, broken HTTP: worth another try.
-        return _Retryable(ProviderStreamError(f"{self.provider}: connection failed ({exc})"))
+        # Refused, reset, TLS refused, a connect timeout, a body cut short, broken HTTP: worth another
+        # try. The class name only: httpx's message may quote what the server sent.
+        return _Retryable(ProviderStreamError(f"{self.provider}: connection failed ({type(exc).__name__})"))
 
-    def _http_error(self, response: transport.ModelResponse, body: bytes) -> Exception:
+    def _http_error(self, response: httpx.Response, body: bytes) -> Exception:
         """Our error for a non-2xx answer; the provider's own text (which may echo the request) is
         logged, redacted and truncated, and never put in the error."""
         try:
@@ -243,9 +280,9 @@ class ChatClient:
             detail = redacted(body[:1024].decode("utf-8", "replace"), self._api_key)
         logger.warning(
             "model provider refused a request",
-            extra={"provider": self.provider, "status": response.status, "detail": detail},
+            extra={"provider": self.provider, "status": response.status_code, "detail": detail},
         )
         retry_after = parse_retry_after(response.headers.get("retry-after"))
-        message = f"{self.provider} answered HTTP {response.status}"
-        error = ProviderHTTPError(response.status, message, retry_after=retry_after)
+        message = f"{self.provider} answered HTTP {response.status_code}"
+        error = ProviderHTTPError(response.status_code, message, retry_after=retry_after)
         return _Retryable(error, retry_after) if error.retryable else error

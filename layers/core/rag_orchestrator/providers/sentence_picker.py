@@ -51,6 +51,7 @@ class Passage:
     whole: bool = (
         False  # a whole text (an attachment's segment: a transcript has no punctuation), not a chunk
     )
+    label: str = ""  # what introduces a quote of it ("You said on 2026-11-20: ")
 
     @property
     def citation(self) -> str:
@@ -205,4 +206,4 @@ def compose_answer(question: str, passages: Iterable[Passage], embed: EmbedBatch
     quotes = pick(question, passages, embed)
     if not quotes:
         return NOTHING_FOUND
-    return "\n\n".join(f"{text} {passage.citation}" for passage, text in quotes)
+    return "\n\n".join(f"{passage.label}{text} {passage.citation}" for passage, text in quotes)

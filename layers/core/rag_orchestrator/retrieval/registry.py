@@ -133,6 +133,7 @@ def get_registry(settings: Settings) -> DocumentRegistry:
     """The registry beside the conversations: in their table, or in memory with the memory store."""
     if settings.conversation_storage == "memory" or not settings.conversations_table:
         return MemoryDocumentRegistry()
-    from rag_orchestrator import aws
+    from rag_orchestrator.aws import AwsClients
 
-    return DynamoDocumentRegistry(aws.client("dynamodb"), settings.conversations_table)
+    # Clients of its own until the composition root builds the registry and hands it its clients.
+    return DynamoDocumentRegistry(AwsClients().client("dynamodb"), settings.conversations_table)

@@ -11,7 +11,6 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote_plus
 
-from rag_orchestrator import aws
 from rag_orchestrator.config import Settings
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.observability import logger, metrics
@@ -37,8 +36,9 @@ class IngestRecordsFailed(RagError):
         self.failures = failures
 
 
-def ingest_s3_event(event: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    """Ingest every ObjectCreated record under `documents/`; raise after the others if any failed."""
+def ingest_s3_event(event: dict[str, Any], settings: Settings, client: Any) -> dict[str, Any]:
+    """Ingest every ObjectCreated record under `documents/` (read with the S3 `client`); raise after the
+    others if any failed."""
     ingested: list[dict[str, Any]] = []
     skipped: list[str] = []
     failures: list[dict[str, str]] = []
@@ -50,7 +50,7 @@ def ingest_s3_event(event: dict[str, Any], settings: Settings) -> dict[str, Any]
             skipped.append(key)
             continue
         try:
-            document = read_document(bucket, key)
+            document = read_document(client, bucket, key)
             ingested.extend(ingest_documents([document], settings))
         except (UnreadableDocument, RagError) as exc:
             logger.error("object not ingested", extra={"bucket": bucket, "key": key, "reason": str(exc)})
@@ -67,12 +67,12 @@ def ingest_s3_event(event: dict[str, Any], settings: Settings) -> dict[str, Any]
     return {"ingested": ingested, "skipped": skipped}
 
 
-def read_document(bucket: str, key: str) -> dict[str, Any]:
+def read_document(client: Any, bucket: str, key: str) -> dict[str, Any]:
     """The object as an ingestion document: text extracted, documentId = key, metadata from the object."""
     suffix = PurePosixPath(key).suffix.lower()
     if suffix not in TEXT_SUFFIXES and suffix != PDF_SUFFIX:
         raise UnreadableDocument(f"unsupported file type {suffix or '(none)'}")
-    obj = aws.client("s3").get_object(Bucket=bucket, Key=key)
+    obj = client.get_object(Bucket=bucket, Key=key)
     if obj.get("ContentLength", 0) > MAX_OBJECT_BYTES:
         raise UnreadableDocument(f"object larger than {MAX_OBJECT_BYTES} bytes")
     body = obj["Body"].read()

@@ -1,7 +1,9 @@
 """search(): the retrieval entry point for /query, the rag_search tool and the answer endpoint.
 
-Only the rag_search tool passes a caller: then that caller's conversation fragments (`fragments.py`)
-rank together with the knowledge base. Without one, only the knowledge base is searched.
+Only a turn's searches (the initial one and rag_search) pass a caller: then that caller's attachment
+segments (`fragments.py`) rank together with the knowledge base, and at most MEMORY_TOP_K of the
+caller's turn fragments from other conversations, scoring at least MEMORY_MIN_SCORE, follow them
+(docs/retrieval.md, conversation memory). Without a caller, only the knowledge base is searched.
 """
 
 from __future__ import annotations
@@ -89,10 +91,12 @@ async def search(
     tags: Sequence[str] | None = None,
     modality: ModalityFilter | None = None,
     caller_id: str | None = None,
+    conversation_id: str | None = None,
     vector: QueryVector | None = None,
     settings: Settings,
 ) -> list[Passage]:
-    """`search_sync` off the event loop (one thread hop); with `caller_id`, that caller's fragments too.
+    """`search_sync` off the event loop (one thread hop); with `caller_id`, that caller's fragments too,
+    none of conversation `conversation_id` (the turn's own: its window holds them).
 
     `vector` is the query's embedding when the turn has it already (retrieval/query_vector.py)."""
     if vector is not None and not vector.serves(query, get_embedder(settings)):
@@ -121,19 +125,44 @@ async def search(
     if caller_id is None:
         return _kept(await asyncio.to_thread(knowledge), query, top_k, threshold, started)
 
-    def memory() -> list[Passage]:
-        return get_fragment_index(settings).query(embedding, caller_id, top_k, **filters)
+    index = get_fragment_index(settings)
 
-    found, remembered = await asyncio.gather(
-        asyncio.to_thread(knowledge), asyncio.to_thread(memory), return_exceptions=True
+    def segments() -> list[Passage]:
+        return index.segments(embedding, caller_id, top_k, filters)
+
+    def turns() -> list[Passage]:
+        if settings.memory_top_k < 1:
+            return []
+        return index.recall(
+            embedding, caller_id, settings.memory_top_k, outside=conversation_id, filters=filters
+        )
+
+    found, *remembered = await asyncio.gather(
+        asyncio.to_thread(knowledge),
+        asyncio.to_thread(segments),
+        asyncio.to_thread(turns),
+        return_exceptions=True,
     )
     if isinstance(found, BaseException):
         raise found
-    if isinstance(remembered, Exception):  # memory is extra: the knowledge base still answers
-        logger.warning("conversation memory not searched", extra={"error_type": type(remembered).__name__})
-        remembered = []
-    elif isinstance(remembered, BaseException):
-        raise remembered
-    merged = sorted([*found, *remembered], key=lambda p: p.score, reverse=True)[:top_k]
-    fragments = {id(p) for p in remembered}
-    return _kept(merged, query, top_k, threshold, started, fragments=sum(id(p) in fragments for p in merged))
+    attached, recalled = (_or_nothing(part) for part in remembered)
+    merged = sorted([*found, *attached], key=lambda p: p.score, reverse=True)[:top_k]
+    theirs = {id(p) for p in attached}
+    kept = _kept(merged, query, top_k, threshold, started, segments=sum(id(p) in theirs for p in merged))
+    # Memory comes after the knowledge base, in places of its own: it never displaces a document.
+    memory = [
+        p.model_copy(update={"query": query.strip()})
+        for p in recalled
+        if p.score >= settings.memory_min_score
+    ]
+    return kept + memory
+
+
+def _or_nothing(part: list[Passage] | BaseException) -> list[Passage]:
+    """A memory search's passages; memory is extra, so a failed one costs it, not the search."""
+    if isinstance(part, Exception):
+        logger.warning("conversation memory not searched", extra={"error_type": type(part).__name__})
+        return []
+    if isinstance(part, BaseException):
+        raise part
+    return part

@@ -47,10 +47,11 @@ def build_where(
     source: str | None = None,
     tags: Sequence[str] | None = None,
     modality: ModalityFilter | None = None,
+    scope: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """Chroma `where` filter: caller and source must match, the modality be one of those given; any one
-    of the tags is enough."""
-    clauses: list[dict[str, Any]] = []
+    of the tags is enough; `scope` must hold too (conversation memory's own clauses)."""
+    clauses: list[dict[str, Any]] = [scope] if scope else []
     if caller_id is not None:
         clauses.append({"callerId": caller_id})
     if source:
@@ -122,6 +123,11 @@ class VectorStore:
             where = {"$and": [where, {"chunkIndex": {"$gte": keep_first}}]}
         self.delete(where)
 
+    def delete_ids(self, ids: Sequence[str]) -> None:
+        """Delete these entries; a collection that does not exist holds nothing and is not created."""
+        if ids and self._resolve()[1] is not None:
+            self._call(lambda c: c.delete(ids=list(ids)))
+
     def delete(self, where: dict[str, Any]) -> None:
         """Delete what matches `where`; a collection that does not exist holds nothing and is not created."""
         if self._resolve()[1] is None:
@@ -137,22 +143,42 @@ class VectorStore:
         source: str | None = None,
         tags: Sequence[str] | None = None,
         modality: ModalityFilter | None = None,
+        scope: dict[str, Any] | None = None,
     ) -> list[Passage]:
         """The `top_k` nearest chunks, best first, with score = 1 - cosine distance; none if no collection yet."""
         if top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
-        where = build_where(caller_id=caller_id, source=source, tags=tags, modality=modality)
+        where = build_where(caller_id=caller_id, source=source, tags=tags, modality=modality, scope=scope)
+        return [_passage(row) for row in self.nearest(embedding, top_k, where)]
+
+    def nearest(self, embedding: Sequence[float], top_k: int, where: dict[str, Any] | None) -> list[QueryRow]:
+        """The `top_k` nearest entries matching `where`, best first, as Chroma returns them."""
         try:
-            rows = self._query_once(embedding, top_k, where)
+            return self._query_once(embedding, top_k, where)
         except ChromaNotFound:
             # Deleted, maybe recreated, behind our back: read the collection by name again, once.
             with self._read_lock:
                 self._read_collection = None
             try:
-                rows = self._query_once(embedding, top_k, where)
+                return self._query_once(embedding, top_k, where)
             except ChromaNotFound:
-                rows = []
-        return [_passage(row) for row in rows]
+                return []
+
+    def entries(self, where: dict[str, Any]) -> list[QueryRow]:
+        """Every entry matching `where`, with its text and metadata, in no particular order."""
+        return self.entries_of(None, where)
+
+    def entries_of(self, ids: Sequence[str] | None, where: dict[str, Any]) -> list[QueryRow]:
+        """The entries matching `where` (among `ids`, if given), with their text and metadata."""
+        if self._resolve()[1] is None:
+            return []
+        chosen = list(ids) if ids is not None else None
+        found = self._call(lambda c: c.get(ids=chosen, where=where, include=["documents", "metadatas"]))
+        documents, metadatas = found.get("documents") or [], found.get("metadatas") or []
+        return [
+            QueryRow(id, documents[i] if i < len(documents) else None, dict(metadatas[i] or {}), 0.0)
+            for i, id in enumerate(found["ids"])
+        ]
 
     def count(self, document_id: str | None = None, *, where: dict[str, Any] | None = None) -> int:
         """Entries in the collection, of one document, or matching `where`."""
@@ -163,14 +189,6 @@ class VectorStore:
         if self._resolve()[1] is None:  # no collection holds nothing, and counting creates none
             return 0
         return len(self._call(lambda c: c.get(where=where, include=[]))["ids"])
-
-    def entries(self, where: dict[str, Any]) -> list[dict[str, Any]]:
-        """Every entry matching `where`: `{id, text, metadata}`; none without a collection."""
-        if self._resolve()[1] is None:
-            return []
-        found = self._call(lambda c: c.get(where=where, include=["documents", "metadatas"]))
-        rows = zip(found["ids"], found.get("documents") or [], found.get("metadatas") or [], strict=False)
-        return [{"id": i, "text": text, "metadata": dict(meta or {})} for i, text, meta in rows]
 
     # ----------------------------------------------------------------- reads (no chromadb)
     def _query_once(
@@ -296,6 +314,7 @@ def _passage(row: QueryRow) -> Passage:
         source=meta.get("source") or None,
         tags=[str(t) for t in tags] if isinstance(tags, list) else [],
         text=row.document or "",
+        kind=meta.get("kind") or None,
     )
 
 

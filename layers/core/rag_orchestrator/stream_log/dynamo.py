@@ -1,9 +1,9 @@
 """EventLog on the conversations table (key design in stream_log/items.py).
 
-Every method runs in a worker thread (boto3 blocks). Request counts: open, append, report and
-request_cancel are one write each (report an UpdateItem that returns the entry, which is how a running
-turn learns of a cancel without a read of its own); get is one GetItem; events one Query (more past
-1 MB).
+Every method runs in a worker thread (boto3 blocks). Request counts: open is two writes (the entry,
+then the conversation's newest-turn item); append, report and request_cancel one each (report an
+UpdateItem that returns the entry, which is how a running turn learns of a cancel without a read of
+its own); get is one GetItem, running two; events one Query (more past 1 MB).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.items import from_attributes, pk, to_attributes
 from rag_orchestrator.conversations.table import ConditionFailed, Table, in_worker_thread
@@ -26,9 +27,7 @@ class DynamoEventLog:
         self._clock = clock
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> DynamoEventLog:
-        from rag_orchestrator import aws
-
+    def from_settings(cls, settings: Settings, aws: AwsClients) -> DynamoEventLog:
         return cls(Table(aws.client("dynamodb"), settings.conversations_table or ""))
 
     @in_worker_thread
@@ -38,6 +37,9 @@ class DynamoEventLog:
             Item=to_attributes(ti.entry_item(entry)),
             ConditionExpression="attribute_not_exists(PK)",
         )
+        # Second, so the newest-turn item never names a turn not logged; a write unit, where a
+        # transaction of both would bill four.
+        self._table.call("put_item", Item=to_attributes(ti.latest_item(entry)))
 
     @in_worker_thread
     def append(self, entry: TurnEntry, events: Sequence[LoggedEvent]) -> None:
@@ -84,10 +86,23 @@ class DynamoEventLog:
 
     @in_worker_thread
     def get(self, conversation_id: str, turn_id: str, caller_id: str) -> TurnEntry:
-        response = self._table.call(
-            "get_item", Key=to_attributes(ti.turn_key(conversation_id, turn_id)), ConsistentRead=True
-        )
-        return self._owned(from_attributes(response.get("Item") or {}), conversation_id, turn_id, caller_id)
+        values = self._item(ti.turn_key(conversation_id, turn_id))
+        return self._owned(values, conversation_id, turn_id, caller_id)
+
+    @in_worker_thread
+    def running(self, conversation_id: str, caller_id: str) -> TurnEntry | None:
+        latest = self._item({"PK": pk(conversation_id), "SK": ti.LATEST})
+        if latest.get("callerId") != caller_id or latest.get("expiresAt", 0) < self._clock():
+            return None
+        turn_id = str(latest["turnId"])
+        values = self._item(ti.turn_key(conversation_id, turn_id))
+        if values.get("status") != "running" or values.get("expiresAt", 0) < self._clock():
+            return None
+        return ti.entry_from_item(values, conversation_id, turn_id)
+
+    def _item(self, key: dict[str, str]) -> dict[str, Any]:
+        response = self._table.call("get_item", Key=to_attributes(key), ConsistentRead=True)
+        return from_attributes(response.get("Item") or {})
 
     @in_worker_thread
     def events(self, conversation_id: str, turn_id: str, from_seq: int = 1) -> list[LoggedEvent]:

@@ -25,11 +25,13 @@ class InProcessEventLog:
     def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._turns: dict[tuple[str, str], _Turn] = {}
+        self._latest: dict[str, str] = {}  # conversation id -> its newest turn's id
         self._lock = threading.Lock()
 
     async def open(self, entry: TurnEntry) -> None:
         with self._lock:
             self._turns[(entry.conversation_id, entry.turn_id)] = _Turn(entry)
+            self._latest[entry.conversation_id] = entry.turn_id
 
     async def append(self, entry: TurnEntry, events: Sequence[LoggedEvent]) -> None:
         with self._lock:
@@ -57,6 +59,13 @@ class InProcessEventLog:
     async def get(self, conversation_id: str, turn_id: str, caller_id: str) -> TurnEntry:
         with self._lock:
             return self._owned(conversation_id, turn_id, caller_id).entry
+
+    async def running(self, conversation_id: str, caller_id: str) -> TurnEntry | None:
+        with self._lock:
+            turn = self._live(conversation_id, self._latest.get(conversation_id, ""))
+        if turn is None or turn.entry.caller_id != caller_id or turn.entry.status != "running":
+            return None
+        return turn.entry
 
     async def events(self, conversation_id: str, turn_id: str, from_seq: int = 1) -> list[LoggedEvent]:
         with self._lock:

@@ -4,6 +4,8 @@
                                                 cancelRequested, deadline (epoch ms), expiresAt
     PK=CONV#<id>  SK=TURN#<turnId>#<seq:08d>    a batch of the turn's events, the first numbered <seq>:
                                                 events = zlib([[type, JSON], …]) (binary), expiresAt
+    PK=CONV#<id>  SK=TURN$                      the conversation's newest streamed turn: turnId,
+                                                callerId, expiresAt (written with the turn's entry)
 
 Batches of a turn sort after its entry and in event order, and each starts one past the last event of
 the one before: reading on from event n is one Query from `TURN#<turnId>#<n>`. Events of a turn repeat
@@ -24,6 +26,7 @@ from rag_orchestrator.conversations.items import pk
 from rag_orchestrator.stream_log.log import LoggedEvent, TurnEntry
 
 TURN_PREFIX = "TURN#"
+LATEST = "TURN$"  # '$' sorts after every TURN# key: a batch Query never reads it
 SEQ_DIGITS = 8
 
 
@@ -43,6 +46,18 @@ def entry_item(entry: TurnEntry) -> dict[str, Any]:
         "lastSeq": entry.last_seq,
         "cancelRequested": entry.cancel_requested,
         "deadline": int(entry.deadline * 1000),
+        "expiresAt": entry.expires_at,
+    }
+
+
+def latest_item(entry: TurnEntry) -> dict[str, Any]:
+    """The pointer to the conversation's newest turn, replaced by each turn that opens."""
+    return {
+        "PK": pk(entry.conversation_id),
+        "SK": LATEST,
+        "entity": "latestTurn",
+        "turnId": entry.turn_id,
+        "callerId": entry.caller_id,
         "expiresAt": entry.expires_at,
     }
 

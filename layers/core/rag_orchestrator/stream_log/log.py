@@ -2,7 +2,8 @@
 
 The running turn opens its entry, appends its events in batches and reports how far it got (the
 report's answer says whether a cancel was asked for); a reconnecting client reads the entry and the
-events after the last one it saw. Ownership is part of every read: an unknown, expired or another
+events after the last one it saw, or asks for the conversation's running turn (opening a turn also
+makes it its conversation's newest). Ownership is part of every read: an unknown, expired or another
 caller's turn raises the same TurnNotFound. Entries and events expire LOG_TTL_SECONDS after the
 turn's deadline.
 """
@@ -65,6 +66,10 @@ class EventLog(Protocol):
 
     async def get(self, conversation_id: str, turn_id: str, caller_id: str) -> TurnEntry:
         """The caller's turn; raises TurnNotFound."""
+        ...
+
+    async def running(self, conversation_id: str, caller_id: str) -> TurnEntry | None:
+        """The conversation's newest streamed turn while it runs, when it is the caller's; else None."""
         ...
 
     async def events(self, conversation_id: str, turn_id: str, from_seq: int = 1) -> list[LoggedEvent]:

@@ -19,6 +19,7 @@ class ToolContext:
     roles: tuple[str, ...] = ()
     context_type: str | None = None
     context: dict[str, Any] = field(default_factory=dict)
+    memory: bool = True  # false in a temporary chat: no conversation memory is searched
     caller_token: str | None = field(default=None, repr=False)  # the caller's bearer token (AUTH_MODE=jwt)
     deadline: float | None = None  # epoch seconds by which the turn must end
 
@@ -36,7 +37,12 @@ class SearchTool(Tool, Protocol):
     """A knowledge search that is also a tool: `rag_search`, which the loop also calls before the model."""
 
     async def search(
-        self, query: str, *, caller_id: str | None = None, vector: QueryVector | None = None
+        self,
+        query: str,
+        *,
+        caller_id: str | None = None,
+        conversation_id: str | None = None,
+        vector: QueryVector | None = None,
     ) -> list[Passage]: ...
 
 

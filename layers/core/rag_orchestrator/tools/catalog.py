@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -22,9 +22,12 @@ from pydantic.alias_generators import to_camel
 from rag_orchestrator.config import Settings, in_lambda
 from rag_orchestrator.domain.callers import ANONYMOUS, normalise_roles
 from rag_orchestrator.errors import ConfigError
-from rag_orchestrator.ssm_params import read_secret
 from rag_orchestrator.tools.catalog_source import read_catalog_document
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
+
+if TYPE_CHECKING:
+    from rag_orchestrator.aws import AwsClients
+    from rag_orchestrator.ssm_params import SecretReader
 
 EXAMPLE_PATH = Path(__file__).with_name("catalog.example.yaml")
 PreviewType = Literal["workflow_preview", "table_config_preview"]
@@ -118,21 +121,30 @@ class Catalog(_Strict):
     tools: tuple[ToolSpec, ...] = ()
 
 
-def environment_secret(name: str) -> str | None:
+def environment_secrets(secrets: SecretReader | None) -> Lookup:
     """`${NAME}`: the environment variable NAME, else in Lambda the secret `NAME_PARAM` names, else the
     secret NAME under TOOL_SECRETS_PREFIX (an SSM path or a Secrets Manager name prefix: the one place
-    the template lets functions read)."""
-    value = os.environ.get(name)
-    if value is not None:
-        return value
-    prefix = os.environ.get("TOOL_SECRETS_PREFIX")
-    parameter = os.environ.get(f"{name}_PARAM") or (f"{prefix}{name}" if prefix else None)
-    if not (parameter and in_lambda()):
-        return None
-    try:
-        return read_secret(parameter)
-    except Exception:  # a bad reference, or Powertools' GetParameterError: missing, or not readable
-        raise ValueError(f"${{{name}}}: the secret {parameter} cannot be read") from None
+    the template lets functions read), read through `secrets` (the composition root's)."""
+
+    def lookup(name: str) -> str | None:
+        value = os.environ.get(name)
+        if value is not None:
+            return value
+        prefix = os.environ.get("TOOL_SECRETS_PREFIX")
+        parameter = os.environ.get(f"{name}_PARAM") or (f"{prefix}{name}" if prefix else None)
+        if not (parameter and in_lambda()):
+            return None
+        try:
+            if secrets is None:
+                raise LookupError("no AWS clients given")
+            return secrets.read(parameter)
+        except Exception:  # a bad reference, or Powertools' GetParameterError: missing, or not readable
+            raise ValueError(f"${{{name}}}: the secret {parameter} cannot be read") from None
+
+    return lookup
+
+
+environment_secret = environment_secrets(None)  # the environment's values; no AWS (tests, local runs)
 
 
 def resolve(text: str, lookup: Lookup = environment_secret) -> str:
@@ -256,9 +268,12 @@ def parse_catalog(document: Any, source: str = "catalogue", lookup: Lookup = env
     return Catalog.model_construct(rag_search=rag, tools=tuple(tools.values()))
 
 
-def load_catalog(settings: Settings, lookup: Lookup = environment_secret) -> Catalog:
-    """The catalogue TOOL_CATALOG_PATH names, validated; empty (rag_search only) when it is unset."""
+def load_catalog(
+    settings: Settings, lookup: Lookup = environment_secret, aws: AwsClients | None = None
+) -> Catalog:
+    """The catalogue TOOL_CATALOG_PATH names, validated; empty (rag_search only) when it is unset.
+    One in S3 or SSM is read with `aws`."""
     location = settings.tool_catalog_path
     if not location:
         return Catalog()
-    return parse_catalog(read_catalog_document(location), location, lookup)
+    return parse_catalog(read_catalog_document(location, aws), location, lookup)

@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_orchestrator.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rag_orchestrator.aws import AwsClients
 
 CATALOG_SETTING = "TOOL_CATALOG_PATH"
 
 
-def read_catalog_document(location: str, setting: str = CATALOG_SETTING) -> Any:
-    """The document at `location` (a path, `s3://bucket/key` or `ssm:/name`), parsed."""
+def read_catalog_document(location: str, aws: AwsClients | None, setting: str = CATALOG_SETTING) -> Any:
+    """The document at `location` (a path, `s3://bucket/key` or `ssm:/name`), parsed; a remote one
+    read with `aws`."""
     if location.startswith(("s3://", "ssm:")):
-        return read_remote_document(location, setting)
+        if aws is None:
+            raise ConfigError(f"{setting}: {location} is in AWS, and no AWS client was given")
+        return read_remote_document(location, aws, setting)
     return read_document(Path(location), setting)
 
 
@@ -47,9 +53,9 @@ def read_document(path: Path, setting: str = CATALOG_SETTING) -> Any:
     return parse_document(text, str(path), path.suffix, setting)
 
 
-def read_remote_document(location: str, setting: str = CATALOG_SETTING) -> Any:
+def read_remote_document(location: str, aws: AwsClients, setting: str = CATALOG_SETTING) -> Any:
     """The catalogue in an S3 object (`s3://bucket/key`) or an SSM parameter (`ssm:/name`), parsed."""
-    from rag_orchestrator import aws
+    from rag_orchestrator.aws import error_code
 
     try:
         if location.startswith("ssm:"):
@@ -69,4 +75,4 @@ def read_remote_document(location: str, setting: str = CATALOG_SETTING) -> Any:
     except UnicodeDecodeError:
         raise ConfigError(f"{setting}: {location} is not UTF-8 text") from None
     except Exception as exc:  # botocore's ClientError and BotoCoreError, without importing botocore
-        raise ConfigError(f"{setting}: cannot read {location} ({aws.error_code(exc)})") from None
+        raise ConfigError(f"{setting}: cannot read {location} ({error_code(exc)})") from None

@@ -14,18 +14,10 @@ PREFIX = "cache/tool-index/"
 
 
 class S3VectorCache:
-    def __init__(self, bucket: str, client: Any = None, prefix: str = PREFIX) -> None:
+    def __init__(self, bucket: str, client: Any, prefix: str = PREFIX) -> None:
         self.bucket = bucket
         self.prefix = prefix
-        self._client = client
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            from rag_orchestrator import aws
-
-            self._client = aws.client("s3")
-        return self._client
+        self.client = client  # an S3 client, made on first use (AwsClients.lazy) where it may not be
 
     def object_key(self, key: str) -> str:
         return f"{self.prefix}{key}.json"

@@ -1,11 +1,12 @@
 """One configured MCP server as the service reaches it: its headers, the caller's identity, its protocol.
 
-Header values' secret references (`${ssm:/name}`, `${secretsmanager:name}`) are read through
-ssm_params (decrypted, cached five minutes) on each exchange, so the first use reads them and a
-rotated secret is picked up. The caller's identity goes with each call, as `identity` says
-(docs/mcp.md): `assertion` (X-Caller-Assertion, a JWT the service signs), `caller-token` (the
-caller's own bearer token, AUTH_MODE=jwt; it replaces an `Authorization` of the server's headers) or
-`none`. A listing is the same for every caller, so it carries the server's headers only.
+Header values' secret references (`${ssm:/name}`, `${secretsmanager:name}`) are read through the
+composition root's SecretReader (decrypted, cached five minutes) on each exchange, so the first use
+reads them and a rotated secret is picked up. The caller's identity goes with each call, as
+`identity` says (docs/mcp.md): `assertion` (X-Caller-Assertion, a JWT the service signs),
+`caller-token` (the caller's own bearer token, AUTH_MODE=jwt; it replaces an `Authorization` of the
+server's headers) or `none`. A listing is the same for every caller, so it carries the server's
+headers only.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from rag_orchestrator.ssm_params import read_secret
+from rag_orchestrator.ssm_params import SecretReader
 from rag_orchestrator.tools.base import ToolContext
 from rag_orchestrator.tools.caller_assertions import CallerAssertions
 from rag_orchestrator.tools.mcp_exchange import (
@@ -40,12 +41,14 @@ class McpEndpoint:
         *,
         default_timeout: float,
         assertions: CallerAssertions | None = None,
+        secrets: SecretReader | None = None,
     ) -> None:
         self.server = server
         self.timeout_seconds = server.timeout_seconds or default_timeout
         self.mode = AUTO  # until a listing says which protocol the server speaks
         self._client = client
         self._assertions = assertions
+        self._secrets = secrets
 
     async def headers(self) -> tuple[dict[str, str], list[str]]:
         """The server's own headers with references read, and the values read; McpCallFailed when a
@@ -54,7 +57,9 @@ class McpEndpoint:
         values: dict[str, str] = {}
         for ref in refs:
             try:
-                values[ref] = await asyncio.to_thread(read_secret, secret_reference(ref))
+                if self._secrets is None:
+                    raise LookupError("no AWS clients given")
+                values[ref] = await asyncio.to_thread(self._secrets.read, secret_reference(ref))
             except Exception:  # missing, not readable by this function, or not a string
                 raise McpCallFailed(f"The secret {ref} of its headers cannot be read") from None
             if "\r" in values[ref] or "\n" in values[ref]:

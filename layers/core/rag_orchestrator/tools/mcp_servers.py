@@ -5,14 +5,14 @@ object (`s3://bucket/key.json`), an SSM parameter (`ssm:/name`) or the JSON docu
 when the toolbox is built. Every problem is a ConfigError naming the server and the field. A header
 value may hold secret references, `${ssm:/name}` (an SSM parameter, decrypted) or
 `${secretsmanager:<name or ARN>}` (a Secrets Manager secret), `#field` picking one field of a JSON
-secret, read as ssm_params reads every secret when the server is first used.
+secret, read through the composition root's SecretReader when the server is first used.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -22,6 +22,9 @@ from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import ANONYMOUS, normalise_roles
 from rag_orchestrator.errors import ConfigError
 from rag_orchestrator.ssm_params import SecretReference
+
+if TYPE_CHECKING:
+    from rag_orchestrator.aws import AwsClients
 
 SETTING = "MCP_SERVERS"
 SEPARATOR = "__"  # a tool is offered as <server>__<tool>
@@ -163,8 +166,9 @@ def parse_servers(document: Any, source: str = SETTING) -> tuple[McpServer, ...]
     return tuple(servers.values())
 
 
-def load_servers(settings: Settings) -> tuple[McpServer, ...]:
-    """The servers MCP_SERVERS names, validated; none when it is unset."""
+def load_servers(settings: Settings, aws: AwsClients | None = None) -> tuple[McpServer, ...]:
+    """The servers MCP_SERVERS names, validated; none when it is unset. One in S3 or SSM is read with
+    `aws`."""
     location = (settings.mcp_servers or "").strip()
     if not location:
         return ()
@@ -176,4 +180,4 @@ def load_servers(settings: Settings) -> tuple[McpServer, ...]:
         return parse_servers(document)
     from rag_orchestrator.tools.catalog_source import read_catalog_document
 
-    return parse_servers(read_catalog_document(location, SETTING), f"{SETTING} {location}")
+    return parse_servers(read_catalog_document(location, aws, SETTING), f"{SETTING} {location}")

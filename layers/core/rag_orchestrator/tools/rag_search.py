@@ -20,8 +20,9 @@ NAME = "rag_search"
 CITE = "Cite results as [source:documentId#chunkIndex]."
 KNOWLEDGE_ONLY = f"Search the knowledge base for passages relevant to a question. {CITE}"
 WITH_MEMORY = (
-    "Search the knowledge base, together with this user's earlier conversations and attachments, "
-    f"for passages relevant to a question. {CITE}"
+    "Search the knowledge base, and this user's attachments and earlier conversations, for passages "
+    f"relevant to a question. {CITE} Results from earlier conversations are labelled with their date "
+    "and kind: what the user said, or an earlier answer that may be outdated."
 )
 
 
@@ -71,13 +72,15 @@ class RagSearchTool:
         query: str,
         *,
         caller_id: str | None = None,
+        conversation_id: str | None = None,
         max_results: int | None = None,
         source: str | None = None,
         tags: list[str] | None = None,
         modality: ModalityFilter | None = None,
         vector: QueryVector | None = None,
     ) -> list[Passage]:
-        """The knowledge base's passages, and with MEMORY_ENABLED the caller's fragments, best first."""
+        """The knowledge base's passages, and with MEMORY_ENABLED the caller's fragments (none of
+        conversation `conversation_id`) after them (retrieval/search.py)."""
         from rag_orchestrator.retrieval.search import search
 
         return await search(
@@ -88,6 +91,7 @@ class RagSearchTool:
             tags=tags,
             modality=modality,
             caller_id=caller_id if self.settings.memory_enabled else None,
+            conversation_id=conversation_id,
             vector=vector,
             settings=self.settings,
         )
@@ -95,7 +99,8 @@ class RagSearchTool:
     async def execute(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         passages = await self.search(
             arguments["query"],
-            caller_id=ctx.caller_id,
+            caller_id=ctx.caller_id if ctx.memory else None,
+            conversation_id=ctx.conversation_id,
             max_results=arguments.get("max_results"),
             source=arguments.get("source"),
             tags=arguments.get("tags"),

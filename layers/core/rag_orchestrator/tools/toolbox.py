@@ -8,19 +8,22 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import may_use_tools
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.embedders import Embedder
+from rag_orchestrator.ssm_params import SecretReader
 from rag_orchestrator.tools.base import AttachmentLinks, SearchTool, Tool
 from rag_orchestrator.tools.caller_assertions import CallerAssertions
-from rag_orchestrator.tools.catalog import Catalog, Lookup, environment_secret, load_catalog
+from rag_orchestrator.tools.catalog import Catalog, Lookup, environment_secrets, load_catalog
 from rag_orchestrator.tools.http_tool import ClientPool, HttpTool
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 from rag_orchestrator.tools.registry import ToolRegistry
 from rag_orchestrator.tools.selection import Offer, ToolSelector
 
 if TYPE_CHECKING:  # built only when MCP_SERVERS names a server
+    from rag_orchestrator.tools.mcp_endpoint import McpEndpoint
     from rag_orchestrator.tools.mcp_servers import McpServer
     from rag_orchestrator.tools.mcp_toolset import McpTools
 
@@ -81,12 +84,12 @@ def selection_embedder(settings: Settings) -> Embedder | None:
         return None
 
 
-def _cache(settings: Settings) -> Any:
-    if not (settings.tool_index_cache and settings.transcripts_bucket):
+def _cache(settings: Settings, aws: AwsClients | None) -> Any:
+    if not (settings.tool_index_cache and settings.transcripts_bucket and aws is not None):
         return None
     from rag_orchestrator.tools.index_cache import S3VectorCache
 
-    return S3VectorCache(settings.transcripts_bucket)
+    return S3VectorCache(settings.transcripts_bucket, aws.lazy("s3"))
 
 
 def build_toolbox(
@@ -95,15 +98,20 @@ def build_toolbox(
     rag_search: SearchTool | None = None,
     embedder: Embedder | None = _DEFAULT,
     transport: httpx.AsyncBaseTransport | None = None,
-    lookup: Lookup = environment_secret,
+    lookup: Lookup | None = None,
     cache: Any = _DEFAULT,
     attachment_links: AttachmentLinks | None = None,
     assertions: CallerAssertions | None = None,
+    aws: AwsClients | None = None,
+    secrets: SecretReader | None = None,
 ) -> Toolbox:
     """Load and validate the catalogue and MCP_SERVERS (ConfigError on any problem) and wire their
-    tools; MCP servers are listed when first used, not here."""
-    catalog = load_catalog(settings, lookup)
-    servers = _servers(settings)
+    tools; MCP servers are listed when first used, not here. `aws` reads a catalogue or MCP_SERVERS in
+    S3 or SSM and keeps the tool index in S3 (TOOL_INDEX_CACHE); `secrets` reads the secrets the
+    catalogue (unless `lookup` is given) and the servers' headers name."""
+    lookup = lookup or environment_secrets(secrets)
+    catalog = load_catalog(settings, lookup, aws)
+    servers = _servers(settings, aws)
     if rag_search is None:
         from rag_orchestrator.tools.rag_search import RagSearchTool
 
@@ -123,7 +131,7 @@ def build_toolbox(
     chosen_embedder = selection_embedder(settings) if embedder is _DEFAULT else embedder
     fixed: list[Tool] = [rag_search, *http_tools]
     mcp = (
-        _mcp_tools(settings, servers, chosen_embedder, [t.name for t in fixed], assertions)
+        _mcp_tools(settings, _endpoints(settings, servers, assertions, secrets), chosen_embedder, fixed)
         if servers
         else None
     )
@@ -138,35 +146,51 @@ def build_toolbox(
         embedder=chosen_embedder,
         top_k=settings.tool_selection_top_k,
         min_score=settings.tool_selection_min_score,
-        cache=_cache(settings) if cache is _DEFAULT else cache,
+        cache=_cache(settings, aws) if cache is _DEFAULT else cache,
         more=mcp,
     )
     return Toolbox(catalog=catalog, registry=registry, selector=selector, search=rag_search, mcp=mcp)
 
 
-def _servers(settings: Settings) -> tuple[McpServer, ...]:
+def _servers(settings: Settings, aws: AwsClients | None) -> tuple[McpServer, ...]:
     """MCP_SERVERS' servers, validated; their module is not even imported without them."""
     if not settings.mcp_servers:
         return ()
     from rag_orchestrator.tools.mcp_servers import load_servers
 
-    return load_servers(settings)
+    return load_servers(settings, aws)
+
+
+def _endpoints(
+    settings: Settings,
+    servers: tuple[McpServer, ...],
+    assertions: CallerAssertions | None,
+    secrets: SecretReader | None,
+) -> list[McpEndpoint]:
+    from rag_orchestrator.tools.mcp_endpoint import McpEndpoint
+    from rag_orchestrator.tools.mcp_exchange import lazy_client
+
+    client = lazy_client(settings.tool_response_max_bytes)
+    return [
+        McpEndpoint(
+            server,
+            client,
+            default_timeout=settings.tool_timeout_seconds,
+            assertions=assertions,
+            secrets=secrets,
+        )
+        for server in servers
+    ]
 
 
 def _mcp_tools(
-    settings: Settings,
-    servers: tuple[McpServer, ...],
-    embedder: Embedder | None,
-    taken: list[str],
-    assertions: CallerAssertions | None,
+    settings: Settings, endpoints: list[McpEndpoint], embedder: Embedder | None, fixed: list[Tool]
 ) -> McpTools:
-    from rag_orchestrator.tools.mcp_endpoint import McpEndpoint
-    from rag_orchestrator.tools.mcp_exchange import lazy_client
     from rag_orchestrator.tools.mcp_toolset import McpTools
 
-    client = lazy_client(settings.tool_response_max_bytes)
-    endpoints = [
-        McpEndpoint(server, client, default_timeout=settings.tool_timeout_seconds, assertions=assertions)
-        for server in servers
-    ]
-    return McpTools(endpoints, ttl_seconds=settings.mcp_tools_ttl_seconds, embedder=embedder, taken=taken)
+    return McpTools(
+        endpoints,
+        ttl_seconds=settings.mcp_tools_ttl_seconds,
+        embedder=embedder,
+        taken=[tool.name for tool in fixed],
+    )

@@ -29,10 +29,11 @@ class BedrockEmbedder:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> BedrockEmbedder:
-        from rag_orchestrator import aws
+        from rag_orchestrator.aws import AwsClients
 
         # A hung Bedrock is asked again at most EMBEDDING_MAX_RETRIES times, each bounded by the timeout.
-        client = aws.client(
+        # Clients of its own until the composition root builds the embedder and hands it its clients.
+        client = AwsClients().client(
             "bedrock-runtime",
             read_timeout=settings.embedding_timeout_seconds,
             max_attempts=settings.embedding_max_retries + 1,
