@@ -21,7 +21,8 @@ from bench.report import Section
 QUESTION = "How do I run the tests?"
 ANSWER = "Run make test."
 TOOL_RESULT = "make test runs the suite"
-GOAL_MS = 0.4
+GOAL_MS = 0.25
+PEER_GOAL = 15  # LangGraph's turn at least this many times ours, in the same run
 
 STORAGE_CALLS = frozenset({"start_turn", "context", "finish_turn", "abort_turn"})
 
@@ -185,10 +186,56 @@ def pydantic_ai() -> Turn:
     return turn
 
 
+def openai_agents() -> Turn:
+    from agents import Agent, RunConfig, Runner, function_tool
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+    class ScriptedModel(Model):
+        """A tool call first, the answer once the tool's output is in the input."""
+
+        async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kw: Any) -> Any:
+            if isinstance(input, list) and any(
+                isinstance(item, dict) and item.get("type") == "function_call_output" for item in input
+            ):
+                text = ResponseOutputText(text=ANSWER, type="output_text", annotations=[])
+                item: Any = ResponseOutputMessage(
+                    id="msg", content=[text], role="assistant", status="completed", type="message"
+                )
+            else:
+                item = ResponseFunctionToolCall(
+                    call_id="call_lookup", name="lookup", arguments='{"query": "tests"}', type="function_call"
+                )
+            return ModelResponse(output=[item], usage=Usage(), referenceable_id=None)
+
+        def stream_response(self, *args: Any, **kw: Any) -> Any:
+            raise NotImplementedError
+
+    @function_tool
+    async def lookup(query: str) -> str:
+        """Look something up."""
+        return TOOL_RESULT
+
+    agent = Agent(name="bench", model=ScriptedModel(), tools=[lookup])
+    config = RunConfig(tracing_disabled=True)  # as ours and the others: nothing exported
+
+    async def turn() -> Any:
+        started = time.perf_counter()
+        result = await Runner.run(agent, QUESTION, run_config=config)
+        elapsed = time.perf_counter() - started
+        assert result.final_output == ANSWER, result.final_output
+        return elapsed
+
+    return turn
+
+
 CONTENDERS: dict[str, Callable[[], Turn]] = {
     "rag_orchestrator": ours,
     "langgraph create_react_agent": langgraph,
     "pydantic-ai Agent": pydantic_ai,
+    "openai-agents Runner": openai_agents,
 }
 
 
@@ -199,7 +246,9 @@ async def _measure(turn: Turn, warmup: int, runs: int) -> list[float]:
 
 
 def run(quick: bool = False) -> Section:
-    section = Section("loop", packages=["langgraph", "langchain-core", "pydantic-ai-slim", "pydantic"])
+    section = Section(
+        "loop", packages=["langgraph", "langchain-core", "pydantic-ai-slim", "openai-agents", "pydantic"]
+    )
     runs, warmup = (200, 30) if quick else (2000, 200)
     medians: dict[str, float] = {}
 
@@ -210,7 +259,7 @@ def run(quick: bool = False) -> Section:
             figure = section.add(name, "ms", samples)
             medians[name] = figure.median
             if name == "rag_orchestrator":
-                figure.goal, figure.met = f"< {GOAL_MS} ms median", figure.median < GOAL_MS
+                figure.goal, figure.met = f"<= {GOAL_MS} ms median", figure.median <= GOAL_MS
                 storage = turn_storage[-1][-runs:]
                 section.add("  of which storage calls (in-memory store, on the event loop)", "ms", storage)
                 alone = [total - spent for total, spent in zip(samples, storage, strict=True)]
@@ -229,4 +278,7 @@ def run(quick: bool = False) -> Section:
     ]
     for figure in section.figures[3:]:
         figure.note = f"{figure.median / base:.1f}x ours"
+    under = medians["langgraph create_react_agent"] / base
+    figure = section.add("langgraph's turn ÷ ours (medians, this run)", "ratio", under)
+    figure.goal, figure.met = f">= {PEER_GOAL}x", under >= PEER_GOAL
     return section

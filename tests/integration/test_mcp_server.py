@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from rag_orchestrator.config import get_settings
 from rag_orchestrator.retrieval.embedders import get_embedder
-from rag_orchestrator.retrieval.fragments import conversation_fragment, get_fragment_index
+from rag_orchestrator.retrieval.fragments import conversation_fragments, get_fragment_index
 from tests.fakes.llm_script import text_reply
 
 pytestmark = pytest.mark.integration
@@ -106,7 +106,7 @@ def test_what_is_not_a_json_rpc_post_gets_the_apis_errors(dev_app):
 
 async def test_conversation_memory_never_reaches_mcp(dev_app):
     secret = f"the vault code is {uuid.uuid4().hex[:8]}"
-    fragment = conversation_fragment(
+    fragments = conversation_fragments(
         conversation_id="c-bob",
         caller_id="mcp-alice",  # the very caller asking: still only the knowledge base answers
         message_id="m1",
@@ -115,9 +115,9 @@ async def test_conversation_memory_never_reaches_mcp(dev_app):
         created_at=datetime.now(UTC),
     )
     index = get_fragment_index(get_settings())
-    await asyncio.to_thread(index.add, [fragment])
+    await asyncio.to_thread(index.add, fragments)
     vector = await asyncio.to_thread(get_embedder(get_settings()).embed, secret)
-    assert secret in index.query(vector, "mcp-alice", 1)[0].text  # there for the caller's own turns
+    assert secret in index.recall(vector, "mcp-alice", 1)[0].text  # there for the caller's other turns
     async with client(dev_app.url) as mcp:
         found = await mcp.call_tool("search_knowledge_base", {"query": secret})
     assert not found.is_error
