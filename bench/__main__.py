@@ -32,6 +32,7 @@ BENCHMARKS = {
     "turns": "bench.turns",
     "cost": "bench.cost",
     "selection": "bench.selection",
+    "assertion": "bench.assertion",
     "history": "bench.history",
     "concurrency": "bench.concurrency",
     "archival": "bench.archival",
@@ -41,6 +42,7 @@ BENCHMARKS = {
     "memory_use": "bench.memory_use",
     "size": "bench.size",
     "embedders": "bench.embedders",
+    "retrieval": "bench.retrieval",
 }
 
 

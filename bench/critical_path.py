@@ -105,6 +105,7 @@ def run(quick: bool = False) -> Section:
     from rag_orchestrator.api.deps import process_aws
     from rag_orchestrator.observability import logger
     from rag_orchestrator.retrieval.ingestion import ingest_documents
+    from rag_orchestrator.retrieval.knowledge_base import create_knowledge_base
     from tests.fakes.fake_embeddings import serve_fake_embeddings
     from tests.fakes.llm_script import text_reply
 
@@ -131,7 +132,7 @@ def run(quick: bool = False) -> Section:
         stack.llm.default = text_reply("Run make test.")
         ingest_documents(
             [{"documentId": "guide", "title": "Guide", "text": GUIDE}],
-            _settings(stack, embeddings.url, stack.env["CHROMA_URL"], collection),
+            create_knowledge_base(_settings(stack, embeddings.url, stack.env["CHROMA_URL"], collection)),
         )
         moto, embedder, chroma = (f"http://127.0.0.1:{port}" for port in proxies.ports)
         os.environ["AWS_ENDPOINT_URL"] = moto

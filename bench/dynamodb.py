@@ -59,7 +59,8 @@ def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
     from rag_orchestrator.loop.request import TurnRequest
     from rag_orchestrator.loop.titles import AutoTitle
     from rag_orchestrator.loop.turn_memory import TurnMemory
-    from rag_orchestrator.retrieval.fragments import get_fragment_index
+    from rag_orchestrator.retrieval.embedders import create_embedder
+    from rag_orchestrator.retrieval.fragments import create_fragment_index
     from tests.fakes.scripted import ScriptedStrategy, answer, call, scripted_orchestrator, tool_calls
 
     aws = process_aws()
@@ -69,6 +70,7 @@ def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
     settings = stack.settings(loop_initial_rag=False)
     aws.reset()
     store = create_store(settings, aws)
+    memory = create_fragment_index(settings, create_embedder(settings))
     wire = WireCounter({"dynamodb": aws.client("dynamodb"), "s3": aws.client("s3")})
     meter = CapacityMeter(aws.client("dynamodb"))
     caller = Caller("bench")
@@ -89,7 +91,7 @@ def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
             tools=[LookupTool()],
             settings=settings,
             # What a deployed turn runs after it (AUTO_TITLE is on by default): memory and the title.
-            after_turn=[TurnMemory(get_fragment_index(settings)), AutoTitle(store, strategy)],
+            after_turn=[TurnMemory(memory), AutoTitle(store, strategy)],
         )
         wire.take()
         meter.take()
@@ -144,7 +146,7 @@ def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
 
     conversation = asyncio.run(main())
     # Proof that the after-turn work ran: the turns' fragments are in conversation memory.
-    section.details["fragments indexed (caller bench)"] = get_fragment_index(settings).store.count(
+    section.details["fragments indexed (caller bench)"] = memory.store.count(
         where={"callerId": caller.caller_id}
     )
     section.details["operations of the last of each"] = {

@@ -25,8 +25,8 @@ def rss_kb():
 started = time.perf_counter()
 before = rss_kb()
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.retrieval.embedders import get_embedder
-embedder = get_embedder(load_settings(conversation_storage="memory", embedding_provider=sys.argv[1]))
+from rag_orchestrator.retrieval.embedders import create_embedder
+embedder = create_embedder(load_settings(conversation_storage="memory", embedding_provider=sys.argv[1]))
 embedder.embed("warm")
 loaded = time.perf_counter() - started
 after = rss_kb()
@@ -43,7 +43,7 @@ def _fresh(provider: str) -> dict[str, float]:
 
 
 def _texts() -> list[str]:
-    from eval.scoring import corpus_documents
+    from eval.questions import corpus_documents
     from rag_orchestrator.retrieval.chunking import split_text
 
     return [chunk for d in corpus_documents() for chunk in split_text(d["text"], 800, 120)]
@@ -51,7 +51,7 @@ def _texts() -> list[str]:
 
 def run(quick: bool = False) -> Section:
     from rag_orchestrator.config import load_settings
-    from rag_orchestrator.retrieval.embedders import get_embedder
+    from rag_orchestrator.retrieval.embedders import create_embedder
 
     section = Section("embedders", packages=["wordllama", "numpy", "tokenizers"])
     providers = ["hashing", *(["wordllama"] if importlib.util.find_spec("wordllama") else [])]
@@ -61,7 +61,7 @@ def run(quick: bool = False) -> Section:
         fresh = [_fresh(provider) for _ in range(rounds)]
         section.add(f"{provider}: fresh process until built", "s", [f["seconds"] for f in fresh])
         section.add(f"{provider}: memory it adds (RSS)", "MB", [f["rss_mb"] for f in fresh])
-        embedder = get_embedder(load_settings(conversation_storage="memory", embedding_provider=provider))
+        embedder = create_embedder(load_settings(conversation_storage="memory", embedding_provider=provider))
         speeds = []
         for _ in range(rounds):
             started = time.perf_counter()

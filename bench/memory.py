@@ -65,9 +65,11 @@ def run(quick: bool = False) -> Section:
 
 def _parts(stack: local.LocalStack, runs: int) -> tuple[list[float], list[float]]:
     from rag_orchestrator.domain.base import utcnow
-    from rag_orchestrator.retrieval.fragments import conversation_fragments, get_fragment_index
+    from rag_orchestrator.retrieval.embedders import create_embedder
+    from rag_orchestrator.retrieval.fragments import conversation_fragments, create_fragment_index
 
-    index = get_fragment_index(stack.settings())
+    settings = stack.settings()
+    index = create_fragment_index(settings, create_embedder(settings))
     assert index.embedder is not None
     embed: list[float] = []
     upsert: list[float] = []
@@ -101,6 +103,9 @@ def _first_turn_after(stack: local.LocalStack, layout: Any, env: dict[str, str],
 
 
 def _fragments(stack: local.LocalStack) -> int:
-    from rag_orchestrator.retrieval.fragments import get_fragment_index
+    from rag_orchestrator.retrieval.embedders import create_embedder
+    from rag_orchestrator.retrieval.fragments import create_fragment_index
 
-    return get_fragment_index(stack.settings()).store.count()
+    settings = stack.settings()
+    index = create_fragment_index(settings, create_embedder(settings))
+    return index.store.count()

@@ -86,12 +86,17 @@ class LocalStack:
 
     def _provision(self) -> None:
         from devserver.resources import create_resources
+        from rag_orchestrator.api.deps import process_aws
         from rag_orchestrator.retrieval.ingestion import ingest_documents
+        from rag_orchestrator.retrieval.knowledge_base import create_knowledge_base
 
         create_resources(
             self.env["CONVERSATIONS_TABLE"], [self.env["TRANSCRIPTS_BUCKET"], self.env["DOCUMENTS_BUCKET"]]
         )
-        ingest_documents([{"documentId": "guide", "title": "Guide", "text": GUIDE}], self.settings())
+        ingest_documents(
+            [{"documentId": "guide", "title": "Guide", "text": GUIDE}],
+            create_knowledge_base(self.settings(), process_aws()),
+        )
 
     def fresh_table(self) -> None:
         """The conversations table made anew, so that a benchmark starts from an empty store: what the

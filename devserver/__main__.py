@@ -11,7 +11,14 @@ import time
 from devserver import dev_env
 from devserver.demo_mcp import use_demo_mcp
 from devserver.demo_tools import use_demo_catalog
-from devserver.stack import ROOT, S3_EVENTS_PATH, apply_local_defaults, start_chroma, start_moto
+from devserver.stack import (
+    ROOT,
+    S3_EVENTS_PATH,
+    apply_local_defaults,
+    start_chroma,
+    start_moto,
+    use_assertion_key,
+)
 
 
 def _interrupt(*_: object) -> None:
@@ -34,6 +41,8 @@ def main() -> int:
     use_demo_mcp(env.get("PORT") or "8000", env)
     sys.path.insert(0, str(ROOT / "layers" / "core"))
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "layers" / "core"), str(ROOT)]))
+    local = dev_env.local_dir()
+    use_assertion_key(local / "assertion-key.pem", env)
     from rag_orchestrator.config import get_settings
     from rag_orchestrator.errors import ConfigError
 

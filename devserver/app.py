@@ -14,7 +14,7 @@ from fastapi.staticfiles import StaticFiles
 
 from devserver.demo_mcp import MOUNT as MCP_MOUNT
 from devserver.demo_mcp import DemoMcpApp
-from devserver.demo_tools import MOUNT, demo_tools_app
+from devserver.demo_tools import MOUNT, demo_tools_app, service_url
 from devserver.stack import S3_EVENTS_PATH
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.attachments.events import process_event
@@ -43,6 +43,7 @@ def build_app() -> FastAPI:
         return {"accepted": len(event.get("Records") or [])}
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    app.mount(MOUNT, demo_tools_app(), name="demo-tools")
-    app.mount(MCP_MOUNT, DemoMcpApp(), name="demo-mcp")
+    issuer = app.state.services.settings.assertion_issuer
+    app.mount(MOUNT, demo_tools_app(service_url(), issuer), name="demo-tools")
+    app.mount(MCP_MOUNT, DemoMcpApp(service_url(), issuer), name="demo-mcp")
     return app

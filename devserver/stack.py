@@ -58,6 +58,21 @@ def apply_local_defaults(environ: dict[str, str] | None = None) -> dict[str, str
     return environ
 
 
+def use_assertion_key(path: Path, environ: dict[str, str] | None = None) -> None:
+    """The key the dev server signs caller assertions with (ASSERTION_PRIVATE_KEY), kept at `path`
+    so tool APIs that cached the key set keep verifying across restarts; made on first use."""
+    environ = os.environ if environ is None else environ
+    if environ.get("ASSERTION_PRIVATE_KEY"):
+        return
+    if not path.exists():
+        from rag_orchestrator.tools.assertion import generate_key_pem
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600)
+        path.write_text(generate_key_pem())
+    environ["ASSERTION_PRIVATE_KEY"] = path.read_text()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -1,12 +1,17 @@
-"""`python -m eval [--embedders hashing,wordllama] [--misses] [--turns]`: ingest eval/corpus/ into a Chroma server of its own
-(data under .local/eval/), ask every question of eval/questions.yaml, print retrieval hit@1/hit@3 and answer
-accuracy per embedder and strategy, then ask the README's sample question of the sample knowledge base.
+"""`python -m eval [--embedders hashing] [--modes hybrid,dense,lexical] [--rerankers none,local] [--misses]
+[--turns]`:
+answer quality. Ingests eval/corpus/ and the sample knowledge base (README.md, docs/) into a Chroma server
+of its own (data under .local/eval/), asks every question of eval/*.yaml through the service's code, and
+prints, per embedder, strategy, retrieval mode and reranker: hit@1, hit@3, MRR, answer accuracy, answers
+that lead with the fact, follow-ups answered, honest "not found", median answer length; then accuracy per
+question type for the offline default. The new sets' two splits are reported apart: `tune` was looked at
+while improving the code, `held-out` never was.
 
 Strategies: the offline `extractive` always, and MODEL_STRATEGY from the environment when it names another
-(its keys and URLs from the environment too). Embedders: `hashing`, `wordllama` when installed, and
-EMBEDDING_PROVIDER from the environment when it names another. Retrieval uses the topK and similarity
-threshold `make dev` would use for that embedder. `--turns` also asks the set as chat turns with
-conversation memory on and off (eval/turns.py).
+(its keys and URLs from the environment too). Retrieval uses the topK and similarity threshold `make dev`
+would use for the embedder. `--misses` lists the wrong answers of the tune split (never the held-out one).
+`--turns` also asks the package docs' questions as chat turns with conversation memory on and off
+(eval/turns.py).
 """
 
 from __future__ import annotations
@@ -14,13 +19,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.util
 import io
 import logging
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,20 +35,29 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from devserver.stack import apply_local_defaults, free_port, start_chroma  # noqa: E402
-from eval.scoring import Question, Tally, corpus_documents, load_questions, ranked_documents, table  # noqa: E402
+from eval.questions import (  # noqa: E402
+    HELD_OUT,
+    TUNE,
+    Question,
+    QuestionSet,
+    corpus_documents,
+    question_sets,
+)
+from eval.runs import Asker  # noqa: E402
+from eval.scoring import Tally, table  # noqa: E402
 
-README_QUESTION = "How do I run the tests?"
-README_FACT = "make test"
+MODES = ("hybrid", "dense", "lexical")
+DEFAULT = (
+    "hashing",
+    "extractive",
+    "hybrid",
+    "local",
+)  # the offline default: embedder, strategy, mode, reranker
+GOALS = {"hit@3": 0.95, "accuracy": 0.90, "leads": 0.85}
 
 
-def default_embedders() -> list[str]:
-    chosen = ["hashing"]
-    if importlib.util.find_spec("wordllama"):
-        chosen.append("wordllama")
-    configured = os.environ.get("EMBEDDING_PROVIDER")
-    if configured and configured not in chosen:
-        chosen.append(configured)
-    return chosen
+def rerankers() -> list[str]:
+    return ["none", "local", *(["http"] if os.environ.get("RERANKER_URL") else [])]
 
 
 def strategies() -> list[str]:
@@ -53,7 +65,7 @@ def strategies() -> list[str]:
     return ["extractive", *([configured] if configured and configured != "extractive" else [])]
 
 
-def settings_for(embedder: str, collection: str, chroma_url: str):
+def settings_for(embedder: str, collection: str, chroma_url: str, **overrides):
     from rag_orchestrator.config import load_settings
 
     defaults = apply_local_defaults({"EMBEDDING_PROVIDER": embedder})
@@ -65,127 +77,133 @@ def settings_for(embedder: str, collection: str, chroma_url: str):
         chroma_url=chroma_url,
         chroma_collection=f"{collection}-{embedder.replace('_', '-')}",
         conversation_storage="memory",
+        memory_enabled=False,  # one question's answer must not become the next one's passage
+        auto_title=False,
         rag_similarity_threshold=threshold,
+        **overrides,
     )
 
 
-async def ask(question: str, settings, strategy) -> tuple[list[str], list[str], str]:
-    """The document ids retrieval ranks for the question, the passages' texts, and the strategy's answer."""
-    from rag_orchestrator.retrieval.answers import AnswerQuery, answer_events, collect_answer
-    from rag_orchestrator.retrieval.search import search
-
-    found = await search(question, top_k=settings.rag_topk_default, threshold=0.0, settings=settings)
-    request = AnswerQuery(
-        question, top_k=settings.rag_topk_default, threshold=settings.rag_similarity_threshold
-    )
-    answer = await collect_answer(answer_events(request, settings, strategy))
-    return ranked_documents([p.document_id for p in found]), [p.text for p in found], answer.answer
-
-
-async def evaluate(questions: list[Question], settings, strategy) -> Tally:
-    from rag_orchestrator.retrieval.answers import NO_CONTEXT_ANSWER
-
-    tally = Tally()
-    for q in questions:
-        documents, passages, answer = await ask(q.question, settings, strategy)
-        tally.add(q, documents, passages, answer, nothing=answer.startswith(NO_CONTEXT_ANSWER[:30]))
-    return tally
-
-
-def run_turns(embedders: list[str], chroma_url: str) -> list[dict[str, str]]:
-    """The set as chat turns of the extractive model, memory on and off (eval/turns.py)."""
+def run_turns(embedders: list[str], chroma_url: str, questions: list[Question]) -> list[dict[str, str]]:
+    """The questions as chat turns of the extractive model, memory on and off (eval/turns.py)."""
     from eval.turns import ask_as_turns
 
     rows = []
     for embedder in embedders:
-        settings = settings_for(embedder, "eval", chroma_url)  # ingested by run()
+        settings = settings_for(embedder, "eval", chroma_url)  # ingested by ingest()
         for memory in (False, True):
             with contextlib.redirect_stdout(io.StringIO()):
-                tally = asyncio.run(ask_as_turns(load_questions(), settings, memory=memory))
+                tally = asyncio.run(ask_as_turns(questions, settings, memory=memory))
             name = f"extractive turns, memory {'on' if memory else 'off'}"
-            rows.append({"embedder": embedder, "strategy": name, **tally.row(), "ingest s": "-"})
-    return rows
-
-
-def run(embedders: list[str], chroma_url: str, show_misses: bool) -> list[dict[str, str]]:
-    from rag_orchestrator.providers import create_strategy
-    from rag_orchestrator.retrieval.ingestion import ingest_documents
-
-    questions = load_questions()
-    rows = []
-    for embedder in embedders:
-        settings = settings_for(embedder, "eval", chroma_url)
-        started = time.perf_counter()
-        ingest_documents(corpus_documents(), settings)
-        ingested = time.perf_counter() - started
-        for name in strategies():
-            try:
-                strategy = create_strategy(settings.model_copy(update={"model_strategy": name}))
-                # Powertools prints its metrics every 100 values, POWERTOOLS_METRICS_DISABLED or not.
-                with contextlib.redirect_stdout(io.StringIO()):
-                    tally = asyncio.run(evaluate(questions, settings, strategy))
-            except Exception as exc:
-                print(f"{embedder} / {name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-                continue
             rows.append(
-                {"embedder": embedder, "strategy": name, **tally.row(), "ingest s": f"{ingested:.1f}"}
+                {
+                    "embedder": embedder,
+                    "strategy": name,
+                    "mode": settings.retrieval_mode,
+                    "reranker": settings.reranker,
+                    "questions": "package docs",
+                    **tally.row(),
+                }
             )
-            if show_misses:
-                print(f"\n{embedder} / {name}: wrong answers ({len(tally.misses)})")
-                print("\n".join(f"  - {m}" for m in tally.misses))
     return rows
 
 
-def ask_readme_question(embedder: str, chroma_url: str) -> str:
+def ingest(embedder: str, chroma_url: str) -> None:
     from devserver.sample import sample_documents
-    from rag_orchestrator.providers import create_strategy
     from rag_orchestrator.retrieval.ingestion import ingest_documents
+    from rag_orchestrator.retrieval.knowledge_base import create_knowledge_base
 
-    settings = settings_for(embedder, "eval-sample", chroma_url)
-    ingest_documents(sample_documents(), settings)
-    strategy = create_strategy(settings.model_copy(update={"model_strategy": "extractive"}))
-    _, _, answer = asyncio.run(ask(README_QUESTION, settings, strategy))
-    return answer
+    ingest_documents(corpus_documents(), create_knowledge_base(settings_for(embedder, "eval", chroma_url)))
+    ingest_documents(
+        sample_documents(), create_knowledge_base(settings_for(embedder, "eval-sample", chroma_url))
+    )
+
+
+def measure(sets: list[QuestionSet], embedder: str, chroma_url: str, **config) -> dict[str, Tally]:
+    """Tallies of one configuration: the package docs, and the new sets' tune and held-out splits."""
+    corpus = Asker(settings_for(embedder, "eval", chroma_url, **config))
+    sample = Asker(settings_for(embedder, "eval-sample", chroma_url, **config))
+    tallies: dict[str, Tally] = {}
+    for questions in sets:
+        asker = sample if questions.sample_knowledge_base else corpus
+        if questions.name == "package docs":
+            tallies["package docs"] = asyncio.run(asker.evaluate(questions))
+            continue
+        for split in (TUNE, HELD_OUT):
+            tally = asyncio.run(asker.evaluate(questions.split(split)))
+            tallies[f"new: {split}"] = (
+                tallies[f"new: {split}"].merge(tally) if f"new: {split}" in tallies else tally
+            )
+    return tallies
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eval", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--embedders", default="", help="comma-separated (default: hashing, wordllama if installed)"
-    )
-    parser.add_argument("--misses", action="store_true", help="list the questions answered wrongly")
+    parser.add_argument("--embedders", default="hashing", help="comma-separated (default: hashing)")
+    parser.add_argument("--modes", default=",".join(MODES), help="retrieval modes (default: all three)")
+    parser.add_argument("--rerankers", default="", help="default: none, local, and http with RERANKER_URL")
+    parser.add_argument("--misses", action="store_true", help="list the wrong answers of the tune split")
     parser.add_argument(
         "--turns", action="store_true", help="also ask as chat turns, conversation memory on and off"
     )
     args = parser.parse_args(argv)
-    embedders = [e.strip() for e in args.embedders.split(",") if e.strip()] or default_embedders()
-    questions = load_questions()
-    answerable = sum(q.document is not None for q in questions)
-    print(
-        f"{answerable} questions about {len(corpus_documents())} documents (eval/corpus/SOURCES.md), "
-        f"{len(questions) - answerable} off-topic"
-    )
+    embedders = [e.strip() for e in args.embedders.split(",") if e.strip()]
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    chosen_rerankers = [r.strip() for r in args.rerankers.split(",") if r.strip()] or rerankers()
+    sets = question_sets()
+    for questions in sets:
+        asked = len(questions.singles) + sum(len(c) for c in questions.conversations)
+        print(f"{questions.name}: {asked} questions ({len(questions.conversations)} conversations)")
 
     local = ROOT / ".local" / "eval"
-    shutil.rmtree(
-        local / "chroma", ignore_errors=True
-    )  # every run ingests afresh, whatever embedder came before
+    shutil.rmtree(local / "chroma", ignore_errors=True)  # every run ingests afresh
     chroma = start_chroma(f"http://127.0.0.1:{free_port()}", local / "chroma", local / "chroma.log")
+    rows, types = [], []
     try:
-        rows = run(embedders, chroma.url, args.misses)
-        if args.turns:
-            rows += run_turns(embedders, chroma.url)
-        print()
-        print(table(rows))
         for embedder in embedders:
-            answer = ask_readme_question(embedder, chroma.url)
-            verdict = "answers with" if README_FACT in answer else "MISSES"
-            print(
-                f"\nREADME question {README_QUESTION!r} on README + docs/ ({embedder}, extractive): "
-                f"{verdict} `{README_FACT}`\n  {answer}"
-            )
+            ingest(embedder, chroma.url)
+            for strategy in strategies():
+                for mode in modes:
+                    for reranker in chosen_rerankers:
+                        config = {"model_strategy": strategy, "retrieval_mode": mode, "reranker": reranker}
+                        try:
+                            tallies = measure(sets, embedder, chroma.url, **config)
+                        except Exception as exc:
+                            print(
+                                f"{embedder}/{strategy}/{mode}/{reranker}: failed: {exc!r}", file=sys.stderr
+                            )
+                            continue
+                        for name, tally in tallies.items():
+                            rows.append(
+                                {
+                                    "embedder": embedder,
+                                    "strategy": strategy,
+                                    "mode": mode,
+                                    "reranker": reranker,
+                                    "questions": name,
+                                    **tally.row(),
+                                }
+                            )
+                            if (embedder, strategy, mode, reranker) == DEFAULT and name.startswith("new"):
+                                types.append({"questions": name, **tally.type_row()})
+                            if args.misses and name in ("package docs", f"new: {TUNE}"):
+                                print(f"\n{embedder}/{strategy}/{mode}/{reranker}, {name}: wrong answers")
+                                print("\n".join(f"  - {m}" for m in tally.misses))
+        if args.turns:
+            package_docs = next(q for q in sets if q.name == "package docs")
+            rows += run_turns(embedders, chroma.url, package_docs.singles)
     finally:
         chroma.stop()
+    print()
+    print(table(rows))
+    if types:
+        print(f"\nRight answers per question type ({', '.join(DEFAULT)}):")
+        print(table(types))
+    print(
+        f"\nGoals on {', '.join(DEFAULT)} for the new questions: "
+        + ", ".join(f"{k} >= {v:.0%}" for k, v in GOALS.items())
+        + ", follow-ups >= 75%, honest on 5 of 6, median <= 400 chars"
+    )
     return 0 if rows else 1
 
 

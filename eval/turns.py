@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import uuid
 
-from eval.scoring import Question, Tally, ranked_documents
+from eval.questions import Question
+from eval.scoring import Tally, ranked_documents
 
 ROUNDS = 2
 
@@ -20,7 +21,6 @@ async def ask_as_turns(questions: list[Question], settings, *, memory: bool) -> 
     from rag_orchestrator.domain.conversations import Conversation
     from rag_orchestrator.loop.request import TurnRequest
     from rag_orchestrator.providers.events import StreamingMode
-    from rag_orchestrator.providers.sentence_picker import NOTHING_FOUND
 
     services = Services(
         settings.model_copy(
@@ -47,11 +47,7 @@ async def ask_as_turns(questions: list[Question], settings, *, memory: bool) -> 
             await turn.after()  # memory indexes the turn before the next question
             record = turn.state.record
             found = list(record.passages.values())
-            tally.add(
-                question,
-                ranked_documents([p.document_id for p in found]),
-                [p.text for p in found],
-                record.content,
-                nothing=record.content.startswith(NOTHING_FOUND[:30]),
-            )
+            if question.answerable:
+                tally.add_retrieval(question, ranked_documents([p.document_id for p in found]))
+            tally.add_answer(question, record.content)
     return tally

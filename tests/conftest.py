@@ -53,6 +53,8 @@ def base_environment() -> Iterator[None]:
     # A title call after a first turn would take the fake LLM's next scripted reply (and show in its
     # requests) after a test's turn has ended: the title tests turn it on (test_titles.py).
     os.environ["AUTO_TITLE"] = "false"
+    # Likewise the condensing call of a later turn's search (docs/retrieval.md): the follow-up tests turn it on.
+    os.environ["CONDENSE_FOLLOW_UPS"] = "false"
     os.environ["AWS_ENDPOINT_URL"] = "http://127.0.0.1:9"  # nothing there unless a test starts moto
     os.environ["CHROMA_URL"] = "http://127.0.0.1:9"
     yield

@@ -13,6 +13,9 @@ export function callerHeaders(json) {
   const headers = { "X-Caller-Id": caller() };
   const roles = $("#caller-roles").value.trim();
   if (roles) headers["X-Caller-Roles"] = roles;
+  // The dev stand-in for the token's claims: pinned tool parameters (the demo tools' accountId) come from them.
+  const claims = $("#caller-claims").value.trim();
+  if (claims) headers["X-Caller-Claims"] = claims;
   if (json) headers["Content-Type"] = "application/json";
   return headers;
 }
@@ -33,7 +36,8 @@ export async function api(method, path, body) {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (!response.ok) throw await failure(response);
-  return response.status === 204 ? null : response.json();
+  const text = await response.text(); // a 204, or a 202 (forget all), has no body
+  return text ? JSON.parse(text) : null;
 }
 
 // Server-sent events from a fetch body: blocks split on a blank line, `data:` lines joined.

@@ -1,5 +1,5 @@
 // The dev chat page, a reference client of the API: conversations (titles, search, rename, delete —
-// conversations.js), turns over the native SSE stream with stop, regenerate, edit and feedback
+// conversations.js), temporary chats and the memory list with forget (memory.js), turns over the native SSE stream with stop, regenerate, edit and feedback
 // (turn.js), approvals, attachments (presigned S3 POST, attachments.js), usage, tools and health
 // (panels.js), and a reload that resumes the turn still running. No framework, no build step,
 // nothing loaded from elsewhere.
@@ -8,6 +8,7 @@
 import { API, api, caller, streamEvents } from "./api.js";
 import { attach, clearAttachments, takeAttachments } from "./attachments.js";
 import { ConversationList } from "./conversations.js";
+import { MemoryPanel } from "./memory.js";
 import { checkHealth, loadTools, loadUsage } from "./panels.js";
 import { TurnView, button, el } from "./turn.js";
 
@@ -34,13 +35,19 @@ const conversations = new ConversationList($("#conversations"), $("#search"), {
   current: () => state.conversationId,
   open: (id) => openConversation(id).catch(report),
   renamed: (id) => id === state.conversationId && showTitle(),
-  deleted: (id) => id === state.conversationId && closeConversation(),
+  deleted: (id) => {
+    if (id === state.conversationId) closeConversation();
+    memory.load().catch(report); // a deleted conversation's fragments went with it
+  },
   report,
 });
+
+const memory = new MemoryPanel($("#memory-panel"), $("#memory-search"), { report });
 
 function showTitle() {
   const title = state.conversationId ? conversations.title(state.conversationId) || "Untitled" : "Pick or start a conversation.";
   $("#conversation-title").textContent = title;
+  $("#temporary-badge").hidden = !state.conversationId || !conversations.temporary(state.conversationId);
 }
 
 function closeConversation() {
@@ -52,8 +59,9 @@ function closeConversation() {
   showTitle();
 }
 
-async function newConversation() {
-  const created = await api("POST", "/chat/conversations", {});
+// A temporary chat is created with "memory": false: nothing of it is remembered, nothing recalled into it.
+async function newConversation(temporary) {
+  const created = await api("POST", "/chat/conversations", temporary ? { memory: false } : {});
   await conversations.load();
   await openConversation(created.conversationId);
 }
@@ -229,8 +237,11 @@ function refreshAfterTurn() {
   conversations.load()
     .then(showTitle)
     .catch(report);
-  // An automatic title is written just after the turn's end: the list is asked once more.
-  setTimeout(() => conversations.load().then(showTitle).catch(() => {}), 1500);
+  // An automatic title and the turn's memory are written just after the turn's end: both asked once more.
+  setTimeout(() => {
+    conversations.load().then(showTitle).catch(() => {});
+    memory.load().catch(() => {});
+  }, 1500);
 }
 
 async function submit(event) {
@@ -275,10 +286,13 @@ async function resumeRunning() {
 async function refresh() {
   localStorage.setItem("callerId", caller());
   localStorage.setItem("callerRoles", $("#caller-roles").value.trim());
+  localStorage.setItem("callerClaims", $("#caller-claims").value.trim());
   closeConversation();
   showError("");
   $("#new-conversation").disabled = !caller();
+  $("#new-temporary").disabled = !caller();
   $("#usage").textContent = "";
+  memory.clear();
   if (!caller()) {
     $("#conversations").replaceChildren(el("li", "empty muted", "Enter a caller id to see its conversations."));
     $("#tools").replaceChildren();
@@ -296,9 +310,13 @@ function search() {
 function start() {
   $("#caller-id").value = localStorage.getItem("callerId") ?? "alice";
   $("#caller-roles").value = localStorage.getItem("callerRoles") || "";
+  // alice's account in the demo tool API (devserver/demo_tools.py), until the field is changed
+  $("#caller-claims").value = localStorage.getItem("callerClaims") ?? '{"accountId": "acct-1001"}';
   $("#caller-id").addEventListener("change", () => refresh().catch(report));
   $("#caller-roles").addEventListener("change", () => refresh().catch(report));
-  $("#new-conversation").addEventListener("click", () => newConversation().catch(report));
+  $("#caller-claims").addEventListener("change", () => refresh().catch(report));
+  $("#new-conversation").addEventListener("click", () => newConversation(false).catch(report));
+  $("#new-temporary").addEventListener("click", () => newConversation(true).catch(report));
   $("#search").addEventListener("input", search);
   $("#composer").addEventListener("submit", submit);
   $("#stop").addEventListener("click", () => stop().catch(report));

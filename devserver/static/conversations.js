@@ -1,4 +1,4 @@
-// The sidebar's conversation list: titles (a search over them), rename and delete. The page tells it
+// The sidebar's conversation list: titles (a search over them), temporary chats marked, rename and delete. The page tells it
 // which conversation is open and hears back when one is opened, renamed or deleted; other sidebar
 // panels (the memory list) follow the same shape: a class over its own element, told by the page.
 "use strict";
@@ -25,6 +25,11 @@ export class ConversationList {
     return this.items.find((c) => c.conversationId === id)?.title;
   }
 
+  // A temporary chat ("memory": false): nothing of it is remembered.
+  temporary(id) {
+    return this.items.find((c) => c.conversationId === id)?.memory === false;
+  }
+
   async load() {
     if (this.root.querySelector(".rename-input")) return; // a rename in progress keeps the list
     if (!caller()) {
@@ -48,6 +53,7 @@ export class ConversationList {
     item.dataset.id = c.conversationId;
     const open = button("", "open", () => this.page.open(c.conversationId));
     open.append(el("span", "title", c.title || "Untitled"), el("span", "when muted", when(c.updatedAt)));
+    if (c.memory === false) open.querySelector(".when").append(el("span", "badge temporary", "temporary"));
     open.title = c.title || c.conversationId;
     item.append(open);
     item.append(button("✎", "rename", () => this.startRename(item, c), "Rename"));

@@ -4,12 +4,15 @@ invocation (after the others are done), so Lambda retries it and then sends the 
 from rag_orchestrator.startup import frozen_start
 
 with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/startup.py)
+    from functools import cache
+
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
     from rag_orchestrator.api import snapstart
     from rag_orchestrator.aws import AwsClients
     from rag_orchestrator.config import get_settings
     from rag_orchestrator.observability import logger, publishes_metrics
+    from rag_orchestrator.retrieval.knowledge_base import KnowledgeBase, create_knowledge_base
     from rag_orchestrator.retrieval.s3_ingest import ingest_s3_event
     from rag_orchestrator.ssm_params import SecretReader
 
@@ -18,10 +21,16 @@ with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/s
     snapstart.register(aws)  # with the template's SnapStart on (docs/performance.md)
 
 
+@cache
+def knowledge_base() -> KnowledgeBase:
+    """This function's parts, built on the first event (the embedder's client is not a start-up cost)."""
+    return create_knowledge_base(settings, aws)
+
+
 @logger.inject_lambda_context(clear_state=True)
 @publishes_metrics
 def handler(event: dict, context: LambdaContext) -> dict:
-    result = ingest_s3_event(event, settings, aws.lazy("s3"))
+    result = ingest_s3_event(event, knowledge_base(), aws.lazy("s3"))
     logger.info(
         "ingestion done", extra={"documents": len(result["ingested"]), "skipped": len(result["skipped"])}
     )

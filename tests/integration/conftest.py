@@ -13,8 +13,11 @@ import pytest
 from devserver.demo_mcp import use_demo_mcp
 from devserver.demo_tools import CATALOG, MOUNT
 from devserver.stack import free_port
+from rag_orchestrator.tools.assertion import generate_key_pem
 from tests.fakes.fake_llm import FakeLLM
 from tests.integration.served import serve_dev_app
+
+DEV_KEY = generate_key_pem()
 
 GUIDE = (
     "The suite runs with make test on a fresh machine. It starts a moto server and a Chroma server.\n\n"
@@ -34,12 +37,13 @@ class DevApp:
 @pytest.fixture
 def dev_app(request, chroma_url, fake_llm, monkeypatch) -> Iterator[DevApp]:
     from rag_orchestrator.config import get_settings
-    from rag_orchestrator.retrieval.ingestion import ingest_documents
+    from tests.integration.knowledge import ingest
 
     port = free_port()
     monkeypatch.setenv("CHROMA_COLLECTION", f"dev-app-{uuid.uuid4().hex[:8]}")
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
     monkeypatch.setenv("TOOL_CATALOG_PATH", str(CATALOG))
+    monkeypatch.setenv("ASSERTION_PRIVATE_KEY", DEV_KEY)  # the key a test signs as the service with
     monkeypatch.setenv("DEMO_TOOLS_URL", f"http://127.0.0.1:{port}{MOUNT}")
     demo_mcp: dict[str, str] = {}
     use_demo_mcp(str(port), demo_mcp)
@@ -50,7 +54,7 @@ def dev_app(request, chroma_url, fake_llm, monkeypatch) -> Iterator[DevApp]:
         for key, value in fake_llm.settings_for("openai_compatible", model_max_retries=0).items():
             monkeypatch.setenv(key.upper(), str(value))
     get_settings.cache_clear()
-    ingest_documents(
+    ingest(
         [{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs", "tags": ["dev"]}],
         get_settings(),
     )

@@ -7,6 +7,7 @@ with serve_dev_app(port) as base:       # http://127.0.0.1:<port>
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 import time
@@ -43,10 +44,15 @@ def serve_dev_app(port: int) -> Iterator[str]:
 
 
 def run_node(
-    script: str, *args: str, timeout: float = 120, on_line: Callable[[dict[str, Any]], None] | None = None
+    script: str,
+    *args: str,
+    timeout: float = 120,
+    env: dict[str, str] | None = None,
+    on_line: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Run a client under tests/node and return the JSON it prints last; `on_line` is called with each
-    JSON line before it, as it comes (a client telling the test it reached a point)."""
+    """Run a client under tests/node (`env` added to its environment) and return the JSON it prints
+    last; `on_line` is called with each JSON line before it, as it comes (a client telling the test it
+    reached a point)."""
     if not (NODE_DIR / "node_modules").is_dir():
         raise RuntimeError("tests/node has no node_modules: run `make test` (devserver/bootstrap.sh node)")
     with subprocess.Popen(
@@ -55,6 +61,7 @@ def run_node(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, **(env or {})},
     ) as process:
         timer = threading.Timer(timeout, process.kill)
         timer.start()

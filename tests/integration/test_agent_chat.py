@@ -14,7 +14,7 @@ from tests.fakes.sse import parse_sse
 
 pytestmark = pytest.mark.integration
 
-ALICE = {"X-Caller-Id": "agent-alice"}
+ALICE = {"X-Caller-Id": "alice-agent-chat"}
 ADMIN = {"X-Caller-Id": "agent-root", "X-Caller-Roles": "admin"}
 ERROR_KEYS = {"error", "message", "timestamp", "requestId"}
 HISTORY = [
@@ -49,7 +49,9 @@ def test_a_stateless_turn_reads_the_history_runs_tools_previews_and_stores_nothi
         "history": HISTORY,
         "conversation_id": "ignored",
     }
-    response = agent_chat(dev_app.url, body)
+    # her account comes from her claims (the demo catalogue pins accountId to them), not the body
+    claimed = {**ALICE, "X-Caller-Claims": json.dumps({"accountId": "acct-1001"})}
+    response = agent_chat(dev_app.url, body, headers=claimed)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/event-stream")
     seen = events(response)
@@ -66,7 +68,9 @@ def test_a_stateless_turn_reads_the_history_runs_tools_previews_and_stores_nothi
     # The model read the client's history before the question, and was offered no approval tool.
     first = dev_app.llm.requests[0]
     said = [(m["role"], m["content"]) for m in first["messages"] if m["role"] in ("user", "assistant")]
-    assert said == [(h["role"], h["content"]) for h in HISTORY] + [("user", body["message"])]
+    assert said[: len(HISTORY)] == [(h["role"], h["content"]) for h in HISTORY]
+    assert said[-1] == ("user", body["message"])  # after the app's data (its context), enclosed as data
+    assert [text.startswith("[Data from the app]") for _, text in said[len(HISTORY) : -1]] == [True]
     assert "cancel_order" not in json.dumps(first.get("tools", []))
     # Nothing of the chat is kept: no conversation for the caller, the audit record alone.
     listed = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers=ALICE).json()
@@ -76,7 +80,7 @@ def test_a_stateless_turn_reads_the_history_runs_tools_previews_and_stores_nothi
     trail = httpx.get(f"{dev_app.url}/api/v1/admin/audit", params={"conversationId": audit_id}, headers=ADMIN)
     (record,) = trail.json()["records"]
     assert trail.json()["chainValid"] and record["outcome"] == "completed"
-    assert record["actor"]["callerId"] == "agent-alice" and len(record["toolCalls"]) == 2
+    assert record["actor"]["callerId"] == "alice-agent-chat" and len(record["toolCalls"]) == 2
 
 
 def test_a_failed_turn_ends_with_an_error_event_that_leaks_nothing(dev_app):

@@ -15,9 +15,9 @@ from rag_orchestrator.api.app import ALL_ROUTERS, API_ROUTERS, STREAM_ROUTERS, c
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError
 from rag_orchestrator.retrieval.answers import MODEL_FAILURE, NO_CONTEXT_ANSWER
-from rag_orchestrator.retrieval.ingestion import ingest_documents
 from tests.fakes.fake_llm import FakeLLM, error_reply, fake_llm, text_reply  # noqa: F401
 from tests.fakes.sse import SSEMessage, parse_sse
+from tests.integration.knowledge import ingest
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +55,7 @@ def configure(monkeypatch: pytest.MonkeyPatch, **env: Any) -> None:
 def kb(chroma_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The two documents in a collection of this test's own."""
     configure(monkeypatch, chroma_collection=f"answers-{uuid.uuid4().hex[:12]}", rag_similarity_threshold=0.1)
-    ingest_documents(DOCS, load_settings())
+    ingest(DOCS, load_settings())
 
 
 @pytest.fixture
@@ -250,7 +250,7 @@ def test_cl05_out_of_range_or_malformed_input_is_400_on_both_routes(model, body,
 
 
 def test_cl04_injected_instructions_in_metadata_never_reach_the_prompt(model):
-    ingest_documents(
+    ingest(
         [
             {
                 "documentId": "poisoned",

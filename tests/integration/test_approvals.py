@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from devserver.stack import LOCAL_DEFAULTS
+from rag_orchestrator.loop.history import APP_DATA
 from tests.fakes.fake_llm import FakeLLM
 from tests.fakes.fake_tool_api import FakeToolAPI
 from tests.fakes.llm_script import text_reply, tool_call_reply
@@ -209,8 +210,8 @@ def test_an_expired_approval_is_refused_and_the_next_message_answers_it_as_denie
     stack.llm.script(text_reply("Sure. What else can I do?"))
     events = parse_sse(stack.chat(conversation, "Something else then").text)
     assert events[-1].data["finishReason"] == "stop" and cancels(stack) == []
-    sent = stack.llm.requests[-1]["messages"]
-    assert [m["role"] for m in sent[-3:]] == ["assistant", "tool", "user"]
+    sent = [m for m in stack.llm.requests[-1]["messages"] if not (m["content"] or "").startswith(APP_DATA)]
+    assert [m["role"] for m in sent[-3:]] == ["assistant", "tool", "user"]  # the app's data set aside
     assert "expired" in sent[-2]["content"] and sent[-1]["content"] == "Something else then"
 
 

@@ -16,8 +16,8 @@ from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.archival import run_archival
 from rag_orchestrator.conversations.transcripts import from_jsonl
-from rag_orchestrator.retrieval.ingestion import ingest_documents
 from tests.fakes.llm_script import text_reply, tool_calls_reply
+from tests.integration.knowledge import ingest
 from tests.unit.test_archival import seed
 
 pytestmark = pytest.mark.integration
@@ -32,7 +32,7 @@ def thinking_chat(fake_llm, monkeypatch) -> TestClient:
     monkeypatch.setenv("CHROMA_COLLECTION", f"archive-{uuid.uuid4().hex[:8]}")
     for key, value in fake_llm.settings_for("qwen_single_thinking", api_key="sk-test").items():
         monkeypatch.setenv(key.upper(), str(value))
-    ingest_documents(
+    ingest(
         [{"documentId": "guide", "title": "Guide", "text": "The dev server uses port 8000."}], load_settings()
     )
     return TestClient(create_app(ALL_ROUTERS))

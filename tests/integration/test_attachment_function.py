@@ -11,12 +11,12 @@ import pytest
 from devserver.invoke import LambdaContext, load_handler_module
 from rag_orchestrator.api.deps import process_aws
 from rag_orchestrator.attachments.events import AttachmentRecordsFailed, process_event
-from rag_orchestrator.attachments.factory import create_attachments
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.attachments import Attachment, CreateAttachmentRequest
-from rag_orchestrator.retrieval.fragments import get_fragment_index
 from tests.fakes.attachments import post_upload
 from tests.fakes.pdf import make_pdf
+from tests.integration.knowledge import attachments as build_attachments
+from tests.integration.knowledge import memory
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,7 @@ def declared(
     caller: str, file_name: str, content_type: str, body: bytes, *, upload: bool = True
 ) -> Attachment:
     """An attachment created as the API creates it (conversation checks aside), uploaded by POST."""
-    attachments = create_attachments(load_settings(), process_aws())
+    attachments = build_attachments()
     conversation_id = str(uuid.uuid4())
     request = CreateAttachmentRequest(file_name=file_name, content_type=content_type, size_bytes=len(body))
     created = asyncio.run(attachments.create(caller, conversation_id, request))
@@ -53,7 +53,7 @@ def declared(
 
 
 def stored(attachment: Attachment) -> Attachment:
-    attachments = create_attachments(load_settings(), process_aws())
+    attachments = build_attachments()
     return asyncio.run(
         attachments.get(attachment.caller_id, attachment.conversation_id, attachment.attachment_id)
     )
@@ -61,7 +61,7 @@ def stored(attachment: Attachment) -> Attachment:
 
 def fragments(attachment: Attachment) -> list[dict]:
     """The attachment's entries in conversation memory: metadata, by chunkIndex."""
-    store = get_fragment_index(load_settings()).store
+    store = memory(load_settings()).store
     if store._resolve()[1] is None:  # no fragment yet: the collection does not exist
         return []
     found = store._call(
@@ -111,7 +111,7 @@ def test_segments_that_could_not_be_indexed_fail_the_invocation_and_a_retry_inde
     assert stored(notes).status == "READY"
     monkeypatch.setenv("CHROMA_URL", chroma_url)  # Lambda's retry, in a container of its own
     assert fragments(notes) == []
-    again = asyncio.run(process_event(create_attachments(load_settings(), process_aws()), event))
+    again = asyncio.run(process_event(build_attachments(), event))
     assert again["processed"] == [{"attachmentId": notes.attachment_id, "status": "READY"}]
     assert [(m["chunkIndex"], m["source"]) for m in fragments(notes)] == [(0, "document"), (1, "document")]
 

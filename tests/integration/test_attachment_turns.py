@@ -11,15 +11,14 @@ from fastapi.testclient import TestClient
 
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.config import load_settings
+from rag_orchestrator.domain.fences import blocks
 from rag_orchestrator.errors import AttachmentNotReady
-from rag_orchestrator.retrieval.fragments import get_fragment_index
-from rag_orchestrator.retrieval.ingestion import ingest_documents
 from rag_orchestrator.tools.base import ToolContext
-from rag_orchestrator.tools.rag_search import RagSearchTool
 from tests.fakes.attachments import SPEECH_WAV, post_upload, render_png
 from tests.fakes.llm_script import text_reply
 from tests.fakes.pdf import make_pdf
 from tests.fakes.sse import SSEMessage, parse_sse
+from tests.integration.knowledge import ingest, memory, rag_search
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +34,7 @@ def client(aws_stack, chroma_url, fake_llm, monkeypatch) -> TestClient:
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
     for key, value in fake_llm.settings_for("openai_compatible", model_max_retries=0).items():
         monkeypatch.setenv(key.upper(), str(value))
-    ingest_documents([{"documentId": "guide", "title": "Guide", "text": GUIDE}], load_settings())
+    ingest([{"documentId": "guide", "title": "Guide", "text": GUIDE}], load_settings())
     return TestClient(create_app(ALL_ROUTERS))
 
 
@@ -89,7 +88,7 @@ async def search(modality=None, caller: str = "alice") -> set[tuple[str, str]]:
     arguments = {"query": "invoice Alice Martin quarterly report lamp", "max_results": 10}
     if modality is not None:
         arguments["modality"] = modality
-    result = await RagSearchTool(load_settings()).execute(arguments, ToolContext("c-later", caller))
+    result = await rag_search().execute(arguments, ToolContext("c-later", caller))
     return {(p.source or "", p.document_id) for p in result.passages}
 
 
@@ -117,7 +116,8 @@ async def test_a_streamed_turn_reads_an_image_a_pdf_and_a_voice_note_and_the_mod
         ("Iteration 1 of 10", None)
     )
     seen = user_message(fake_llm.requests[0])
-    assert seen.startswith("What do my files say?\n\n[Attached files] ")
+    assert seen.startswith("What do my files say?\n\n<data-")
+    assert blocks(seen, "attachments")[0].startswith("[Attached files] ")
     assert (
         f'<attachment citation="[source:attachment:{png}#0]" attachmentId="{png}" file="invoice.png" '
         'modality="image-ocr">' in seen
@@ -145,7 +145,7 @@ async def test_a_streamed_turn_reads_an_image_a_pdf_and_a_voice_note_and_the_mod
     assert await search("image-ocr") == {("image-ocr", f"attachment:{png}")}
     assert ("audio", f"attachment:{wav}") in await search()
     assert await search("image-ocr", caller="bob") == set()
-    fragment = get_fragment_index(load_settings()).store
+    fragment = memory(load_settings()).store
     assert fragment.count(where={"attachmentId": png}) == 1
 
     # A later turn's window shows the earlier message with a note of its attachments, not their text.

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from rag_orchestrator.api.app import create_app
 from rag_orchestrator.attachments.service import Attachments
 from rag_orchestrator.domain.attachments import Attachment
-from rag_orchestrator.errors import AttachmentNotFound, AttachmentNotReady
+from rag_orchestrator.errors import AttachmentChanged, AttachmentNotFound, AttachmentNotReady
 from tests.fakes.attachments import DOCX, SPEECH_WAV, make_docx, post_upload, render_png
 from tests.fakes.pdf import make_pdf
 
@@ -235,10 +235,35 @@ def test_s3_refuses_a_file_larger_than_the_policy_allows(aws_stack, caller, monk
         **created["upload"],
         "fields": {**created["upload"]["fields"], "key": f"attachments/{caller}/{cid}/other"},
     }
-    assert post_upload(other_key, b"hello", "x.txt").status_code == 403
+    assert post_upload(other_key, b"x" * 100, "x.txt").status_code == 403
     other_type = {**created["upload"], "fields": {**created["upload"]["fields"], "Content-Type": "text/html"}}
-    assert post_upload(other_type, b"<p>hi</p>", "x.html").status_code == 403
+    assert post_upload(other_type, b"<p>" + b"x" * 93 + b"</p>", "x.html").status_code == 403
     assert status_of(client, caller, cid, created["attachmentId"])["status"] == "PENDING_UPLOAD"
+
+
+def test_an_upload_is_exactly_its_declared_size_and_a_file_swapped_after_reading_is_never_used(
+    aws_stack, caller
+):
+    client = TestClient(create_app(["conversations", "attachments", "chat"]))
+    cid = new_conversation(client, caller)
+    created = declare(client, caller, cid, "note.txt", "text/plain", 5)
+    for wrong, code in ((b"hello!", "EntityTooLarge"), (b"hell", "EntityTooSmall")):
+        refused = post_upload(created["upload"], wrong, "note.txt")
+        assert refused.status_code == 400 and f"<Code>{code}</Code>" in refused.text
+    assert post_upload(created["upload"], b"hello", "note.txt").status_code == 204
+    aid = created["attachmentId"]
+    read = ensure(client, caller, cid, aid)
+    assert texts(read, "document") == "hello" and read.etag
+
+    # The same form, still valid, uploads other bytes of the same size: never read, never handed on.
+    assert post_upload(created["upload"], b"HOWDY", "note.txt").status_code == 204
+    turn = {"message": "What does the note say?", "attachmentIds": [aid]}
+    changed = assert_error(client.post(f"{BASE}/{cid}/messages", json=turn, headers=as_(caller)), 409)
+    assert changed["error"] == "Attachment changed" and "replaced after it was read" in changed["message"]
+    links = client.app.state.services.turn_attachments  # type: ignore[attr-defined]
+    with pytest.raises(AttachmentChanged):
+        asyncio.run(links.link(caller, cid, aid))  # an HTTP tool's presigned GET
+    assert texts(ensure(client, caller, cid, aid), "document") == "hello"  # what was read stays
 
 
 def test_another_caller_or_conversation_gets_404(client, caller):

@@ -123,7 +123,8 @@ def test_a_turn_with_two_tool_calls_is_one_record_with_the_right_hashes(chat, fa
     assert record["reasoning"]["sha256"] == sha(f"{REASONING} first\n\n{REASONING} second")
     assert record["actor"] == {"roles": ["user"]} and record["callerId"] == "alice"
     assert len(record["actorRef"]) == 64 and "alice" not in record["actorRef"]  # an HMAC, in the hash
-    assert (record["requestId"], record["model"], record["iterations"]) == ("req-42", "qwen-plus", 2)
+    assert (record["clientRequestId"], record["model"], record["iterations"]) == ("req-42", "qwen-plus", 2)
+    assert record["requestId"] == sent.headers["x-request-id"] != "req-42"  # ours, never the client's
     assert (record["outcome"], record["finishReason"]) == ("completed", "stop")
     assert record["tokens"] == sent.json()["tokensUsed"] > 0
     assert record["prevHash"] == GENESIS and record["hash"] == canonical_hash(record)
@@ -164,6 +165,41 @@ def test_altering_or_removing_a_record_in_dynamodb_breaks_the_chain(chat, fake_l
     dynamodb.delete_item(TableName=table, Key=middle)
     broken = audit(chat, cid)
     assert broken["chainValid"] is False and len(broken["records"]) == 2
+
+
+def test_a_trail_whose_records_were_all_deleted_or_whose_head_is_broken_is_not_valid(
+    chat, fake_llm, dynamodb, own_tables
+):
+    """The issue's finding: every record deleted and the head broken read `chainValid: true`. Now
+    META's auditCount must match the records, and the head must be there and well-formed."""
+    table = own_tables["CONVERSATIONS_TABLE"]
+    meta = {"PK": {"S": ""}, "SK": {"S": "META"}}
+
+    def head(cid: str, expression: str, values: dict | None = None) -> None:
+        params = {"ExpressionAttributeValues": values} if values else {}
+        dynamodb.update_item(
+            TableName=table, Key=meta | {"PK": {"S": f"CONV#{cid}"}}, UpdateExpression=expression, **params
+        )
+
+    emptied, broken, headless = (talked(chat, fake_llm, 2) for _ in range(3))
+    for cid in (emptied, broken, headless):
+        assert audit(chat, cid)["chainValid"] is True
+    stored = dynamodb.get_item(TableName=table, Key=meta | {"PK": {"S": f"CONV#{emptied}"}})["Item"]
+    assert stored["auditCount"] == {"N": "2"}
+
+    for key in audit_keys(dynamodb, table, emptied):  # every record gone, and the head with them
+        dynamodb.delete_item(TableName=table, Key=key)
+    head(emptied, "REMOVE lastAuditHash")
+    assert audit(chat, emptied) == {"records": [], "chainValid": False, "nextCursor": None}
+
+    head(broken, "SET lastAuditHash = :h", {":h": {"S": "not-a-hash"}})  # records intact, head malformed
+    assert audit(chat, broken)["chainValid"] is False
+
+    head(headless, "REMOVE lastAuditHash")  # records intact, head missing
+    assert audit(chat, headless)["chainValid"] is False
+    pages = [audit(chat, headless, limit=1)]  # paged alike: the count travels in the cursor
+    pages.append(audit(chat, headless, limit=1, cursor=pages[0]["nextCursor"]))
+    assert [p["chainValid"] for p in pages] == [True, False]
 
 
 def test_only_admins_and_moderators_read_it(chat, fake_llm):

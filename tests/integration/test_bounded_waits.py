@@ -22,10 +22,10 @@ from fastapi.testclient import TestClient
 from devserver.stack import Service
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.retrieval.ingestion import ingest_documents
 from tests.fakes.jwks_server import SigningKey
 from tests.fakes.llm_script import text_reply
 from tests.fakes.sse import parse_sse
+from tests.integration.knowledge import ingest
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +58,7 @@ def app(aws_stack, chroma_url, fake_llm, monkeypatch) -> Iterator[TestClient]:
     monkeypatch.setenv("CHROMA_TIMEOUT_SECONDS", "1")
     for key, value in fake_llm.settings_for("openai_compatible").items():
         monkeypatch.setenv(key.upper(), str(value))
-    ingest_documents([{"documentId": "guide", "title": "Guide", "text": "Run make test."}], load_settings())
+    ingest([{"documentId": "guide", "title": "Guide", "text": "Run make test."}], load_settings())
     # One event loop for the client's life, as a server has: a request does not end by waiting for the
     # worker threads a paused Chroma holds (a new loop per request would, when it shuts down).
     with TestClient(create_app(ALL_ROUTERS)) as client:

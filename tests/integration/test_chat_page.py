@@ -2,13 +2,15 @@
 user does with it — a turn with tools, a preview, Markdown (with HTML in it that never runs) and a
 citation that opens its passage; feedback; the title in the list; regenerate; edit; stop; an approval;
 an error the service answers; rename, search and delete; the API docs page; the caller cleared — and no
-request leaving 127.0.0.1.
+request leaving 127.0.0.1. The memory panel: a turn listed with its kinds, search, forget one and all,
+a temporary chat remembered not at all, another caller seeing none of it.
 A file attached through the presigned S3 POST and read by the turn; a reload that resumes the running
 turn. The screenshots go to .local/screenshots/."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import uuid
 
@@ -16,6 +18,9 @@ import httpx
 import pytest
 
 from devserver.stack import ROOT
+from rag_orchestrator.domain.callers import Caller
+from rag_orchestrator.domain.fences import blocks
+from rag_orchestrator.tools.assertion import AssertionSigner
 from tests.fakes.attachments import render_png
 from tests.fakes.llm_script import text_reply, tool_calls_reply
 from tests.integration.served import run_node
@@ -75,7 +80,7 @@ def test_the_page_does_what_a_chat_app_does_at_both_sizes(titled, aws_stack, dev
     )
     SHOTS.mkdir(parents=True, exist_ok=True)
     caller = new_caller()
-    context = json.dumps({"accountId": "acct-1001", "workflowId": "wf-onboarding"})
+    context = json.dumps({"workflowId": "wf-onboarding"})  # the account is the page's default claim
     page = run_node("chat_page.mjs", dev_app.url, str(SHOTS), size, caller, context, json.dumps(QUESTIONS))
     print(f"screenshots: {SHOTS}")
     # The one message in the console is the browser's own line for the refused question's 422.
@@ -116,10 +121,51 @@ def test_the_page_does_what_a_chat_app_does_at_both_sizes(titled, aws_stack, dev
     # What the page did is what the service holds.
     owner = {"X-Caller-Id": caller}
     assert httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers=owner).json()["items"] == []
-    order = httpx.get(f"{dev_app.url}/demo-tools/orders/A-1002", params={"accountId": "acct-1001"}).json()
+    # read as the tool would, with the caller's assertion signed by the service's key
+    signer = AssertionSigner("rag-orchestrator", lambda: os.environ["ASSERTION_PRIVATE_KEY"])
+    assertion = signer.sign(Caller(caller), dev_app.url, "get_order_status", "check")
+    order = httpx.get(
+        f"{dev_app.url}/demo-tools/orders/A-1002",
+        params={"accountId": "acct-1001"},
+        headers={"X-Caller-Assertion": assertion},
+    ).json()
     assert order["status"] == "cancelled"
     for name in ("chat", "passage", "list", "approval", "error", "docs"):
         assert (SHOTS / f"{name}-{size.split('x')[0]}.png").stat().st_size > 5_000
+
+
+MEMORY_QUESTIONS = {
+    "temporary": "My locker code is 4471, keep it between us.",
+    "remembered": "I prefer the PostNL depot in Utrecht for returns.",
+}
+
+
+@pytest.mark.parametrize("size", ["1280x900", "390x844"])
+def test_the_memory_panel_lists_searches_and_forgets_and_temporary_chats_add_nothing(
+    aws_stack, dev_app, size
+):
+    answer = "Noted: <b>returns</b> go to the Utrecht depot."
+    dev_app.llm.script(text_reply("Understood, nothing of this chat is kept."), text_reply(answer))
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    caller, other = new_caller(), new_caller()
+    shot = SHOTS / f"memory-{size.split('x')[0]}.png"
+    page = run_node(
+        "memory_page.mjs", dev_app.url, str(shot), size, caller, other, json.dumps(MEMORY_QUESTIONS)
+    )
+    # Every request the page made succeeded, but the health badge's on a busy machine (a slow check is a 503).
+    assert [f for f in page["failures"] if f != "503 /api/v1/agent/health"] == []
+    assert len(page["consoleErrors"]) == len(page["failures"]) and page["offsite"] == []
+    assert page["overflow"] <= 0
+    assert page["temporaryBadges"] == ["temporary"]
+    said, answered = f"you said: {MEMORY_QUESTIONS['remembered']}", f"answered: {answer}"
+    assert page["listed"] == [answered, said] and page["html"] == 0  # newest first; the <b> stayed text
+    assert page["searched"][0] == said and len(page["searched"]) == 2  # the best match first
+    assert page["afterForget"] == [said] and page["apiAfterForget"] == ["said"]
+    assert page["otherClosed"] is False and page["other"] == ["Nothing remembered."]
+    assert page["afterForgetAll"] == ["Nothing remembered."]
+    assert page["cleared"] == {"open": False, "items": []}
+    assert httpx.get(f"{dev_app.url}/api/v1/memory", headers={"X-Caller-Id": caller}).json()["items"] == []
+    assert shot.stat().st_size > 5_000
 
 
 def test_a_reload_resumes_the_running_turn(aws_stack, dev_app):
@@ -167,7 +213,10 @@ def test_the_page_uploads_an_attachment_to_s3_and_sends_it_with_the_next_message
     assert page["answer"] == answer and page["reopened"]["attached"] == ["Attached: 1 file"]
     # The file went to S3, not through the API, and the model read its text in the user message.
     seen = [m for m in dev_app.llm.requests[-1]["messages"] if m["role"] == "user"][-1]["content"]
-    assert seen.startswith(f"{question}\n\n[Attached files] ") and "4711" in seen
+    (files,) = blocks(seen, "attachments")  # the files' text, enclosed as data
+    assert (
+        seen.startswith(f"{question}\n\n<data-") and files.startswith("[Attached files] ") and "4711" in files
+    )
     owner = {"X-Caller-Id": caller}
     (conversation,) = httpx.get(f"{dev_app.url}/api/v1/chat/conversations", headers=owner).json()["items"]
     cid = conversation["conversationId"]

@@ -9,9 +9,9 @@ from fastapi.testclient import TestClient
 
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.retrieval.ingestion import ingest_documents
 from tests.fakes.llm_script import Reset, Stream, error_reply, text_reply, tool_calls_reply
 from tests.fakes.sse import parse_sse
+from tests.integration.knowledge import ingest
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,7 @@ def no_leak(text: str) -> None:
 def stack(aws_stack, chroma_url, monkeypatch):
     monkeypatch.setenv("CHROMA_COLLECTION", f"chat-{id(monkeypatch)}")
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
-    ingest_documents(
+    ingest(
         [{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs", "tags": ["dev"]}],
         load_settings(),
     )
@@ -250,3 +250,30 @@ def test_the_streaming_app_flushes_a_turns_metrics_once_when_the_stream_ends(sta
     names = {m["Name"] for m in emitted[0]["_aws"]["CloudWatchMetrics"][0]["Metrics"]}
     assert {"TurnsCompleted", "TurnTokens"} <= names and emitted[0]["TurnsCompleted"] == [1.0]
     assert not metrics.metric_set  # nothing left over for the next request
+
+
+def test_a_later_turn_is_searched_with_one_condensing_call_and_a_first_turn_with_none(
+    stack, fake_llm, monkeypatch
+):
+    for key, value in fake_llm.settings_for("openai_compatible", api_key=API_KEY).items():
+        monkeypatch.setenv(key.upper(), str(value))
+    monkeypatch.setenv("CONDENSE_FOLLOW_UPS", "true")
+    fake_llm.script(
+        text_reply("With make test [source:guide#0]."),
+        text_reply("Which port does the dev server listen on?"),  # the condensing call
+        text_reply("On port 8000 [source:guide#0]."),
+    )
+    c = client()
+    cid = new_conversation(c)
+    first, _ = stream_turn(c, cid, "How does the suite run?")
+    assert first.status_code == 200 and len(fake_llm.requests) == 1  # a first turn: no condensing call
+    _, messages = stream_turn(c, cid, "And the dev server, which port?")
+    assert messages[-1].event == "Completed"
+    condensing, answering = fake_llm.requests[1], fake_llm.requests[2]
+    assert condensing["messages"][0]["content"].startswith("Rewrite the user's last message")
+    assert "How does the suite run?" in condensing["messages"][1]["content"]
+    assert condensing["max_tokens"] == 80 and not condensing.get("tools")
+    # The condensed question's initial search gave the model its passage.
+    # (the app's data message before the question carries it, enclosed as data)
+    data = [m["content"] for m in answering["messages"] if m["content"].startswith("[Data from the app]")]
+    assert len(data) == 1 and "listens on port 8000" in data[0]

@@ -15,8 +15,8 @@ import pytest
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError, VectorStoreUnavailable
 from rag_orchestrator.retrieval.chunking import Chunk
-from rag_orchestrator.retrieval.ingestion import ingest_documents
 from rag_orchestrator.retrieval.vector_store import VectorStore, build_where, connect
+from tests.integration.knowledge import ingest
 
 pytestmark = pytest.mark.integration
 
@@ -207,17 +207,20 @@ def test_a_collection_recreated_behind_the_stores_back_is_found_again(written):
 
 
 SEARCH_IN_A_FRESH_PROCESS = """
-import sys
+import asyncio, sys
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.retrieval.search import search_sync
-found = search_sync("wild yeast sourdough starter", top_k=2, threshold=0.0, settings=load_settings())
+from rag_orchestrator.retrieval.knowledge_base import create_knowledge_base
+from rag_orchestrator.retrieval.search import SearchQuery, create_retriever
+settings = load_settings()
+retriever = create_retriever(settings, create_knowledge_base(settings), None)
+found = asyncio.run(retriever.search(SearchQuery("wild yeast sourdough starter", 2, 0.0)))
 print(found[0].document_id)
 print(sorted(m for m in sys.modules if m.split(".")[0] == "chromadb"))
 """
 
 
 def test_a_search_never_imports_chromadb(collection):
-    ingest_documents(
+    ingest(
         [
             {"documentId": "bread", "title": "Sourdough", "text": "A starter is wild yeast fed with flour."},
             {"documentId": "deploy", "title": "Deploying", "text": "Deploy with sam build and sam deploy."},

@@ -41,7 +41,7 @@ def test_a_turn_streams_the_answer_with_tool_progress_and_sources(dev_app):
         text_reply(ANSWER, chunks=4),
     )
     done = cli(
-        "--url", dev_app.url, "--caller-id", "alice", "--context", '{"accountId": "acct-1001"}',
+        "--url", dev_app.url, "--caller-id", "alice", "--claims", '{"accountId": "acct-1001"}',
         "Where is my order A-1001? How do I run the tests?",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

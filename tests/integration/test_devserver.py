@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from urllib.error import HTTPError
 from urllib.request import Request, urlopen
 
 import pytest
@@ -142,6 +143,15 @@ def test_make_dev_stack_serves_health_answers_the_readme_question_reads_an_attac
         assert answer.startswith("`make test`") and "[source:README.md#" in answer, answer
         assert "curl" not in answer, answer
         read_an_attachment(base)
+        # The key caller assertions are signed with is kept under .local/ and published.
+        from rag_orchestrator.tools.assertion import load_key
+
+        kept = load_key((tmp_path / "local" / "assertion-key.pem").read_text())
+        with urlopen(f"{base}/.well-known/jwks.json", timeout=10) as response:
+            assert json.loads(response.read()) == {"keys": [kept.jwk]}
+        with pytest.raises(HTTPError) as refused:  # the demo tool API answers no call without an assertion
+            urlopen(f"{base}/demo-tools/accounts/acct-1001/orders", timeout=10)
+        assert refused.value.code == 401
         with urlopen(f"{base}/", timeout=10) as response:
             assert b"<title>RAG Orchestrator" in response.read()
         tools = Request(f"{base}/api/v1/agent/tools", headers={"X-Caller-Id": "newcomer"})

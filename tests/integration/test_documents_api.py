@@ -10,9 +10,8 @@ from fastapi.testclient import TestClient
 
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.retrieval.ingestion import ingest_documents
-from rag_orchestrator.retrieval.registry import DynamoDocumentRegistry, get_registry
-from rag_orchestrator.retrieval.vector_store import get_vector_store
+from rag_orchestrator.retrieval.registry import DynamoDocumentRegistry
+from tests.integration.knowledge import ingest, knowledge
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +46,7 @@ def assert_error(response, status: int) -> dict:
 def test_writers_ingest_list_page_and_delete_documents(kb):
     ingested = kb.post("/api/v1/ingest", json={"documents": DOCS}, headers=ADMIN)
     assert ingested.status_code == 200, ingested.text
-    assert isinstance(get_registry(load_settings()), DynamoDocumentRegistry)
+    assert isinstance(knowledge(load_settings()).registry, DynamoDocumentRegistry)
 
     listed = kb.get("/api/v1/documents", headers=ADMIN).json()
     assert listed["nextCursor"] is None
@@ -74,7 +73,7 @@ def test_writers_ingest_list_page_and_delete_documents(kb):
     assert pages == [["harbour/tides.md", "lighthouse"], ["zoo"]]
     assert_error(kb.get("/api/v1/documents", params={"cursor": "forged.cursor"}, headers=ADMIN), 400)
 
-    chunks = get_vector_store(load_settings())
+    chunks = knowledge(load_settings()).store
     assert chunks.count("harbour/tides.md") == 1
     assert kb.delete("/api/v1/documents/harbour/tides.md", headers=ADMIN).status_code == 204
     assert chunks.count("harbour/tides.md") == 0 and chunks.count("zoo") == 1
@@ -110,8 +109,8 @@ def test_kb_writer_roles_names_who_may_write(kb, monkeypatch):
 
 def test_a_document_ingested_before_the_registry_can_still_be_deleted(kb):
     settings = load_settings()
-    ingest_documents(DOCS[1:2], settings)
-    get_registry(settings).remove("lighthouse")  # as if ingested before the registry existed
+    ingest(DOCS[1:2], settings)
+    knowledge(settings).registry.remove("lighthouse")  # as if ingested before the registry existed
     assert kb.get("/api/v1/documents", headers=ADMIN).json()["items"] == []
     assert kb.delete("/api/v1/documents/lighthouse", headers=ADMIN).status_code == 204
-    assert get_vector_store(settings).count("lighthouse") == 0
+    assert knowledge(settings).store.count("lighthouse") == 0

@@ -43,7 +43,7 @@ class Stack:
 def stack(moto_server, chroma_server, servers_dir):
     from devserver.resources import create_resources
     from rag_orchestrator.config import load_settings
-    from rag_orchestrator.retrieval.ingestion import ingest_documents
+    from tests.integration.knowledge import ingest
 
     with pytest.MonkeyPatch.context() as env:
         env.setenv("AWS_ENDPOINT_URL", moto_server.url)
@@ -52,7 +52,7 @@ def stack(moto_server, chroma_server, servers_dir):
         env.setenv("CHROMA_COLLECTION", "durable-turns")
         env.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
         create_resources(LOCAL_DEFAULTS["CONVERSATIONS_TABLE"], [LOCAL_DEFAULTS["TRANSCRIPTS_BUCKET"]])
-        ingest_documents([{"documentId": "guide", "title": "Guide", "text": ANSWER}], load_settings())
+        ingest([{"documentId": "guide", "title": "Guide", "text": ANSWER}], load_settings())
         with FakeLLM() as llm:
             settings = {"TURN_DEADLINE_MARGIN_SECONDS": "1", "SSE_KEEPALIVE_SECONDS": "1"}
             a = AppProcess("chat_stream", app_env(llm, **settings), servers_dir / "durable-a.log")

@@ -110,3 +110,38 @@ def test_a_tool_argument_from_the_model_with_a_lone_surrogate_is_an_unsuccessful
     assert result["success"] is False and "contains a lone surrogate" in result["result"]
     tool_message = fake_llm.requests[1]["messages"][-1]
     assert tool_message["role"] == "tool" and "Invalid arguments" in tool_message["content"]
+
+
+RLO, ZWSP = "\u202e", "\u200b"  # a bidi override and a zero-width space: Unicode format characters (Cf)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "headers"),
+    [
+        ("/api/v1/chat/conversations", {"title": f"Invoices{RLO}fdp.exe"}, ALICE),
+        ("/api/v1/chat/conversations", {"accountId": f"acct{ZWSP}-1001"}, ALICE),
+        ("/api/v1/chat/conversations", {"metadata": {f"k{ZWSP}": "v"}}, ALICE),
+        ("/api/v1/ingest", {"documents": [{"documentId": f"guide{ZWSP}", "title": "G", "text": "t"}]}, None),
+        ("/api/v1/ingest", {"documents": [{"title": f"Refunds{RLO}", "text": "t"}]}, None),
+    ],
+)
+def test_identifiers_and_titles_refuse_bidi_and_zero_width_characters(app, path, body, headers):
+    admin = {**ALICE, "X-Caller-Id": "edge-admin", "X-Caller-Roles": "admin"}
+    response = send(app, path, body, headers or admin)
+    assert response.status_code == 422, response.text
+    assert "Unicode format characters" in response.json()["message"]
+
+
+def test_a_title_a_file_name_and_a_client_message_id_with_format_characters_are_422(app):
+    cid = new_conversation(app)
+    base = f"/api/v1/chat/conversations/{cid}"
+    renamed = app.patch(base, content=json.dumps({"title": f"a{ZWSP}b"}), headers=ALICE)
+    declared = send(
+        app,
+        f"{base}/attachments",
+        {"fileName": f"x{RLO}gnp.exe", "contentType": "text/plain", "sizeBytes": 3},
+    )
+    turn = send(app, f"{base}/messages", {"message": "hi", "clientMessageId": f"m{RLO}1"})
+    for response in (renamed, declared, turn):
+        assert response.status_code == 422, response.text
+    assert app.get(base, headers=ALICE).json()["messageCount"] == 0

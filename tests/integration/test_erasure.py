@@ -25,8 +25,9 @@ from rag_orchestrator.domain.audit import actor_ref
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.lifecycle.jobs import ErasureJobs, ErasureRequest
 from rag_orchestrator.lifecycle.runner import caller_eraser
-from rag_orchestrator.retrieval.fragments import attachment_segment, get_fragment_index
+from rag_orchestrator.retrieval.fragments import attachment_segment
 from tests.fakes.llm_script import text_reply
+from tests.integration.knowledge import memory
 from tests.integration.test_archive_function import thinking_chat
 
 pytestmark = pytest.mark.integration
@@ -103,7 +104,7 @@ def build(chat: TestClient, fake_llm, tables: dict, aws_clients, caller: str) ->
             it.to_attributes({"PK": it.pk(live), "SK": "APPROVAL#a1", "callerId": caller, "toolName": "t"}),
         ]
     )
-    get_fragment_index(settings).add(
+    memory(settings).add(
         [
             attachment_segment(
                 conversation_id=live,
@@ -141,7 +142,7 @@ def traces(tables: dict, caller: str) -> dict[str, list[str]]:
                 if caller in version["Key"] or caller.encode() in body["Body"].read():
                     found["s3"].append(version["Key"])
             found["s3"] += [m["Key"] for m in page.get("DeleteMarkers", ()) if caller in m["Key"]]
-    store = get_fragment_index(settings).store
+    store = memory(settings).store
     found["chroma"] = [str(n)] if (n := store.count(where={"callerId": caller})) else []
     return found
 

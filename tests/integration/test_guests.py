@@ -4,6 +4,7 @@ isolation, no tools, expiring items, the archival job's purge, and guest tokens 
 from __future__ import annotations
 
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import boto3
@@ -205,3 +206,54 @@ def test_guest_conversations_are_purged_not_archived_and_their_audit_is_kept(
     admin = {"X-Caller-Id": "root", "X-Caller-Roles": "admin"}
     trail = client.get("/api/v1/admin/audit", params={"conversationId": cid}, headers=admin).json()
     assert trail["chainValid"] and [r["actor"]["roles"] for r in trail["records"]] == [["anonymous"]]
+
+
+def mint(client: TestClient):
+    return client.post("/api/v1/auth/guest")
+
+
+def test_one_address_mints_at_most_guest_mints_per_hour_across_instances(aws_stack, monkeypatch):
+    """The issue's 100 guests in 0.1 s: counted per source address on the table, so two instances
+    (two apps here) share the count; another address is counted apart."""
+    monkeypatch.setenv("ALLOW_ANONYMOUS", "true")
+    monkeypatch.setenv("GUEST_MINTS_PER_HOUR", "3")
+    address = f"203.0.113.{uuid.uuid4().int % 250 + 1}"
+    one, two = (TestClient(create_app(ALL_ROUTERS), client=(address, 4242)) for _ in range(2))
+    hour = datetime.now(UTC).hour
+    statuses = [mint(client).status_code for client in (one, two, one, two, one)]
+    if datetime.now(UTC).hour != hour:  # the count started again with a new hour: count once more
+        statuses = [mint(client).status_code for client in (one, two, one, two, one)]
+    assert statuses == [201, 201, 201, 429, 429]
+    refused = assert_error(mint(one), 429)
+    assert refused["error"] == "Too many requests" and "at most 3 an hour" in refused["message"]
+    assert 1 <= int(mint(two).headers["retry-after"]) <= 3600
+    elsewhere = TestClient(create_app(ALL_ROUTERS), client=(f"198.51.100.{uuid.uuid4().int % 250 + 1}", 1))
+    assert mint(elsewhere).status_code == 201
+
+
+def test_guests_spend_their_own_daily_tokens_and_all_guests_theirs(own_tables, fake_llm, monkeypatch):
+    """A guest had no budget at all; now each spends at most GUEST_TOKENS_PER_DAY, all together
+    GUEST_TOKENS_PER_DAY_TOTAL (a table of this test's own: the day's counter is shared)."""
+    monkeypatch.setenv("ALLOW_ANONYMOUS", "true")
+    monkeypatch.setenv("LOOP_INITIAL_RAG", "false")
+    monkeypatch.setenv("GUEST_TOKENS_PER_DAY", "18")  # a reply costs 18 (11 + 7): one turn each
+    monkeypatch.setenv("GUEST_TOKENS_PER_DAY_TOTAL", "30")  # and two guests' turns in all
+    for key, value in fake_llm.settings_for("openai_compatible").items():
+        monkeypatch.setenv(key.upper(), str(value))
+    client = TestClient(create_app(ALL_ROUTERS))
+
+    def chat(token: str) -> object:
+        cid = client.post(BASE, json={}, headers=bearer(token)).json()["conversationId"]
+        fake_llm.script(text_reply("Hello."))
+        return client.post(f"{BASE}/{cid}/messages", json={"message": "Hi"}, headers=bearer(token))
+
+    first, second, third = (guest_token(client) for _ in range(3))
+    assert chat(first).status_code == 200
+    spent = assert_error(chat(first), 429)  # its own day: 18 of 18 used, the next turn may not start
+    assert "token budget is spent (18 of 18)" in spent["message"]
+    usage = client.get("/api/v1/usage", headers=bearer(first)).json()
+    assert (usage["tokensUsed"], usage["tokensLimit"]) == (18, 18)
+    assert chat(second).status_code == 200  # all guests: 18 of 30 before it, 36 after
+    refused = assert_error(chat(third), 429)
+    assert refused["message"].startswith("Guests have used today's tokens")
+    assert int(chat(third).headers["retry-after"]) >= 1

@@ -10,11 +10,10 @@ import pytest
 from devserver.invoke import LambdaContext, load_handler_module
 from rag_orchestrator.api.deps import process_aws
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.retrieval.registry import DynamoDocumentRegistry, get_registry
+from rag_orchestrator.retrieval.registry import DynamoDocumentRegistry
 from rag_orchestrator.retrieval.s3_ingest import IngestRecordsFailed
-from rag_orchestrator.retrieval.search import search_sync
-from rag_orchestrator.retrieval.vector_store import get_vector_store
 from tests.fakes.pdf import make_pdf
+from tests.integration.knowledge import knowledge, search
 
 pytestmark = pytest.mark.integration
 
@@ -89,30 +88,30 @@ def test_markdown_and_pdf_are_ingested_and_a_bad_object_fails_the_invocation(sta
     assert sorted(f["key"] for f in raised.value.failures) == ["documents/broken.pdf", "documents/photo.png"]
     assert "unsupported file type .png" in {f["reason"] for f in raised.value.failures}
     settings = load_settings()
-    store = get_vector_store(settings)
+    store = knowledge(settings).store
     assert store.count("documents/harbour/tide tables.md") == 1
     assert store.count("documents/lighthouse report.pdf") == 1
     assert store.count() == 2
 
-    [md] = search_sync("when is high water at the pier", top_k=1, threshold=0.0, settings=settings)
+    [md] = search("when is high water at the pier", top_k=1, threshold=0.0, settings=settings)
     assert (md.document_id, md.title, md.source, md.tags) == (
         "documents/harbour/tide tables.md",
         "Tide tables",
         "harbour-office",
         ["tides", "harbour"],
     )
-    [pdf_passage] = search_sync("lighthouse keeper storms", top_k=1, threshold=0.0, settings=settings)
+    [pdf_passage] = search("lighthouse keeper storms", top_k=1, threshold=0.0, settings=settings)
     assert pdf_passage.document_id == "documents/lighthouse report.pdf"
     assert pdf_passage.title == "Lighthouse Report"
     assert "forty storms" in pdf_passage.text
 
     # Listed in the registry the documents routes read, in the conversations table (moto server).
-    listed, more = get_registry(settings).page(None, 10)
+    listed, more = knowledge(settings).registry.page(None, 10)
     assert [(d.document_id, d.title, d.source, d.tags, d.chunks) for d in listed] == [
         ("documents/harbour/tide tables.md", "Tide tables", "harbour-office", ["tides", "harbour"], 1),
         ("documents/lighthouse report.pdf", "Lighthouse Report", "documents-bucket", [], 1),
     ]
-    assert not more and isinstance(get_registry(settings), DynamoDocumentRegistry)
+    assert not more and isinstance(knowledge(settings).registry, DynamoDocumentRegistry)
 
 
 def test_a_clean_event_returns_what_was_ingested_and_reuploads_replace(stack):
@@ -127,7 +126,7 @@ def test_a_clean_event_returns_what_was_ingested_and_reuploads_replace(stack):
     put(bucket, "documents/notes.txt", b"Short release notes.")
     second = invoke(s3_event(bucket, "documents/notes.txt"))
     assert second["ingested"] == [{"documentId": "documents/notes.txt", "chunks": 1}]
-    assert get_vector_store(load_settings()).count("documents/notes.txt") == 1
+    assert knowledge(load_settings()).store.count("documents/notes.txt") == 1
 
 
 def test_a_missing_object_is_reported_not_lost(stack):

@@ -27,6 +27,11 @@ def who(caller: Caller = Depends(get_caller)) -> dict:
     return {"callerId": caller.caller_id, "roles": list(caller.roles)}
 
 
+@whoami.get("/whoami/claims")
+def claims_of(caller: Caller = Depends(get_caller)) -> dict:
+    return {"accountId": caller.claims.get("custom:accountId"), "token": caller.token}
+
+
 @pytest.fixture
 def client(jwks, monkeypatch):
     monkeypatch.setenv("AUTH_MODE", "jwt")
@@ -135,6 +140,23 @@ def test_malformed_and_missing_tokens_are_refused(client):
     assert_refused(client.get("/whoami", headers={"Authorization": "Basic dXNlcjpwYXNz"}))
     assert_refused(client.get("/api/v1/chat/conversations"))
     assert_refused(client.get("/api/v1/chat/conversations", headers={"X-Caller-Id": "alice"}))
+
+
+def test_a_bearer_token_over_8_kb_is_refused_before_any_verification(client, jwks):
+    # Signed with a key the set has and valid otherwise: only its size refuses it, before any of it
+    # is parsed, and before the key set is fetched (the 900 KB token was verified in full).
+    huge = jwks.keys[0].sign(claims(padding="x" * 9000))
+    body = assert_refused(client.get("/whoami", headers=bearer(huge)), huge)
+    assert body["message"] == "Bearer token is too large" and jwks.requests == 0
+    fits = jwks.keys[0].sign(claims(padding="x" * 4000))  # ~6 KB once encoded
+    assert client.get("/whoami", headers=bearer(fits)).status_code == 200
+
+
+def test_the_claims_travel_with_the_caller_and_the_dev_claims_header_is_not_read(client, jwks):
+    token = jwks.keys[0].sign(claims(**{"custom:accountId": "acct-1001"}))
+    forged = {"X-Caller-Claims": '{"custom:accountId": "acct-2002"}'}
+    answered = client.get("/whoami/claims", headers=bearer(token) | forged).json()
+    assert answered == {"accountId": "acct-1001", "token": token}
 
 
 def test_an_unknown_kid_is_refused_after_one_refetch(client, jwks, monkeypatch):

@@ -19,14 +19,16 @@ import boto3
 import httpx
 import jwt
 import pytest
-from cryptography.hazmat.primitives.asymmetric import ec
+from fastapi.testclient import TestClient
 from mcp_types import Tool
 
-from rag_orchestrator.api.deps import loop_config, process_aws, secrets_of
+from rag_orchestrator.api.app import create_app
+from rag_orchestrator.api.deps import loop_config, process_aws
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
+from rag_orchestrator.domain.fences import blocks
 from rag_orchestrator.errors import ConfigError
 from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.orchestrator import Orchestrator
@@ -34,7 +36,6 @@ from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.toolsets import tool_chooser
 from rag_orchestrator.providers.strategies import create_strategy
 from rag_orchestrator.text.hashing import HashingEmbedder
-from rag_orchestrator.tools.base import ToolContext
 from rag_orchestrator.tools.mcp_servers import load_servers
 from rag_orchestrator.tools.toolbox import build_toolbox
 from tests.fakes.fake_llm import FakeLLM
@@ -50,27 +51,19 @@ ANONYMOUS = Caller("guest:1", ("anonymous",))
 OBJECT = {"type": "object", "properties": {}}
 
 
-class Assertions:
-    """A caller-assertion signer of the test's own (ES256), as the service's signs them."""
-
-    def __init__(self) -> None:
-        self.key = ec.generate_private_key(ec.SECP256R1())
-
-    async def assertion(self, ctx: ToolContext, *, audience: str, tool: str) -> str:
-        claims = {
-            "iss": "rag-orchestrator",
-            "aud": audience,
-            "sub": ctx.caller_id,
-            "roles": list(ctx.roles),
-            "conversationId": ctx.conversation_id,
-            "tool": tool,
-            "jti": uuid.uuid4().hex,
-            "exp": int(time.time()) + 60,
-        }
-        return jwt.encode(claims, self.key, algorithm="ES256")
-
-    def verify(self, token: str, audience: str) -> dict[str, Any]:
-        return jwt.decode(token, self.key.public_key(), algorithms=["ES256"], audience=audience)
+def verified(app: TestClient, assertion: str, audience: str) -> dict[str, Any]:
+    """The assertion's claims, verified as a tool server would: against the service's GET
+    /.well-known/jwks.json, for its own origin, from the service's issuer, not expired."""
+    keys = jwt.PyJWKSet.from_dict(app.get("/.well-known/jwks.json").json())
+    key = keys[jwt.get_unverified_header(assertion)["kid"]]
+    return jwt.decode(
+        assertion,
+        key.key,
+        algorithms=["ES256"],
+        audience=audience,
+        issuer="rag-orchestrator",
+        options={"require": ["exp", "iat", "sub", "aud", "iss", "jti"]},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +95,6 @@ class Harness:
 
     def __init__(self, llm: FakeLLM, servers: list[dict[str, Any]], **env: Any) -> None:
         self.llm = llm
-        self.assertions = Assertions()
         self.settings = load_settings(
             conversation_storage="memory",
             loop_initial_rag=False,
@@ -110,14 +102,18 @@ class Harness:
             **llm.settings_for("openai_compatible", model_max_retries=0),
             **env,
         )
+        # The composition root's signer, whose public key the app serves (api/deps.py, api/jwks.py)
+        self.app = TestClient(create_app(["jwks"], self.settings))
+        services = self.app.app.state.services
+        self.assertions = services.caller_assertions
         self.toolbox = build_toolbox(
             self.settings,
             rag_search=MemorySearchTool([]),
             embedder=HashingEmbedder(),
             cache=None,
             assertions=self.assertions,
-            aws=process_aws(),  # the root's: MCP servers' header secrets are read through them
-            secrets=secrets_of(process_aws()),
+            aws=services.aws,  # the root's: MCP servers' header secrets are read through them
+            secrets=services.secrets,
         )
         self.clock = Clock()
         assert self.toolbox.mcp is not None
@@ -148,9 +144,12 @@ class Harness:
         return [tool["function"]["name"] for tool in self.llm.requests[index].get("tools", [])]
 
     def tool_message(self, index: int = 1) -> str:
-        return next(
+        """The last tool result the model read, inside the turn's data fence (docs/security.md)."""
+        content = next(
             m["content"] for m in reversed(self.llm.requests[index]["messages"]) if m["role"] == "tool"
         )
+        (enclosed,) = blocks(content, "tool-result")
+        return enclosed
 
 
 def server(name: str, url: str, **fields: Any) -> dict[str, Any]:
@@ -181,9 +180,10 @@ async def test_tools_are_listed_selected_and_called_with_the_callers_identity(or
     assert h.tool_message() == "Order A-1001 is shipped"  # what the model read back
     (call,) = orders.calls("lookup_order")
     assert call["arguments"] == {"orderId": "A-1001"}
-    claims = h.assertions.verify(call["headers"]["x-caller-assertion"], audience=orders.base)
+    claims = verified(h.app, call["headers"]["x-caller-assertion"], audience=orders.base)
     assert claims["sub"] == "alice" and claims["tool"] == "orders__lookup_order"
-    assert claims["conversationId"] == conversation_id
+    assert claims["conversationId"] == conversation_id and claims["roles"] == ["user"]
+    assert 0 < claims["exp"] - time.time() <= 60
     assert "authorization" not in call["headers"]
     trail = await h.store.audit(conversation_id)  # audited like any tool
     (audited,) = trail.records[-1]["toolCalls"]
@@ -375,7 +375,9 @@ async def test_anonymous_callers_are_offered_no_mcp_tools_and_nothing_is_listed(
 
 
 def test_make_devs_demo_mcp_tools_are_listed_called_and_approved_through_the_api(dev_app):
-    caller = {"X-Caller-Id": "mcp-newcomer"}
+    """The demo server verifies each call's assertion against the dev server's key set and serves
+    only the account its directory gives the caller (alice-<anything> is alice)."""
+    caller = {"X-Caller-Id": "alice-mcp"}
     tools = httpx.get(f"{dev_app.url}/api/v1/agent/tools", headers=caller).json()["tools"]
     demo = {tool["name"]: tool for tool in tools if tool["name"].startswith("demo__")}
     assert set(demo) == {"demo__get_order_status", "demo__list_orders", "demo__cancel_order"}
@@ -404,6 +406,14 @@ def test_make_devs_demo_mcp_tools_are_listed_called_and_approved_through_the_api
     events = parse_sse(httpx.post(decide, json={"decision": "approve"}, headers=caller, timeout=30).text)
     (result,) = [e.data for e in events if e.event == "ToolCallResult"]
     assert result["success"] and json.loads(result["result"])["status"] == "cancelled"
+
+    theirs = {"accountId": "acct-2002"}  # bob's: the model, or the request's context, names it
+    dev_app.llm.script(tool_call_reply("demo__list_orders", theirs), text_reply("I cannot see those orders."))
+    body = {"message": "List the orders of acct-2002", "contextType": "orders", "context": theirs}
+    events = parse_sse(httpx.post(stream, json=body, headers=caller, timeout=30).text)
+    (refused,) = [e.data for e in events if e.event == "ToolCallResult"]
+    assert not refused["success"]
+    assert "Account acct-2002 is not the caller's" in dev_app.llm.requests[-1]["messages"][-1]["content"]
 
 
 def test_mcp_servers_is_read_from_an_ssm_parameter_or_an_s3_object(aws_stack):

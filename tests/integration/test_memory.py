@@ -11,12 +11,11 @@ from fastapi.testclient import TestClient
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.base import utcnow
-from rag_orchestrator.retrieval.fragments import attachment_segment, get_fragment_index
-from rag_orchestrator.retrieval.ingestion import ingest_documents
+from rag_orchestrator.retrieval.fragments import attachment_segment
 from rag_orchestrator.tools.base import ToolContext
-from rag_orchestrator.tools.rag_search import RagSearchTool
 from tests.fakes.llm_script import text_reply
 from tests.fakes.sse import parse_sse
+from tests.integration.knowledge import ingest, memory, rag_search
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +31,7 @@ def stack(aws_stack, chroma_url, monkeypatch):
     monkeypatch.setenv("CHROMA_COLLECTION", f"memory-kb-{uuid.uuid4().hex[:12]}")
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
     monkeypatch.setenv("MEMORY_MIN_SCORE", "0.05")
-    ingest_documents([{"documentId": "guide", "title": "Guide", "text": GUIDE}], load_settings())
+    ingest([{"documentId": "guide", "title": "Guide", "text": GUIDE}], load_settings())
 
 
 def client() -> TestClient:
@@ -41,7 +40,7 @@ def client() -> TestClient:
 
 def fragments(where: dict | None = None) -> int:
     """Fragments in this test's memory collection (0 when nothing created it)."""
-    store = get_fragment_index(load_settings()).store
+    store = memory(load_settings()).store
     return store.count(where=where) if store._resolve()[1] is not None else 0
 
 
@@ -176,7 +175,7 @@ def seed_attachments() -> None:
             created_at=now,
         )
 
-    get_fragment_index(load_settings()).add(
+    memory(load_settings()).add(
         [
             segment("alice", "receipt", "image-ocr", 0, "Invoice total for the dev server hosting: 420 EUR."),
             segment("alice", "memo", "audio", 0, "The dev server moves to port 9000 on Friday."),
@@ -190,7 +189,7 @@ async def found(modality=None, caller="alice") -> dict[str, set[str]]:
     arguments = {"query": "dev server port invoice", "max_results": 10}
     if modality is not None:
         arguments["modality"] = modality
-    result = await RagSearchTool(load_settings()).execute(arguments, ToolContext("c-new", caller))
+    result = await rag_search().execute(arguments, ToolContext("c-new", caller))
     by_source: dict[str, set[str]] = {}
     for p in result.passages:
         by_source.setdefault(p.source or "", set()).add(f"{p.document_id}#{p.chunk_index}")
@@ -215,7 +214,7 @@ async def test_rag_search_refuses_an_unknown_modality(stack):
     from rag_orchestrator.domain.messages import FunctionCall, ToolCall
     from rag_orchestrator.tools.registry import ToolRegistry
 
-    registry = ToolRegistry([RagSearchTool(load_settings())])
+    registry = ToolRegistry([rag_search()])
     call = ToolCall(
         id="c1", function=FunctionCall(name="rag_search", arguments='{"query": "x", "modality": "video"}')
     )

@@ -12,8 +12,9 @@ import pytest
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.ids import sortable_id
-from rag_orchestrator.retrieval.fragments import conversation_fragments, get_fragment_index
+from rag_orchestrator.retrieval.fragments import conversation_fragments
 from tests.integration.features import BASE, ask, assert_error, client, fresh_caller, new_conversation
+from tests.integration.knowledge import memory as memory_index
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +47,7 @@ def remember(caller: dict[str, str], exchanges=EXCHANGES) -> list[str]:
             answer=answered,
             created_at=start + timedelta(minutes=minute),
         )
-    get_fragment_index(load_settings()).add(fragments)
+    memory_index(load_settings()).add(fragments)
     return ids
 
 

@@ -11,11 +11,11 @@ import pytest
 
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.base import utcnow
-from rag_orchestrator.retrieval.fragments import conversation_fragments, get_fragment_index
-from rag_orchestrator.retrieval.ingestion import ingest_documents
+from rag_orchestrator.retrieval.fragments import conversation_fragments
 from rag_orchestrator.tools.base import ToolContext
-from rag_orchestrator.tools.rag_search import RagSearchTool
 from tests.integration.features import ask, client, fresh_caller, new_conversation, sse
+from tests.integration.knowledge import ingest, rag_search
+from tests.integration.knowledge import memory as memory_index
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +32,7 @@ def stack(aws_stack, chroma_url, monkeypatch):
     monkeypatch.setenv("CHROMA_COLLECTION", f"recall-kb-{uuid.uuid4().hex[:12]}")
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
     monkeypatch.setenv("MEMORY_MIN_SCORE", "0.05")
-    ingest_documents([{"documentId": "errors", "title": "Errors", "text": ERRORS}], load_settings())
+    ingest([{"documentId": "errors", "title": "Errors", "text": ERRORS}], load_settings())
     return client(), fresh_caller()
 
 
@@ -47,7 +47,7 @@ def answer_of(events) -> dict:
 
 def turn_fragments(caller: str, **where: str) -> list[dict]:
     """The caller's turn fragments in Chroma, with their kind and text."""
-    store = get_fragment_index(load_settings()).store
+    store = memory_index(load_settings()).store
     clauses = [{"callerId": caller}, {"kind": {"$in": ["said", "answered"]}}]
     clauses += [{key: value} for key, value in where.items()]
     return [{"kind": r.metadata["kind"], "text": r.document} for r in store.entries({"$and": clauses})]
@@ -70,7 +70,7 @@ async def test_recall_puts_the_knowledge_base_first_and_memory_after_it_never_th
     first, second = new_conversation(c, alice), new_conversation(c, alice)
     ask(c, first, QUESTION, alice)
     ask(c, second, QUESTION, alice)
-    tool = RagSearchTool(load_settings())
+    tool = rag_search(load_settings())
     found = (await tool.execute({"query": QUESTION}, ToolContext(second, caller))).passages
     assert found[0].document_id == "errors"
     assert [(p.document_id, p.kind) for p in found[1:]] == [
@@ -113,11 +113,11 @@ def test_an_earlier_answer_is_never_quoted_and_what_was_said_is_quoted_with_its_
         answer="The vault opens at seven every morning.",
         created_at=when,
     )
-    get_fragment_index(load_settings()).add([answered])
+    memory_index(load_settings()).add([answered])
     vault = answer_of(ask(c, new_conversation(c, alice), "When does the vault open?", alice))
     assert "seven" not in vault["text"] and vault["text"].startswith("I could not find")
 
-    get_fragment_index(load_settings()).add([said])
+    memory_index(load_settings()).add([said])
     code = answer_of(ask(c, new_conversation(c, alice), "What is my vault code?", alice))
     assert (
         code["text"]

@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 
 from rag_orchestrator.api.app import ALL_ROUTERS, create_app
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.retrieval.ingestion import ingest_documents
 from tests.fakes.llm_script import Echo
 from tests.fakes.sse import parse_sse
+from tests.integration.knowledge import ingest
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,7 @@ def app(aws_stack, chroma_url, fake_llm, monkeypatch) -> TestClient:
     for key, value in fake_llm.settings_for("openai_compatible", api_key=API_KEY).items():
         monkeypatch.setenv(key.upper(), str(value))
     fake_llm.default = Echo(400)
-    ingest_documents([{"documentId": "guide", "title": "Guide", "text": PASSAGE}], load_settings())
+    ingest([{"documentId": "guide", "title": "Guide", "text": PASSAGE}], load_settings())
     return TestClient(create_app(ALL_ROUTERS), raise_server_exceptions=False)
 
 

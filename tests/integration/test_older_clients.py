@@ -13,12 +13,12 @@ from tests.fakes.sse import parse_sse
 
 pytestmark = pytest.mark.integration
 
-ALICE = {"X-Caller-Id": "older-alice"}
+ALICE = {"X-Caller-Id": "alice-older"}
 
 
 def new_conversation(base: str) -> str:
     response = httpx.post(
-        f"{base}/api/v1/chat/conversations", json={"callerId": "older-alice"}, headers=ALICE
+        f"{base}/api/v1/chat/conversations", json={"callerId": "alice-older"}, headers=ALICE
     )
     assert response.status_code == 201, response.text
     return response.json()["conversationId"]
@@ -33,16 +33,19 @@ def test_a_chat_body_with_the_callers_id_and_an_account_runs_the_tool_for_that_a
     body = {
         "message": "Where is my order A-1001?",
         "conversationId": cid,
-        "callerId": "older-alice",
+        "callerId": "alice-older",
         "userId": "u-42",
         "accountId": "acct-1001",
         "metadata": {"channel": "kiosk"},
     }
-    response = httpx.post(dev_app.conversation_url(cid, "messages"), json=body, headers=ALICE, timeout=60)
+    # the tool's account is pinned to her sign-in's claim (docs/tools.md); the body's joins the context
+    claimed = {**ALICE, "X-Caller-Claims": json.dumps({"accountId": "acct-1001"})}
+    response = httpx.post(dev_app.conversation_url(cid, "messages"), json=body, headers=claimed, timeout=60)
     assert response.status_code == 200, response.text
     assert response.json()["message"] == "Order A-1001 has shipped."
     tool_result = next(m for m in dev_app.llm.requests[-1]["messages"] if m["role"] == "tool")
-    assert '"shipped"' in tool_result["content"]  # the account came from the body, as the tool's context
+    assert '"shipped"' in tool_result["content"]
+    assert "acct-1001" in json.dumps(dev_app.llm.requests[0]["messages"])  # the body's account, as context
     # userId joined the turn's context, which the model reads (wherever the prompt puts it)
     assert "u-42" in json.dumps(dev_app.llm.requests[0]["messages"])
 
@@ -74,13 +77,13 @@ def test_the_callers_own_id_is_ignored_by_the_ui_stream_and_the_agent_chat(dev_a
     user = {"id": "u-1", "role": "user", "parts": [{"type": "text", "text": "hello"}]}
     ui = httpx.post(
         dev_app.conversation_url(cid, "ui-stream"),
-        json={"messages": [user], "callerId": "older-alice"},
+        json={"messages": [user], "callerId": "alice-older"},
         headers=ALICE,
         timeout=60,
     )
     agent = httpx.post(
         f"{dev_app.url}/api/v1/agent/chat",
-        json={"message": "hello", "callerId": "older-alice"},
+        json={"message": "hello", "callerId": "alice-older"},
         headers=ALICE,
         timeout=60,
     )

@@ -48,7 +48,7 @@ CHECKS = [
 @pytest.fixture
 def served(aws_stack, chroma_url, fake_llm, monkeypatch):
     from rag_orchestrator.config import get_settings
-    from rag_orchestrator.retrieval.ingestion import ingest_documents
+    from tests.integration.knowledge import ingest
 
     monkeypatch.setenv("CHROMA_COLLECTION", f"conformance-{uuid.uuid4().hex[:8]}")
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
@@ -56,7 +56,7 @@ def served(aws_stack, chroma_url, fake_llm, monkeypatch):
         monkeypatch.setenv(key.upper(), str(value))
     fake_llm.default = text_reply("Run the suite with make test [source:guide#0].", chunks=2)
     get_settings.cache_clear()
-    ingest_documents([{"documentId": "guide", "title": "Guide", "text": GUIDE}], get_settings())
+    ingest([{"documentId": "guide", "title": "Guide", "text": GUIDE}], get_settings())
     return create_app(ALL_ROUTERS)
 
 

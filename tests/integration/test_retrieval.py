@@ -10,11 +10,11 @@ from fastapi.testclient import TestClient
 from rag_orchestrator.api.app import create_app
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError, VectorStoreUnavailable
-from rag_orchestrator.retrieval.ingestion import ingest_documents, stable_document_id
+from rag_orchestrator.retrieval.ingestion import stable_document_id
 from rag_orchestrator.retrieval.query_vector import QueryVector
-from rag_orchestrator.retrieval.search import search, search_sync
-from rag_orchestrator.retrieval.vector_store import VectorStore, get_vector_store
+from rag_orchestrator.retrieval.vector_store import VectorStore
 from rag_orchestrator.text.hashing import HashingEmbedder
+from tests.integration.knowledge import asearch, ingest, knowledge, search
 
 pytestmark = pytest.mark.integration
 
@@ -68,11 +68,11 @@ def long_text(paragraphs: int) -> str:
 
 def test_ingest_then_query_finds_the_right_document(collection):
     settings = load_settings()
-    result = ingest_documents(DOCS, settings)
+    result = ingest(DOCS, settings)
     assert result == [{"documentId": d["documentId"], "chunks": 1} for d in DOCS]
-    assert get_vector_store(settings).count() == 3
+    assert knowledge(settings).store.count() == 3
 
-    passages = search_sync(
+    passages = search(
         "how do the functions talk to the chroma server?", top_k=3, threshold=0.0, settings=settings
     )
     assert passages[0].document_id == "chroma-guide"
@@ -90,8 +90,8 @@ def test_ingest_then_query_finds_the_right_document(collection):
 
 async def test_async_search_is_the_same_search(collection):
     settings = load_settings()
-    ingest_documents(DOCS, settings)
-    passages = await search("wild yeast starter", top_k=1, threshold=0.0, settings=settings)
+    ingest(DOCS, settings)
+    passages = await asearch("wild yeast starter", top_k=1, threshold=0.0, settings=settings)
     assert ids(passages) == ["bread"]
 
 
@@ -107,26 +107,22 @@ class CountingEmbedder(HashingEmbedder):
 
 async def test_a_turns_vector_is_used_for_its_own_query_only(collection):
     settings = load_settings()
-    ingest_documents(DOCS, settings)
+    ingest(DOCS, settings)
     embedder = CountingEmbedder(settings.embedding_dimensions)  # the same vector space as the collection's
     vector = QueryVector(embedder, "  wild yeast starter ")
-    shared = await search("wild yeast starter", top_k=1, threshold=0.0, vector=vector, settings=settings)
+    shared = await asearch("wild yeast starter", top_k=1, threshold=0.0, vector=vector, settings=settings)
     assert ids(shared) == ["bread"] and embedder.texts == ["wild yeast starter"]
-    other = await search("sam deploy", top_k=1, threshold=0.0, vector=vector, settings=settings)
+    other = await asearch("sam deploy", top_k=1, threshold=0.0, vector=vector, settings=settings)
     assert ids(other) == ["deploy"] and embedder.texts == ["wild yeast starter"]  # embedded by the search
 
 
 def test_filters_by_source_and_tags(collection):
     settings = load_settings()
-    ingest_documents(DOCS, settings)
+    ingest(DOCS, settings)
 
     def find(**filters):
         return set(
-            ids(
-                search_sync(
-                    "chroma server deploy bread", top_k=10, threshold=0.0, settings=settings, **filters
-                )
-            )
+            ids(search("chroma server deploy bread", top_k=10, threshold=0.0, settings=settings, **filters))
         )
 
     assert find(source="ops-wiki") == {"chroma-guide", "deploy"}
@@ -141,59 +137,62 @@ def test_filters_by_source_and_tags(collection):
 
 def test_same_document_id_replaces_all_old_chunks(collection):
     settings = load_settings().model_copy(update={"chunk_size": 300, "chunk_overlap": 50})
-    store = get_vector_store(settings)
-    [first] = ingest_documents(
-        [{"documentId": "handbook", "title": "Handbook", "text": long_text(12)}], settings
-    )
+    store = knowledge(settings).store
+    [first] = ingest([{"documentId": "handbook", "title": "Handbook", "text": long_text(12)}], settings)
     assert first["chunks"] > 4
     assert store.count("handbook") == first["chunks"]
 
     short = "The handbook was rewritten: releases now need one approval only."
-    [second] = ingest_documents([{"documentId": "handbook", "title": "Handbook", "text": short}], settings)
+    [second] = ingest([{"documentId": "handbook", "title": "Handbook", "text": short}], settings)
     assert second == {"documentId": "handbook", "chunks": 1}
     assert store.count("handbook") == 1
     assert store.count() == 1
-    passages = search_sync(
-        "release checklists approvals rollbacks", top_k=10, threshold=0.0, settings=settings
-    )
+    passages = search("release checklists approvals rollbacks", top_k=10, threshold=0.0, settings=settings)
     assert [p.text for p in passages] == [short]
 
 
 def test_delete_document(collection):
     settings = load_settings()
-    ingest_documents(DOCS, settings)
-    store = get_vector_store(settings)
+    ingest(DOCS, settings)
+    store = knowledge(settings).store
     store.delete_document("bread")
     assert store.count("bread") == 0
     assert store.count() == 2
-    assert "bread" not in ids(search_sync("sourdough", top_k=5, threshold=0.0, settings=settings))
+    assert "bread" not in ids(search("sourdough", top_k=5, threshold=0.0, settings=settings))
 
 
 def test_threshold_drops_weak_passages(collection):
-    settings = load_settings()
-    ingest_documents(DOCS, settings)
-    everything = search_sync("sourdough starter yeast", top_k=3, threshold=0.0, settings=settings)
+    settings = load_settings(retrieval_mode="dense", reranker="none")  # scores are cosine similarities
+    ingest(DOCS, settings)
+    everything = search("sourdough starter yeast", top_k=3, threshold=0.0, settings=settings)
     assert len(everything) == 3
     cut = (everything[0].score + everything[1].score) / 2
-    kept = search_sync("sourdough starter yeast", top_k=3, threshold=cut, settings=settings)
+    kept = search("sourdough starter yeast", top_k=3, threshold=cut, settings=settings)
     assert ids(kept) == ["bread"]
-    assert search_sync("sourdough starter yeast", top_k=3, threshold=1.0, settings=settings) == []
+    assert search("sourdough starter yeast", top_k=3, threshold=1.0, settings=settings) == []
+
+
+def test_in_hybrid_a_passage_holding_every_word_of_the_query_scores_one(collection):
+    settings = load_settings()
+    ingest(DOCS, settings)
+    [best] = search("sourdough starter yeast", top_k=3, threshold=1.0, settings=settings)
+    assert best.document_id == "bread" and best.score == 1.0
 
 
 def test_missing_document_id_gets_a_stable_one(collection):
     settings = load_settings()
     document = {"title": "No id", "text": "A document without an id."}
-    [first] = ingest_documents([document], settings)
-    [again] = ingest_documents([document], settings)
+    [first] = ingest([document], settings)
+    [again] = ingest([document], settings)
     assert (
         first["documentId"] == again["documentId"] == stable_document_id("No id", "A document without an id.")
     )
-    assert get_vector_store(settings).count() == 1
+    assert knowledge(settings).store.count() == 1
 
 
 def test_a_collection_of_another_embedder_is_refused(collection):
     settings = load_settings()
-    ingest_documents(DOCS[:1], settings)
+    ingest(DOCS[:1], settings)
     other = VectorStore(settings, "bedrock/amazon.titan-embed-text-v2:0/1024")
     with pytest.raises(ConfigError, match="holds vectors of hashing-v2/1024"):
         other.count()
@@ -202,7 +201,7 @@ def test_a_collection_of_another_embedder_is_refused(collection):
 def test_closed_port_is_vector_store_unavailable(monkeypatch):
     monkeypatch.setenv("CHROMA_URL", "http://127.0.0.1:9")
     with pytest.raises(VectorStoreUnavailable):
-        get_vector_store(load_settings()).count()
+        knowledge(load_settings()).store.count()
 
 
 # ---------------------------------------------------------------------------- HTTP routes

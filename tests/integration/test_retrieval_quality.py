@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.retrieval.ingestion import ingest_documents
-from rag_orchestrator.retrieval.search import search_sync
+from tests.integration.knowledge import ingest, search
 
 pytestmark = pytest.mark.integration
 
@@ -29,11 +28,11 @@ def test_hashing_embedder_finds_the_right_passage_in_the_top_3(chroma_url, monke
     passages = json.loads(CORPUS.read_text())["passages"]
     assert len(passages) == 30
     documents = [{"documentId": p["id"], "title": p["title"], "text": p["text"]} for p in passages]
-    assert sum(r["chunks"] for r in ingest_documents(documents, settings)) == 30
+    assert sum(r["chunks"] for r in ingest(documents, settings)) == 30
 
     ranks, right_scores, best_wrong_scores = [], [], []
     for passage in passages:
-        found = search_sync(passage["question"], top_k=30, threshold=-1.0, settings=settings)
+        found = search(passage["question"], top_k=30, threshold=-1.0, settings=settings)
         order = [p.document_id for p in found]
         ranks.append(order.index(passage["id"]))
         right_scores.append(found[ranks[-1]].score)

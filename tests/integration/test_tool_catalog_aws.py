@@ -14,6 +14,7 @@ from rag_orchestrator.api.deps import process_aws
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError
 from rag_orchestrator.ssm_params import SecretReader
+from rag_orchestrator.tools.assertion import create_signer, generate_key_pem, load_key
 from rag_orchestrator.tools.catalog import environment_secrets, load_catalog
 from rag_orchestrator.tools.toolbox import build_toolbox
 from tests.fakes.scripted import MemorySearchTool
@@ -22,6 +23,8 @@ pytestmark = pytest.mark.integration
 
 PREFIX = "/rag-orchestrator/tools/"
 TOKEN = "orders-token-0a1b2c3d"
+ASSERTION_KEY = "/rag-orchestrator/assertion-key"
+PEM = generate_key_pem()
 CATALOG = {
     "tools": [
         {
@@ -53,6 +56,8 @@ def deployed(aws_stack, in_lambda, monkeypatch) -> dict[str, str]:
     ssm = aws.client("ssm")
     ssm.put_parameter(Name="/rag-orchestrator/tool-catalog", Type="String", Value=text, Overwrite=True)
     ssm.put_parameter(Name=f"{PREFIX}ORDERS_API_TOKEN", Type="SecureString", Value=TOKEN, Overwrite=True)
+    # The operator's key, where the template lets the functions read: under TOOL_SECRETS_PREFIX
+    ssm.put_parameter(Name=f"{PREFIX}ASSERTION_PRIVATE_KEY", Type="SecureString", Value=PEM, Overwrite=True)
     return {"s3": f"s3://{bucket}/config/tools.yaml", "ssm": "ssm:/rag-orchestrator/tool-catalog"}
 
 
@@ -136,4 +141,29 @@ def test_tool_secrets_may_live_in_secrets_manager_under_a_name_prefix(deployed, 
     with pytest.raises(ConfigError, match="the secret secretsmanager:rag-orchestrator/no-such-tools/ORDERS"):
         load_catalog(
             load_settings(tool_catalog_path=deployed["ssm"]), environment_secrets(SecretReader(aws)), aws
+        )
+
+
+def test_the_assertion_key_is_read_from_ssm_and_a_catalogue_that_needs_it_refuses_to_start_without(
+    deployed, monkeypatch
+):
+    aws = process_aws()
+    secrets = SecretReader(aws)  # the composition root's reader: the key is read through it, like any secret
+    settings = load_settings(tool_catalog_path=deployed["ssm"])
+    toolbox = build_toolbox(
+        settings, rag_search=MemorySearchTool([]), embedder=None, cache=None, aws=aws, secrets=secrets
+    )
+    assert toolbox.registry.get("get_order_status") is not None
+    assert create_signer(settings, secrets).jwks() == {"keys": [load_key(PEM).jwk]}  # the operator's key
+    monkeypatch.setenv("ORDERS_API_TOKEN_PARAM", f"{PREFIX}ORDERS_API_TOKEN")  # the catalogue's own secret
+    monkeypatch.delenv("TOOL_SECRETS_PREFIX")
+    with pytest.raises(
+        ConfigError, match=r"ASSERTION_PRIVATE_KEY_PARAM \(or TOOL_SECRETS_PREFIX\) is required"
+    ):
+        build_toolbox(
+            load_settings(tool_catalog_path=deployed["ssm"]),
+            rag_search=MemorySearchTool([]),
+            embedder=None,
+            aws=aws,
+            secrets=secrets,
         )

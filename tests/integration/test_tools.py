@@ -6,6 +6,7 @@ what the model and the client received. The last tests go through the app (SSE a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
+from rag_orchestrator.domain.fences import blocks
 from rag_orchestrator.domain.messages import Role
 from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.orchestrator import Orchestrator
@@ -171,21 +173,32 @@ async def test_a_tool_the_caller_was_not_offered_is_refused(catalog_path, api):
     assert not result.success and "Unknown tool" in result.result and api.requests == []
 
 
-async def test_the_context_id_is_injected_and_the_prompt_carries_the_context(catalog_path, api):
+async def test_the_context_id_is_pinned_and_the_context_reaches_the_model_as_data(catalog_path, api):
     h = harness(
         catalog_path,
         api,
-        tool_calls(call("list_orders", "{}", "c1"), call("get_order_status", '{"orderId": "8812"}', "c2")),
+        tool_calls(
+            call("list_orders", '{"accountId": "acc-666"}', "c1"),
+            call("get_order_status", '{"orderId": "8812"}', "c2"),
+        ),
         answer("You have one open order."),
     )
     events = await h.turn("show my orders", context_type="orders", context={"accountId": "acc-42"})
-    assert sorted(api.paths()) == ["/accounts/acc-42/orders", "/orders/8812"]
+    assert sorted(api.paths()) == ["/accounts/acc-42/orders", "/orders/8812"]  # the model's acc-666 replaced
     status_call = next(r for r in api.requests if r["path"] == "/orders/8812")
     assert status_call["query"] == {"accountId": ["acc-42"]}
     assert status_call["headers"]["authorization"] == f"Bearer {TOKEN}"
+    assert status_call["headers"]["x-caller-assertion"].count(".") == 2  # who the call is for
     results = by_type(events, "ToolCallResult")
     assert [r.success for r in results] == [True, True] and '"accountId":"acc-42"' in results[0].result
-    assert 'Context type: orders\nContext: {"accountId":"acc-42"}' in h.system_prompt()
+    sent = h.strategy.requests[0][0]
+    assert "acc-42" not in h.system_prompt()
+    (data,) = [
+        blocks(m.content, "app-context")
+        for m in sent
+        if m.role is Role.USER and blocks(m.content, "app-context")
+    ]
+    assert json.loads(data[0]) == {"contextType": "orders", "context": {"accountId": "acc-42"}}
     assert events[-1].type == "Completed"
 
 
@@ -251,7 +264,8 @@ async def test_the_preview_path_emits_preview_and_hands_the_model_preview_sent(c
     }
     result = by_type(events, "ToolCallResult")[0]
     assert result.success and result.result == "preview_sent"
-    assert [m.content for m in h.strategy.requests[1][0] if m.role is Role.TOOL] == ["preview_sent"]
+    sent = [blocks(m.content, "tool-result") for m in h.strategy.requests[1][0] if m.role is Role.TOOL]
+    assert sent == [["preview_sent"]]  # tool results reach the model as data
     assert PREVIEW_NOTE in h.system_prompt()
 
 
@@ -339,7 +353,7 @@ def test_the_tools_list_shows_what_each_role_may_use(app, monkeypatch):
     assert set(admin) - set(user) == {"refund_order", "hide_review", "list_reported_content"}
     listed = user["get_order_status"]
     assert listed["contexts"] == ["orders"] and listed["core"] is False and listed["preview"] is None
-    assert "accountId" not in listed["parameters"]["required"]  # filled from the context
+    assert "accountId" not in listed["parameters"]["properties"]  # pinned: filled by the service
     assert user["preview_workflow"]["preview"] == "workflow_preview" and user["list_orders"]["core"] is True
     assert user["rag_search"]["contexts"] is None and user["rag_search"]["core"] is True
     assert app.get("/api/v1/agent/tools").status_code == 401
@@ -373,7 +387,9 @@ async def test_the_index_is_cached_in_s3_and_reused(aws_stack, catalog_path, aws
     )
     lookup = {"TOOL_API_URL": "http://127.0.0.1:9", "TOOL_API_TOKEN": TOKEN}.get
 
-    first = build_toolbox(settings, embedder=HashingEmbedder(), lookup=lookup, aws=aws_clients)
+    first = build_toolbox(
+        settings, rag_search=MemorySearchTool([]), embedder=HashingEmbedder(), lookup=lookup, aws=aws_clients
+    )
     await first.selector.select("where is my order", "orders", ("user",))
     s3 = boto3.client("s3", endpoint_url=aws_stack["endpoint"])
     listed = s3.list_objects_v2(Bucket=aws_stack["TRANSCRIPTS_BUCKET"], Prefix=PREFIX)["Contents"]
@@ -383,6 +399,8 @@ async def test_the_index_is_cached_in_s3_and_reused(aws_stack, catalog_path, aws
         def embed_batch(self, texts):
             raise AssertionError("the cached index should have been used")
 
-    second = build_toolbox(settings, embedder=NoBatch(), lookup=lookup, aws=aws_clients)
+    second = build_toolbox(
+        settings, rag_search=MemorySearchTool([]), embedder=NoBatch(), lookup=lookup, aws=aws_clients
+    )
     offered = await second.selector.select("When will order 204 arrive?", "orders", ("user",))
     assert "get_order_status" in offered and len(offered) == 8  # ranked, not the degraded full list

@@ -11,9 +11,9 @@ import pytest
 
 from devserver.traces import TraceReceiver, tree
 from rag_orchestrator.config import load_settings
-from rag_orchestrator.retrieval.ingestion import ingest_documents
 from tests.fakes.llm_script import text_reply, tool_call_reply
 from tests.integration.features import ask, client, fresh_caller, new_conversation, use_fake_llm
+from tests.integration.knowledge import ingest
 
 pytestmark = pytest.mark.integration
 QUESTION = "Which port does the dev server listen on?"
@@ -36,9 +36,7 @@ def traced(receiver, aws_stack, chroma_url, fake_llm, monkeypatch):
     monkeypatch.setenv("CHROMA_COLLECTION", f"traces-{id(monkeypatch)}")
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
     use_fake_llm(fake_llm, monkeypatch)
-    ingest_documents(
-        [{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs"}], load_settings()
-    )
+    ingest([{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs"}], load_settings())
     fake_llm.script(
         tool_call_reply("rag_search", {"query": "dev server port"}, call_id="call_a"),
         text_reply(ANSWER),

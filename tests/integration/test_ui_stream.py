@@ -17,7 +17,8 @@ pytestmark = pytest.mark.integration
 
 ALICE = {"X-Caller-Id": "alice"}
 API_KEY = "sk-test-SECRET-KEY-4242"
-ORDERS = json.dumps({"contextType": "orders", "context": {"accountId": "acct-1001"}})
+ORDERS = json.dumps({"contextType": "orders"})
+ALICE_CLAIMS = {"CALLER_CLAIMS": json.dumps({"accountId": "acct-1001"})}  # her account in the demo tool API
 
 
 def new_conversation(base: str, headers=ALICE) -> str:
@@ -50,6 +51,7 @@ def test_use_chat_assembles_tool_parts_text_sources_and_metadata(dev_app, major)
         "alice",
         "Where is my order A-1001, and how do I run the tests?",
         ORDERS,
+        env=ALICE_CLAIMS,
     )
     assert (out["status"], out["error"], out["errors"]) == ("ready", None, [])
     user, assistant = out["messages"]
@@ -69,7 +71,7 @@ def test_use_chat_assembles_tool_parts_text_sources_and_metadata(dev_app, major)
         "output-available",
     )
     assert tool["input"] == {"orderId": "A-1001"}
-    assert json.loads(tool["output"])["status"] == "shipped"  # the demo tool API, with accountId from context
+    assert json.loads(tool["output"])["status"] == "shipped"  # the demo tool API, for alice's own account
     assert parts[3] == {
         "type": "text",
         "text": "Order A-1001 has shipped; tests run with make test [source:guide#0].",
@@ -91,7 +93,8 @@ def test_use_chat_assembles_tool_parts_text_sources_and_metadata(dev_app, major)
     assert out["finishes"] == [{"finishReason": "stop", "isDisconnect": False}]
     assert stored[0]["clientMessageId"] == user["id"]  # the SDK's message id: a resend starts no turn
     users = [m["content"] for m in dev_app.llm.requests[0]["messages"] if m["role"] == "user"]
-    assert users == ["Where is my order A-1001, and how do I run the tests?"]
+    assert users[0].startswith("[Data from the app]")  # the context and the passages, as data
+    assert users[1:] == ["Where is my order A-1001, and how do I run the tests?"]
 
 
 def test_preview_tools_give_a_data_preview_part(dev_app):
@@ -233,7 +236,9 @@ def test_an_approval_is_the_sdks_own_and_its_answer_continues_the_turn(dev_app, 
         dev_app.llm.script(tool_calls_reply([("cancel_order", CANCEL, "call_c")]), text_reply(answer))
         cid = new_conversation(dev_app.url)
         url = dev_app.conversation_url(cid, "ui-stream")
-        out = use_chat(major, url, "alice", "Cancel order A-1002", ORDERS, f"{decision}:not today")
+        out = use_chat(
+            major, url, "alice", "Cancel order A-1002", ORDERS, f"{decision}:not today", env=ALICE_CLAIMS
+        )
         assert (out["status"], out["error"], out["errors"]) == ("ready", None, []), out
         (asked,) = tool_parts(out["before"][-1])
         assert (asked["state"], asked["toolName"], asked["input"]) == (

@@ -3,7 +3,7 @@
 // to our ui-stream route, the SDK parsing the stream (uiMessageChunkSchema) and assembling the message.
 // Prints what the app would hold, as JSON on the last line.
 //
-//   node ui_stream_client.mjs <6|7> <url> <caller-id> <message> [<body JSON>] [<mode>]
+//   [CALLER_CLAIMS=<claims JSON>] node ui_stream_client.mjs <6|7> <url> <caller-id> <message> [<body JSON>] [<mode>]
 //
 // Modes:
 //   stop             once the answer's first text has arrived, press Stop as an app would: POST the
@@ -47,7 +47,9 @@ class Chat extends AbstractChat {
   }
 }
 
-const headers = { "X-Caller-Id": callerId };
+// The dev caller's token claims, where pinned tool parameters come from (X-Caller-Claims).
+const claims = process.env.CALLER_CLAIMS ? { "X-Caller-Claims": process.env.CALLER_CLAIMS } : {};
+const headers = { "X-Caller-Id": callerId, ...claims };
 const data = [];
 const errors = [];
 const cancels = [];

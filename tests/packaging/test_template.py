@@ -57,6 +57,7 @@ SECRET_PARAMETERS = {
     "OPENAI_COMPATIBLE_API_KEY_PARAM": "OpenAICompatibleApiKeyParameter",
     "CHROMA_TOKEN_PARAM": "ChromaTokenParameter",
     "EMBEDDING_API_KEY_PARAM": "EmbeddingApiKeyParameter",
+    "RERANKER_API_KEY_PARAM": "RerankerApiKeyParameter",
     "ATTACHMENT_CAPTION_API_KEY_PARAM": "AttachmentCaptionApiKeyParameter",
     "ATTACHMENT_WHISPER_API_KEY_PARAM": "AttachmentWhisperApiKeyParameter",
     "GUEST_TOKEN_SECRET_PARAM": "GuestTokenSecretParameter",
@@ -377,6 +378,7 @@ def test_api_routes_public_ones_and_guests_without_the_authorizer_everything_els
         ("GET", "/docs"),
         ("GET", "/openapi.json"),
         ("POST", "/api/v1/auth/guest"),
+        ("GET", "/.well-known/jwks.json"),
         ("ANY", "/api/v1/chat/{proxy+}"),
         ("GET", "/api/v1/agent/tools"),
         ("POST", "/mcp"),
@@ -777,6 +779,7 @@ def test_guests_reach_the_app_past_api_gateway_after_the_sam_transform(transform
     assert paths["/{proxy+}"][any_method]["security"] == [{"JwtAuthorizer": []}]
     for path, method in (
         ("/api/v1/auth/guest", "post"),
+        ("/.well-known/jwks.json", "get"),
         ("/api/v1/chat/{proxy+}", any_method),
         ("/api/v1/agent/tools", "get"),
         ("/mcp", "post"),
@@ -876,3 +879,15 @@ def test_erasures_run_in_a_function_of_their_own_invoked_asynchronously_by_the_a
     ]
     assert as_list(invoke["Action"]) == ["lambda:InvokeFunction"]
     assert effective_function(template, "LifecycleFunction")["Timeout"] == 900  # beyond API Gateway's 29 s
+
+
+def test_retrieval_parameters_offer_the_modes_and_rerankers(template):
+    params = template["Parameters"]
+    assert params["RetrievalMode"]["AllowedValues"] == ["hybrid", "dense", "lexical"]
+    assert params["RetrievalMode"]["Default"] == "hybrid"
+    assert (
+        params["Reranker"]["AllowedValues"] == ["local", "http", "none"]
+        and params["Reranker"]["Default"] == "local"
+    )
+    rule = template["Rules"]["HttpRerankerNeedsUrl"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "Reranker"}, "http"]}

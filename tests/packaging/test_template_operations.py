@@ -8,7 +8,9 @@ they use) on the values an operator would give.
 from __future__ import annotations
 
 import ast
+import io
 import json
+import logging
 import re
 import sys
 from pathlib import Path
@@ -283,7 +285,7 @@ def test_the_dashboard_shows_only_metrics_that_exist(template, resources):
     assert ours and all(row[1] in emitted and row[2:4] == ["service", "rag-orchestrator"] for row in ours)
 
 
-def test_the_dashboards_usage_widget_sums_the_fields_each_turn_logs(resources, capsys):
+def test_the_dashboards_usage_widget_sums_the_fields_each_turn_logs(resources):
     """The "turn usage" line (loop/finish.py) carries every field the Logs Insights query reads."""
     from rag_orchestrator.domain.usage import Prices, UsageLine
     from rag_orchestrator.loop.finish import log_usage
@@ -294,9 +296,22 @@ def test_the_dashboards_usage_widget_sums_the_fields_each_turn_logs(resources, c
     (usage,) = [w for w in widgets if w["type"] == "log"]
     query = usage["properties"]["query"]
     assert "filter message = 'turn usage'" in query
-    capsys.readouterr()
-    log_usage(UsageLine("2026-11-26", "alice", "m", 1, 2, 1000, 500), Prices.parse("m=1/2"))
-    (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines() if '"turn usage"' in x]
+    # read through a handler of its own with the logger's formatter: the logger's handler holds whichever
+    # stdout it found when first imported, which another test may have captured
+    from rag_orchestrator.observability import logger
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logger.registered_formatter)
+    level = logger.log_level
+    logger.addHandler(handler)
+    logger.setLevel("INFO")
+    try:
+        log_usage(UsageLine("2026-11-26", "alice", "m", 1, 2, 1000, 500), Prices.parse("m=1/2"))
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    (line,) = [json.loads(x) for x in stream.getvalue().splitlines() if '"turn usage"' in x]
     read = set(re.findall(r"sum\((\w+)\)", query)) | set(re.findall(r"by (\w+)", query))
     assert read and read <= set(line), read - set(line)
     assert line["estimated_cost"] == (1000 * 1 + 500 * 2) / 1_000_000

@@ -146,12 +146,18 @@ def test_every_parameters_default_is_a_value_it_accepts(template):
         assert default in [str(v) for v in parameter.get("AllowedValues", [default])], name
 
 
+# Settings read only with another's choice, and passed only with it.
+READ_ONLY_WITH = {"RerankerUrl": {"Reranker": "http"}, "RerankerModel": {"Reranker": "http"}}
+
+
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.variable)
 def test_a_blank_parameter_passes_no_variable_and_a_given_one_passes_its_value(template, setting):
     """So the app's own default applies: an empty variable is never set."""
     if template["Parameters"][setting.parameter].get("Default") != "":
         return
-    blank, given = Deployment(template), Deployment(template, {setting.parameter: "/given/value"})
+    choice = READ_ONLY_WITH.get(setting.parameter, {})
+    blank = Deployment(template, choice)
+    given = Deployment(template, {**choice, setting.parameter: "/given/value"})
     for fn in setting.functions:
         value = env_of(template, fn)[variable_of(setting)]
         assert blank.value(value) is NO_VALUE, (fn, setting)
@@ -250,6 +256,31 @@ def test_a_secret_is_read_from_the_store_its_reference_names_and_only_there(
 def test_a_reference_of_no_known_form_is_refused_at_deploy(template, reference):
     for secret in SECRETS:
         assert not re.fullmatch(template["Parameters"][secret]["AllowedPattern"], reference), secret
+
+
+def test_the_rerank_key_is_passed_and_granted_only_with_the_http_reranker(template):
+    local = Deployment(template)
+    http = Deployment(
+        template,
+        {
+            "Reranker": "http",
+            "RerankerUrl": "https://api.cohere.com/v2/rerank",
+            "RerankerApiKeyParameter": "secretsmanager:rag/rerank",
+        },
+    )
+    for fn in ("ApiFunction", "ChatStreamFunction"):
+        assert local.value(env_of(template, fn)["RERANKER_API_KEY_PARAM"]) is NO_VALUE
+        assert not [s for s in local.grants(fn) if s.get("Sid", "").startswith("RerankerApiKey")]
+        assert http.value(env_of(template, fn)["RERANKER_API_KEY_PARAM"]) == "secretsmanager:rag/rerank"
+        assert http.value(env_of(template, fn)["RERANKER_URL"]) == "https://api.cohere.com/v2/rerank"
+        assert local.value(env_of(template, fn)["RERANKER_URL"]) is NO_VALUE
+        granted = [s for s in http.grants(fn) if s.get("Sid", "").startswith("RerankerApiKey")]
+        assert [(s["Sid"], as_list(s["Action"])) for s in granted] == [
+            ("RerankerApiKeyInSecretsManager", ["secretsmanager:GetSecretValue"])
+        ]
+    for fn in ("ArchiveFunction", "IngestFunction", "AttachmentFunction"):
+        assert "RERANKER_API_KEY_PARAM" not in env_of(template, fn)
+        assert not [s for s in http.grants(fn) if s.get("Sid", "").startswith("RerankerApiKey")]
 
 
 def test_no_cursor_key_means_no_variable_and_no_grant(template):

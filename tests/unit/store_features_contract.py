@@ -64,6 +64,20 @@ async def test_a_deleted_conversation_gets_no_automatic_title_and_a_turn_reads_w
     assert not await store.set_auto_title(untitled.conversation_id, "Too late")
 
 
+async def test_a_summary_is_stored_over_the_one_it_was_built_on_and_read_with_the_window(store):
+    made = await store.create(conversation())
+    cid = made.conversation_id
+    assert await store.set_summary(cid, "User asked about refunds.", "M1", None)
+    assert not await store.set_summary(cid, "A stale writer's", "M2", None)  # built on no summary
+    assert await store.set_summary(cid, "Refunds, then exports.", "M3", "M1")
+    read = await store.get(cid, ALICE)
+    assert (read.summary, read.summarized_through) == ("Refunds, then exports.", "M3")
+    context = await store.context(cid, 10)
+    assert (context.summary, context.summarized_through) == ("Refunds, then exports.", "M3")
+    await store.soft_delete(cid, ALICE)
+    assert not await store.set_summary(cid, "Too late", "M4", "M3")
+
+
 async def test_the_listing_filters_by_user_id_and_a_created_at_range_and_pages(store):
     base = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
     for day, user in [(0, "u-1"), (1, "u-2"), (2, "u-1"), (3, "u-1"), (4, None)]:

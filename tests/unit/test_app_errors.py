@@ -1,5 +1,7 @@
 """Every error answers with the error JSON of docs/errors.md and never a stack trace."""
 
+import uuid
+
 import pytest
 from fastapi import APIRouter
 from fastapi.testclient import TestClient
@@ -128,9 +130,11 @@ def test_streamed_oversized_body_is_413(client):
     assert_error_json(response, 413)
 
 
-def test_client_request_id_is_kept(client):
-    response = client.get("/nowhere", headers={"X-Request-Id": "req-123"})
-    assert response.json()["requestId"] == "req-123"
+@pytest.mark.parametrize("supplied", ["req-123", "x" * 129])
+def test_the_request_id_is_always_the_services_own(client, supplied):
+    response = client.get("/nowhere", headers={"X-Request-Id": supplied})
+    body = assert_error_json(response, 404)
+    assert body["requestId"] != supplied and str(uuid.UUID(body["requestId"])) == body["requestId"]
 
 
 def test_openapi_and_docs_are_served(client):

@@ -20,6 +20,7 @@ from rag_orchestrator.domain.approvals import NOT_RUN
 from rag_orchestrator.domain.budgets import Budgets, Spend, seconds_to_reset
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
+from rag_orchestrator.domain.fences import blocks
 from rag_orchestrator.domain.messages import Role, ToolResult
 from rag_orchestrator.errors import ApprovalClosed, ApprovalNotFound, ApprovalPending, BudgetExhausted
 from rag_orchestrator.loop.request import TurnRequest
@@ -112,7 +113,9 @@ async def test_approve_runs_the_original_call_and_the_model_answers_with_its_res
     result = of_type(events, "ToolCallResult")[0]
     assert result.success and result.result == "cancel_order done for A-1002"
     sent = s.strategy.requests[-1][0]
-    assert sent[-1].role is Role.TOOL and sent[-1].content == "cancel_order done for A-1002"
+    assert sent[-1].role is Role.TOOL and blocks(sent[-1].content, "tool-result") == [
+        "cancel_order done for A-1002"
+    ]
     assert sent[-2].tool_calls[0].id == "c1" and sent[-3].content == "cancel A-1002"
     assert events[-1].finish_reason == "stop"
     trail = await s.store.audit(conversation)

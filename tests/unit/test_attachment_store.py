@@ -90,10 +90,10 @@ class Bucket:
         self.body = body
 
     def head(self, key: str) -> StoredObject | None:
-        return None if self.body is None else StoredObject(len(self.body), "text/plain")
+        return None if self.body is None else StoredObject(len(self.body), "text/plain", '"etag-1"')
 
-    def read(self, key: str) -> bytes:
-        assert self.body is not None
+    def read(self, key: str, pinned: StoredObject | None = None) -> bytes:
+        assert self.body is not None and pinned is not None and pinned.etag == '"etag-1"'
         return self.body
 
 
@@ -116,10 +116,10 @@ def test_a_file_another_worker_is_reading_is_waited_for_then_taken_over_when_its
     ] == ["hello"]
 
 
-def test_the_stored_objects_size_and_type_are_checked():
+def test_the_stored_objects_size_and_type_are_checked_and_what_was_read_is_pinned():
     store = InProcessAttachmentStore()
-    large, retyped = new(), new(content_type="text/markdown")
-    for attachment in (large, retyped):
+    large, retyped, resized = new(), new(content_type="text/markdown", size_bytes=19), new(size_bytes=4)
+    for attachment in (large, retyped, resized):
         run(store.create(attachment))
     settings = load_settings(attachments_bucket="files", attachment_max_bytes=20)
     strict = Attachments(store, Bucket(b"x" * 30), settings, engines=Engines)  # type: ignore[arg-type]
@@ -128,6 +128,16 @@ def test_the_stored_objects_size_and_type_are_checked():
     lenient = service(store, b"# plain text really")
     with pytest.raises(AttachmentNotReady, match="unsupported content: the uploaded file's type differs"):
         run(lenient.ensure_processed("alice", "c1", retyped.attachment_id))
+    with pytest.raises(AttachmentNotReady, match="the file is 5 bytes, not the 4 declared"):
+        run(service(store, b"hello").ensure_processed("alice", "c1", resized.attachment_id))
+    read = run(service(store, b"hello").ensure_processed("alice", "c1", new_ready(store).attachment_id))
+    assert (read.etag, read.size_bytes) == ('"etag-1"', 5)  # the object processing read
+
+
+def new_ready(store: InProcessAttachmentStore) -> Attachment:
+    attachment = new()
+    run(store.create(attachment))
+    return attachment
 
 
 def test_object_keys_name_their_attachment():

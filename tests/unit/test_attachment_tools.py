@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from rag_orchestrator.errors import AttachmentNotFound, ConfigError
+from rag_orchestrator.tools.assertion import AssertionSigner
 from rag_orchestrator.tools.base import ToolContext
 from rag_orchestrator.tools.catalog import parse_catalog
 from rag_orchestrator.tools.http_tool import ATTACHMENT_PARAM, ClientPool, HttpTool
@@ -59,7 +60,10 @@ def tool(answer, links=None, **http) -> tuple[HttpTool, list[httpx.Request]]:
         return answer(request)
 
     spec = parse_catalog({"tools": [entry(**http)]}).tools[0]
-    return HttpTool(spec, pool=ClientPool(httpx.MockTransport(handler)), links=links), sent
+    pool = ClientPool(httpx.MockTransport(handler))
+    return HttpTool(
+        spec, pool=pool, links=links, assertions=AssertionSigner("test", lambda: None, ephemeral=True)
+    ), sent
 
 
 @pytest.mark.parametrize(

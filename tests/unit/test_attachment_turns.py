@@ -21,6 +21,7 @@ from rag_orchestrator.domain.attachment_formats import (
 from rag_orchestrator.domain.attachments import Attachment, Segment
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import ChatRequest, Conversation
+from rag_orchestrator.domain.fences import blocks
 from rag_orchestrator.domain.messages import FunctionCall, Message, Role, ToolCall
 from rag_orchestrator.errors import AttachmentNotFound, AttachmentNotReady, StorageUnavailable
 from rag_orchestrator.loop.request import TurnRequest
@@ -230,9 +231,10 @@ async def test_attachments_not_ready_are_read_in_the_turn_and_one_that_fails_is_
         ),
     ]
     user = strategy.requests[0][0][-1]
-    assert user.role is Role.USER and user.content.startswith("What do they say?\n\n[Attached files] ")
-    assert "Already read." in user.content and "Read just now." in user.content
-    assert "the file could not be read" in user.content
+    (files,) = blocks(user.content, "attachments")  # the files' text is data, enclosed by the turn's fence
+    assert user.role is Role.USER and user.content.startswith("What do they say?\n\n<data-")
+    assert files.startswith("[Attached files] ")
+    assert "Already read." in files and "Read just now." in files and "the file could not be read" in files
     (question, _) = await store.window("c1", 10)
     assert question.content == "What do they say?"
     assert question.attachment_ids == [ready.attachment_id, pending.attachment_id, broken.attachment_id]

@@ -120,3 +120,11 @@ def test_metadata_is_sanitised():
     assert "SYSTEM:" not in chunk.metadata["title"]
     assert "<|im_start|>" not in chunk.metadata["source"]
     assert chunk.metadata["tags"] == ["x" * 10, "[filtered]"]
+
+
+def test_lines_keep_their_breaks_in_a_long_paragraph_and_in_the_overlap():
+    rows = "\n".join(f"| Dish {i} | €{i}.50 | {i}00 kcal |" for i in range(40))
+    chunks = split_text(f"| Dish | Price | Energy |\n|---|---|---|\n{rows}", 300, 80)
+    assert len(chunks) > 2
+    for chunk in chunks:
+        assert all(line.startswith("|") and line.endswith("|") for line in chunk.splitlines()), chunk

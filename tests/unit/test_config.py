@@ -23,6 +23,10 @@ def test_defaults_are_the_local_embedded_stack():
         ("CONVERSATION_STORAGE", "sqlite"),
         ("PORT", "70000"),
         ("ATTACHMENT_ALLOWED_TYPES", "image/png,image/gif"),
+        ("RETRIEVAL_MODE", "semantic"),
+        ("RETRIEVAL_CANDIDATES", "0"),
+        ("RERANKER", "cohere"),
+        ("RERANKER_TIMEOUT_SECONDS", "0"),
     ],
 )
 def test_a_bad_setting_is_named(monkeypatch, variable, value):
@@ -36,6 +40,20 @@ def test_a_missing_required_setting_is_named(monkeypatch):
     monkeypatch.delenv("CONVERSATIONS_TABLE")
     with pytest.raises(ConfigError, match="CONVERSATIONS_TABLE"):
         load_settings()
+
+
+def test_retrieval_defaults_to_hybrid_reranked_locally_and_an_http_reranker_needs_its_url(monkeypatch):
+    settings = load_settings()
+    assert (settings.retrieval_mode, settings.reranker, settings.retrieval_candidates) == (
+        "hybrid",
+        "local",
+        20,
+    )
+    monkeypatch.setenv("RERANKER", "http")
+    with pytest.raises(ConfigError, match="RERANKER_URL"):
+        load_settings()
+    monkeypatch.setenv("RERANKER_URL", "https://rerank.example/v1/rerank")
+    assert load_settings().reranker == "http"
 
 
 def test_jwt_mode_needs_an_issuer_and_derives_the_jwks_url(monkeypatch):

@@ -14,7 +14,7 @@ from botocore.stub import Stubber
 
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError, EmbedderUnavailable
-from rag_orchestrator.retrieval.embedders import Embedder, get_embedder
+from rag_orchestrator.retrieval.embedders import Embedder, create_embedder
 from rag_orchestrator.retrieval.embedders.bedrock import DEFAULT_MODEL, BedrockEmbedder
 from rag_orchestrator.retrieval.embedders.openai_compatible import OpenAICompatibleEmbedder
 from rag_orchestrator.retrieval.embedders.wordllama import WordLlamaEmbedder
@@ -91,13 +91,12 @@ def test_hashing_handles_empty_text():
     assert vector == [0.0] * 32
 
 
-def test_factory_picks_by_provider_and_caches():
+def test_factory_picks_by_provider():
     settings = load_settings(conversation_storage="memory")
-    embedder = get_embedder(settings)
+    embedder = create_embedder(settings)
     assert isinstance(embedder, HashingEmbedder)
     assert isinstance(embedder, Embedder)
-    assert get_embedder(settings) is embedder
-    other = get_embedder(load_settings(conversation_storage="memory", embedding_dimensions=128))
+    other = create_embedder(load_settings(conversation_storage="memory", embedding_dimensions=128))
     assert other.dimensions == 128
 
 
@@ -108,7 +107,7 @@ def test_factory_builds_the_openai_compatible_embedder_without_calling_it():
         embedding_base_url="http://127.0.0.1:9/v1",
         embedding_model="nomic-embed-text",
     )
-    embedder = get_embedder(settings)
+    embedder = create_embedder(settings)
     assert isinstance(embedder, OpenAICompatibleEmbedder)
     assert embedder.url == "http://127.0.0.1:9/v1/embeddings"
     assert embedder.name == "openai_compatible/nomic-embed-text"
@@ -117,7 +116,7 @@ def test_factory_builds_the_openai_compatible_embedder_without_calling_it():
 # ---------------------------------------------------------------------------- wordllama
 def test_wordllama_loads_its_packaged_weights_without_a_network():
     # The suite blocks every address beyond loopback: a download attempt would fail here.
-    embedder = get_embedder(load_settings(conversation_storage="memory", embedding_provider="wordllama"))
+    embedder = create_embedder(load_settings(conversation_storage="memory", embedding_provider="wordllama"))
     assert isinstance(embedder, WordLlamaEmbedder)
     assert embedder.name == "wordllama/l2_supercat/256" and embedder.dimensions == 256
     tides, moon, bread = embedder.embed_batch(

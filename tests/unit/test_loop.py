@@ -13,6 +13,7 @@ from rag_orchestrator.config import load_settings
 from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation, MessageResponse, estimate_tokens
+from rag_orchestrator.domain.fences import blocks
 from rag_orchestrator.domain.messages import Role, ToolResult
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import Conflict, ConversationNotFound, DuplicateClientMessage, ProviderHTTPError
@@ -166,18 +167,17 @@ async def test_the_structured_finalizer_frames_the_answer_alike_streamed_and_sto
     assert streamed == (framed if mode is se.StreamingMode.PROGRESSIVE else "")
 
 
-async def test_initial_knowledge_search_reaches_the_model_as_a_system_message():
+async def test_initial_knowledge_search_reaches_the_model_as_data_before_the_question():
     h = Harness(ScriptedStrategy([answer("ok")]))
     cid = await h.conversation()
     await h.turn(cid)
     messages, tools, ctx = h.strategy.requests[0]
-    assert messages[0].role is Role.SYSTEM
-    assert messages[-2].role is Role.USER or messages[-1].role is Role.SYSTEM
-    knowledge = [m for m in messages if m.role is Role.SYSTEM and "Knowledge base results" in m.content]
-    assert (
-        len(knowledge) == 1
-        and json.loads(knowledge[0].content.split("\n", 1)[1])["results"][0]["documentId"] == "guide"
-    )
+    assert [m.role for m in messages] == [Role.SYSTEM, Role.USER, Role.USER]
+    data, question = messages[1:]
+    (knowledge,) = blocks(data.content, "knowledge")
+    assert data.content.startswith("[Data from the app]") and question.content == "How do I run the tests?"
+    assert json.loads(knowledge)["results"][0]["documentId"] == "guide"
+    assert "guide" not in messages[0].content  # the passages are data, never the system message
     assert [t["function"]["name"] for t in tools] == ["rag_search"]
     assert ctx.allow_tools and ctx.iteration == 1
 

@@ -208,7 +208,7 @@ async def test_a_call_needs_its_identity_and_time_left_in_the_turn():
     await tools.refresh()
     found = tools.get("crm__find")
     no_token = await found.execute({}, ToolContext(conversation_id="c1", caller_id="bob"))
-    assert not no_token.success and "caller's own token" in no_token.error
+    assert not no_token.success and "caller's own sign-in token" in no_token.error
     late = await found.execute(
         {}, ToolContext(conversation_id="c1", caller_id="alice", caller_token="t", deadline=time.time() - 1)
     )

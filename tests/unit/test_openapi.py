@@ -61,7 +61,7 @@ def test_statuses_follow_what_each_route_has():
     assert responses[f"POST {chat}/messages/stream"] == whole - {"502"}  # a model failure is an Error event
     assert responses["POST /api/v1/query"] == {"200", "400", "401", "413", "415", "503"}  # bad input: 400
     assert responses["GET /api/v1/admin/audit"] == {"200", "400", "401", "403", "404", "422", "503"}
-    assert responses["POST /api/v1/auth/guest"] == {"201", "404"}
+    assert responses["POST /api/v1/auth/guest"] == {"201", "404", "429", "503"}
     assert responses["GET /api/v1/agent/health"] == {"200", "503"}
     assert responses["GET /api/v1/agent/ping"] == {"200"}
     turn = f"{chat}/turns/{{turn_id}}"
@@ -81,10 +81,13 @@ def test_dependency_failures_say_when_to_try_again_and_401_how_to_authenticate()
 
 def test_security_schemes_follow_auth_mode(monkeypatch):
     dev = build()
-    assert set(dev["components"]["securitySchemes"]) == {"bearer", "callerId", "callerRoles"}
+    assert set(dev["components"]["securitySchemes"]) == {"bearer", "callerId", "callerRoles", "callerClaims"}
     assert dev["components"]["securitySchemes"]["callerId"]["name"] == "X-Caller-Id"
+    assert dev["components"]["securitySchemes"]["callerClaims"]["name"] == "X-Caller-Claims"
     security = dev["paths"]["/api/v1/chat/conversations"]["post"]["security"]
     assert {"callerId": []} in security and {"bearer": []} in security
+    assert {"callerId": [], "callerRoles": [], "callerClaims": []} in security
+    assert "security" not in dev["paths"]["/.well-known/jwks.json"]["get"]  # the key set needs no caller
     assert "security" not in dev["paths"]["/api/v1/agent/health"]["get"]
 
     monkeypatch.setenv("AUTH_MODE", "jwt")

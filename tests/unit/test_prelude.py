@@ -170,3 +170,43 @@ async def test_a_vector_is_embedded_once_however_many_ask():
     assert not vector.serves("another question", embedder)
     assert not vector.serves("where is my order", CountingEmbedder(name="another-space/64"))
     assert not vector.serves("where is my order", None)
+
+
+class HistorySearch(VectorSearch):
+    """Records the conversation each search was given."""
+
+    def __init__(self, embedder: CountingEmbedder) -> None:
+        super().__init__(embedder)
+        self.histories: list[list[str]] = []
+
+    async def search(self, query, *, caller_id=None, vector=None, history=(), **options):
+        self.histories.append([m.content for m in history])
+        return await super().search(query, caller_id=caller_id, vector=vector)
+
+
+async def test_a_later_turn_searches_again_with_its_conversation_and_a_first_turn_once():
+    embedder = CountingEmbedder()
+    search = HistorySearch(embedder)
+    registry = ToolRegistry([search], timeout_seconds=1)
+    store = GatedStore()
+    orchestrator = Orchestrator(
+        TurnDeps(
+            store=store,
+            strategy=ScriptedStrategy([answer("At 06:30."), answer("At 08:00.")]),
+            tools=registry,
+            choose_tools=tool_chooser(registry, ToolSelector(OFFERS, embedder=embedder)),
+            config=loop_config(load_settings(conversation_storage="memory")),
+            search=search,
+            embedder=embedder,
+        )
+    )
+    created = await store.create(Conversation(caller_id="alice"))
+    for message in ("When does the pool open on weekdays?", "And on Saturdays?"):
+        turn = await orchestrator.begin(TurnRequest(created.conversation_id, ALICE, message))
+        assert [e async for e in turn.events()][-1].type == "Completed"
+    first, *speculative, followed = search.histories
+    assert first == []  # the first turn: its words alone, searched once
+    # A later one may start with its words alone (beside the claim); once the window is read, the search
+    # that the turn uses has the conversation.
+    assert speculative in ([], [[]])
+    assert followed[:2] == ["When does the pool open on weekdays?", "At 06:30."]

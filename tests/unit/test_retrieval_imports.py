@@ -13,9 +13,9 @@ from rag_orchestrator.api.app import API_ROUTERS, STREAM_ROUTERS, create_app
 create_app(API_ROUTERS)
 create_app(STREAM_ROUTERS)
 import rag_orchestrator.retrieval.ingestion, rag_orchestrator.retrieval.s3_ingest, rag_orchestrator.retrieval.search
+from rag_orchestrator.api.deps import Services
 from rag_orchestrator.config import get_settings
-from rag_orchestrator.retrieval.vector_store import get_vector_store
-get_vector_store(get_settings())
+Services(get_settings()).retriever  # the knowledge base, its lexical index and the reranker, built
 print(sorted(m for m in sys.modules if m.split(".")[0] in ("chromadb", "numpy", "onnxruntime")))
 """
 

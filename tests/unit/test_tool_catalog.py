@@ -75,7 +75,7 @@ def test_a_valid_catalogue_keeps_every_field():
         ("user", "admin"),
         "workflow_preview",
     )
-    assert spec.http.context_params == ("accountId",) and spec.http.timeout_seconds == 10
+    assert spec.http.context_params == {"accountId": "context"} and spec.http.timeout_seconds == 10
     assert spec.embed_text() == "get_order_status — Look up an order | where is my order"
     assert catalog.rag_search.roles is None
 

@@ -1,4 +1,5 @@
-"""HttpTool against httpx.MockTransport: request building, context ids, limits, failures, host pinning."""
+"""HttpTool against httpx.MockTransport: request building, pinned parameters, the caller's identity,
+limits, failures, host pinning."""
 
 from __future__ import annotations
 
@@ -6,17 +7,21 @@ import asyncio
 import json
 
 import httpx
+import jwt
 import pytest
 
-from rag_orchestrator.domain.messages import ToolPreview
+from rag_orchestrator.domain.messages import FunctionCall, ToolCall, ToolPreview
+from rag_orchestrator.tools.assertion import AssertionSigner
 from rag_orchestrator.tools.base import ToolContext
 from rag_orchestrator.tools.catalog import parse_catalog
 from rag_orchestrator.tools.http_tool import ClientPool, HttpTool, model_parameters
+from rag_orchestrator.tools.registry import ToolRegistry
 
 LOOKUP = {"TOKEN": "s3cret-token-value"}.get
 CTX = ToolContext(
     conversation_id="c1", caller_id="alice", context={"accountId": "acc-42", "nested": {"a": 1}}
 )
+SIGNER = AssertionSigner("rag-orchestrator-test", lambda: None, ephemeral=True)
 
 
 def spec(method="GET", url="https://api.example.test/v1/orders/{orderId}", **extra):
@@ -36,7 +41,7 @@ def spec(method="GET", url="https://api.example.test/v1/orders/{orderId}", **ext
             },
             "required": ["orderId", "accountId"],
         },
-        "http": {**http, "contextParams": ["accountId"]},
+        "http": {"contextParams": ["accountId"], **http},
         **extra,
     }
     return parse_catalog({"tools": [entry]}, lookup=LOOKUP).tools[0]
@@ -58,7 +63,9 @@ class Recorder:
 
 def make(recorder, max_bytes=1024, **spec_args):
     pool = ClientPool(httpx.MockTransport(recorder))
-    return HttpTool(spec(**spec_args), pool=pool, lookup=LOOKUP, max_response_bytes=max_bytes)
+    return HttpTool(
+        spec(**spec_args), pool=pool, lookup=LOOKUP, max_response_bytes=max_bytes, assertions=SIGNER
+    )
 
 
 async def test_get_puts_path_parameters_in_the_path_and_the_rest_in_the_query():
@@ -96,22 +103,88 @@ async def test_the_catalogue_query_string_is_kept():
     assert rec.requests[0].url.params.multi_items() == [("expand", "items"), ("accountId", "acc-42")]
 
 
-async def test_context_parameters_fill_only_what_the_model_left_out():
+async def test_a_pinned_parameter_replaces_what_the_model_wrote_and_the_model_never_sees_it():
     rec = Recorder()
     tool = make(rec)
     await tool.execute({"orderId": "1", "accountId": "model-chosen"}, CTX)
     await tool.execute({"orderId": "1", "accountId": ""}, CTX)
-    assert [r.url.params["accountId"] for r in rec.requests] == ["model-chosen", "acc-42"]
-    assert "accountId" not in tool.parameters["required"]  # the model may leave it out
+    assert [r.url.params["accountId"] for r in rec.requests] == ["acc-42", "acc-42"]
     assert model_parameters(tool.spec)["required"] == ["orderId"]
+    assert "accountId" not in tool.parameters["properties"]
 
 
-async def test_a_context_parameter_missing_everywhere_is_an_invalid_argument():
+async def test_a_claim_pinned_parameter_comes_from_the_callers_claims_whatever_the_body_or_model_say():
     rec = Recorder()
-    result = await make(rec).execute(
-        {"orderId": "1"}, ToolContext("c1", "alice", context={"accountId": {"x": 1}})
+    tool = make(rec, http={"contextParams": {"accountId": "claim:custom:accountId"}})
+    ctx = ToolContext(
+        "c1", "alice", context={"accountId": "acct-2002"}, claims={"custom:accountId": "acct-1001"}
     )
-    assert not result.success and "accountId" in result.error and rec.requests == []
+    registry = ToolRegistry([tool])  # the registry lets the pinned name through: replaced, not refused
+    arguments = '{"orderId": "1", "accountId": "acct-2002"}'
+    call = ToolCall(id="c1", function=FunctionCall(name="order_tool", arguments=arguments))
+    result = await registry.execute(call, ctx)
+    assert result.success and [r.url.params["accountId"] for r in rec.requests] == ["acct-1001"]
+
+
+@pytest.mark.parametrize(
+    ("source", "ctx", "says"),
+    [
+        ("context", ToolContext("c1", "alice", context={"accountId": {"x": 1}}), "the app's context"),
+        ("claim:custom:accountId", CTX, "the caller's sign-in (claim custom:accountId)"),
+    ],
+)
+async def test_a_pinned_parameter_its_source_lacks_fails_the_call_without_calling_the_api(source, ctx, says):
+    rec = Recorder()
+    result = await make(rec, http={"contextParams": {"accountId": source}}).execute(
+        {"orderId": "1", "accountId": "acct-2002"}, ctx
+    )
+    assert not result.success and rec.requests == []
+    assert result.error == f"accountId comes from {says}, which does not carry it; the tool was not called"
+
+
+async def test_the_assertion_names_the_caller_for_this_tools_origin_and_verifies_against_the_key_set():
+    rec = Recorder()
+    ctx = ToolContext("conv-7", "alice", roles=("user",), context={"accountId": "acc-42"})
+    await make(rec, url="https://API.example.test:443/v1/orders/{orderId}").execute({"orderId": "1"}, ctx)
+    token = rec.requests[0].headers["x-caller-assertion"]
+    (key,) = jwt.PyJWKSet.from_dict(SIGNER.jwks()).keys
+    claims = jwt.decode(
+        token,
+        key.key,
+        algorithms=["ES256"],
+        audience="https://api.example.test",
+        issuer="rag-orchestrator-test",
+    )
+    assert jwt.get_unverified_header(token)["kid"] == key.key_id
+    assert (claims["sub"], claims["roles"], claims["conversationId"], claims["tool"]) == (
+        "alice",
+        ["user"],
+        "conv-7",
+        "order_tool",
+    )
+    assert claims["exp"] - claims["iat"] == 60 and len(claims["jti"]) == 32
+
+
+async def test_caller_token_forwards_the_callers_own_token_and_none_sends_no_identity():
+    rec = Recorder()
+    forwarding = make(rec, http={"identity": "caller-token", "headers": {}})
+    signed_in = ToolContext("c1", "alice", context={"accountId": "acc-42"}, caller_token="eyJ.caller.token")
+    assert (await forwarding.execute({"orderId": "1"}, signed_in)).success
+    refused = await forwarding.execute({"orderId": "1"}, CTX)  # dev mode: no token to forward
+    assert not refused.success and "sign-in token" in refused.error
+    assert (await make(rec, http={"identity": "none"}).execute({"orderId": "1"}, CTX)).success
+    first, second = rec.requests
+    assert (
+        first.headers["authorization"] == "Bearer eyJ.caller.token"
+        and "x-caller-assertion" not in first.headers
+    )
+    assert "x-caller-assertion" not in second.headers
+
+
+async def test_an_api_that_echoes_the_assertion_does_not_hand_it_to_the_model():
+    rec = Recorder(lambda r: httpx.Response(200, json={"seen": r.headers["x-caller-assertion"]}))
+    result = await make(rec).execute({"orderId": "1"}, CTX)
+    assert result.success and json.loads(result.result) == {"seen": "[redacted]"}
 
 
 @pytest.mark.parametrize(

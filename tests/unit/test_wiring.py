@@ -9,8 +9,6 @@ from pathlib import Path
 CORE = Path(__file__).resolve().parents[2] / "layers" / "core" / "rag_orchestrator"
 FUNCTIONS = Path(__file__).resolve().parents[2] / "functions"
 ROOT = "api/deps.py"
-# Built by retrieval's own per-configuration factories until the composition root builds them.
-NOT_YET_FROM_THE_ROOT = {"retrieval/registry.py", "retrieval/embedders/bedrock.py"}
 MAKES_CLIENTS = re.compile(r"AwsClients\(\)|boto3\.(session\.Session|client|resource)\(")
 
 
@@ -23,7 +21,7 @@ def modules_making_clients() -> set[str]:
 
 
 def test_aws_clients_are_made_by_the_composition_roots_only():
-    assert modules_making_clients() == {ROOT, *NOT_YET_FROM_THE_ROOT}
+    assert modules_making_clients() == {ROOT}
     for app in FUNCTIONS.glob("*/app.py"):  # each function's root makes its own, or builds the API's
         assert "AwsClients()" in app.read_text() or "create_app(" in app.read_text(), app
 

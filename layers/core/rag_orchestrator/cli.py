@@ -104,6 +104,8 @@ class Client:
             headers["X-Caller-Id"] = args.caller_id
             if args.roles:
                 headers["X-Caller-Roles"] = args.roles
+            if args.claims:
+                headers["X-Caller-Claims"] = json.dumps(args.claims)
         self.args = args
         self.http = httpx.Client(headers=headers, timeout=httpx.Timeout(30, read=330))
 
@@ -220,6 +222,11 @@ def _parser() -> argparse.ArgumentParser:
         help="dev auth caller (X-Caller-Id), when no token is given; env RAG_CALLER_ID",
     )
     chat.add_argument("--roles", help="dev auth roles (X-Caller-Roles), comma-separated")
+    chat.add_argument(
+        "--claims",
+        type=json.loads,
+        help='dev auth token claims (X-Caller-Claims) as JSON, e.g. \'{"accountId": "acct-1001"}\'',
+    )
     chat.add_argument("--conversation", help="continue this conversation; a new one is created when absent")
     chat.add_argument(
         "--temporary",

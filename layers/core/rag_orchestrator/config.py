@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from rag_orchestrator.domain.budgets import Budgets
+from rag_orchestrator.domain.budgets import GUEST_TOKENS_PER_DAY, GUEST_TOKENS_PER_DAY_TOTAL, Budgets
 from rag_orchestrator.domain.callers import normalise_roles
 from rag_orchestrator.domain.usage import Prices
 from rag_orchestrator.errors import ConfigError
@@ -29,9 +29,11 @@ SECRET_FIELDS = (
     "openai_compatible_api_key",
     "chroma_token",
     "embedding_api_key",
+    "reranker_api_key",
     "attachment_caption_api_key",
     "attachment_whisper_api_key",
     "guest_token_secret",
+    "assertion_private_key",
     "cursor_secret",
 )
 
@@ -85,6 +87,8 @@ class Settings(BaseSettings):
     budget_turn_reserve_tokens: int = Field(8000, ge=0, le=10_000_000)  # held by a running limited turn
 
     conversation_rolling_window: int = Field(20, ge=1, le=500)
+    # Past this many estimated tokens of history, older messages fold into a running summary (loop/summaries.py)
+    context_token_budget: int = Field(24_000, ge=1000, le=1_000_000)
     conversation_storage: Literal["dynamodb", "memory"] = "dynamodb"
     conversations_table: str | None = None
     transcripts_bucket: str | None = None
@@ -122,6 +126,14 @@ class Settings(BaseSettings):
     rag_prompt_template_path: str | None = None
     rag_stream_enabled: bool = True
     rag_context_max_chars: int = Field(2000, ge=200, le=20000)  # each passage's text in the answer prompt
+    retrieval_mode: Literal["hybrid", "dense", "lexical"] = "hybrid"
+    retrieval_candidates: int = Field(20, ge=1, le=200)  # what each ranking offers fusion and the reranker
+    reranker: Literal["none", "local", "http"] = "local"
+    reranker_url: str | None = None  # the full endpoint, e.g. https://api.cohere.com/v2/rerank
+    reranker_model: str | None = None
+    reranker_api_key: SecretStr | None = None
+    reranker_timeout_seconds: float = Field(5.0, gt=0, le=60)
+    condense_follow_ups: bool = True  # a model rewrites a later turn's message for its initial search
     chunk_size: int = Field(800, ge=100, le=8000)
     chunk_overlap: int = Field(120, ge=0, le=2000)
 
@@ -161,6 +173,15 @@ class Settings(BaseSettings):
     allow_anonymous: bool = False
     guest_token_secret: SecretStr | None = Field(None, min_length=32)  # signs guest tokens (HS256)
     guest_ttl_hours: int = Field(24, ge=1, le=168)  # a guest token's life, and its conversations'
+    # Guests' limits (docs/auth.md): tokens per guest and for all guests per UTC day, always enforced;
+    # guest tokens minted per source address per hour.
+    guest_tokens_per_day: int = Field(GUEST_TOKENS_PER_DAY, ge=1)
+    guest_tokens_per_day_total: int = Field(GUEST_TOKENS_PER_DAY_TOTAL, ge=1)
+    guest_mints_per_hour: int = Field(20, ge=1, le=100_000)
+    # Caller assertions HTTP tools send (docs/tools.md): the PEM of the service's ES256 key (in AWS:
+    # ASSERTION_PRIVATE_KEY under TOOL_SECRETS_PREFIX, or what ASSERTION_PRIVATE_KEY_PARAM names), and the `iss` tool APIs expect.
+    assertion_private_key: SecretStr | None = None
+    assertion_issuer: str = Field("rag-orchestrator", min_length=1, max_length=200)
     kb_writer_roles: str = "admin"  # comma-separated: who may change the knowledge base
     jwt_issuer: str | None = None
     jwt_audience: str | None = None
@@ -247,6 +268,8 @@ class Settings(BaseSettings):
                 )
         if self.attachment_speech_backend == "whisper" and not self.attachment_whisper_base_url:
             raise ValueError("ATTACHMENT_WHISPER_BASE_URL is required when ATTACHMENT_SPEECH_BACKEND=whisper")
+        if self.reranker == "http" and not self.reranker_url:
+            raise ValueError("RERANKER_URL is required when RERANKER=http")
         if self.embedding_provider == "openai_compatible":
             for name in ("embedding_base_url", "embedding_model"):
                 if not getattr(self, name):
@@ -271,7 +294,8 @@ class Settings(BaseSettings):
 
     @property
     def budgets(self) -> Budgets:
-        return Budgets.parse(self.budget_tokens_per_day)
+        parsed = Budgets.parse(self.budget_tokens_per_day)
+        return parsed.with_guests(self.guest_tokens_per_day, self.guest_tokens_per_day_total)
 
     @property
     def prices(self) -> Prices:

@@ -13,12 +13,14 @@
     ├── Conflict                      409: a turn already running, a repeated clientMessageId
     │   ├── DuplicateClientMessage    a clientMessageId this conversation has already received
     │   ├── AttachmentNotReady        an attachment that failed, or was never uploaded
+    │   ├── AttachmentChanged         an attachment whose file was replaced after it was read
     │   ├── TurnEnded                 a cancel for a turn that has already ended
     │   ├── ApprovalPending           a new message while a tool call waits for approval
     │   └── ApprovalClosed            a decision for an approval already decided, or expired
     ├── PayloadTooLarge               413: a declared attachment size over ATTACHMENT_MAX_BYTES
     ├── UnsupportedMediaType          415: a body not sent as JSON; a content type attachments do not take
     ├── BudgetExhausted               429 + Retry-After: the caller's tokens for the UTC day are spent
+    ├── TooManyRequests               429 + Retry-After: a rate limit (guest tokens per address per hour)
     ├── DependencyUnavailable         503 + Retry-After: DynamoDB, S3, Chroma or the embedder failed or is throttled
     │   ├── StorageUnavailable
     │   ├── VectorStoreUnavailable
@@ -152,6 +154,12 @@ class AttachmentNotReady(Conflict):
     error = "Attachment not ready"
 
 
+class AttachmentChanged(Conflict):
+    """Another file was uploaded at the attachment's key after it was read: it is never used."""
+
+    error = "Attachment changed"
+
+
 class TurnEnded(Conflict):
     error = "Turn ended"
 
@@ -197,6 +205,12 @@ class BudgetExhausted(RagError):
 
     status_code = 429
     error = "Budget exhausted"
+    retryable = True
+
+
+class TooManyRequests(RagError):
+    status_code = 429
+    error = "Too many requests"
     retryable = True
 
 

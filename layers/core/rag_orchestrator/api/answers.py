@@ -1,6 +1,6 @@
 """POST /api/v1/query/answer and /api/v1/query/answer/stream: generative answers with citations (docs/answers.md).
 
-Both build on `retrieval.answers.answer_events`, so a streamed and a whole answer cannot disagree: the
+Both build on `retrieval.answers.Answerer.events`, so a streamed and a whole answer cannot disagree: the
 stream's `done` event carries exactly the object the REST route returns.
 
 Where `stream` may go (the REST function runs under Mangum, which cannot stream):
@@ -27,7 +27,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import Field, StrictBool
 
 from rag_orchestrator.api.auth import get_caller
-from rag_orchestrator.api.deps import Services, get_settings, get_strategy
+from rag_orchestrator.api.deps import Services, get_answerer, get_settings
 from rag_orchestrator.api.errors import error_body
 from rag_orchestrator.api.query import BadRequestRoute, QueryRequest, retrieval_limits
 from rag_orchestrator.api.sse import ANSWER_STREAM, SSE_HEADERS, encode, event_stream
@@ -35,8 +35,8 @@ from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import new_id
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.errors import BadRequest
-from rag_orchestrator.providers.strategies import ModelStrategy
 from rag_orchestrator.retrieval.answers import (
+    Answerer,
     AnswerEvent,
     AnswerQuery,
     AnswerResponse,
@@ -44,10 +44,8 @@ from rag_orchestrator.retrieval.answers import (
     DoneEvent,
     ErrorEvent,
     SourcesEvent,
-    answer_events,
     collect_answer,
 )
-from rag_orchestrator.retrieval.prompt import load_template
 
 ANSWER_PATH = "/api/v1/query/answer"
 STREAM_PATH = "/api/v1/query/answer/stream"
@@ -73,7 +71,7 @@ class AnswerRequest(QueryRequest):
 
 def check(services: Services) -> None:
     """An unreadable or malformed prompt template stops start-up."""
-    load_template(services.settings.rag_prompt_template_path)
+    services.answer_template  # noqa: B018 (read and checked once, kept for the answers)
 
 
 def _query(body: AnswerRequest, request: Request, settings: Settings, streaming: bool) -> AnswerQuery:
@@ -116,10 +114,10 @@ async def _sse(
 
 
 async def _respond(
-    body: AnswerRequest, request: Request, settings: Settings, strategy: ModelStrategy, streaming: bool
+    body: AnswerRequest, request: Request, settings: Settings, answerer: Answerer, streaming: bool
 ) -> JSONResponse | StreamingResponse:
     query = _query(body, request, settings, streaming)
-    events = answer_events(query, settings, strategy)
+    events = answerer.events(query)
     if not streaming:  # a Response: these routes' response_class is StreamingResponse
         return JSONResponse((await collect_answer(events)).model_dump(mode="json"))
     first = await anext(events)  # retrieval done: its failures still get their HTTP status
@@ -139,11 +137,11 @@ async def answer(
     request: Request,
     caller: Caller = Depends(get_caller),
     settings: Settings = Depends(get_settings),
-    strategy: ModelStrategy = Depends(get_strategy),
+    answerer: Answerer = Depends(get_answerer),
 ) -> AnswerResponse:
     if body.stream:
         raise BadRequest(USE_STREAM_PATH if settings.rag_stream_enabled else STREAMING_DISABLED)
-    return await collect_answer(answer_events(_query(body, request, settings, False), settings, strategy))
+    return await collect_answer(answerer.events(_query(body, request, settings, False)))
 
 
 @stream_router.post(
@@ -164,11 +162,11 @@ async def answer_stream(
     request: Request,
     caller: Caller = Depends(get_caller),
     settings: Settings = Depends(get_settings),
-    strategy: ModelStrategy = Depends(get_strategy),
+    answerer: Answerer = Depends(get_answerer),
 ):
     if not settings.rag_stream_enabled:
         raise BadRequest(STREAMING_DISABLED)
-    return await _respond(body, request, settings, strategy, streaming=body.stream is not False)
+    return await _respond(body, request, settings, answerer, streaming=body.stream is not False)
 
 
 @stream_router.post(ANSWER_PATH, include_in_schema=False)
@@ -177,9 +175,9 @@ async def answer_on_streaming_function(
     request: Request,
     caller: Caller = Depends(get_caller),
     settings: Settings = Depends(get_settings),
-    strategy: ModelStrategy = Depends(get_strategy),
+    answerer: Answerer = Depends(get_answerer),
 ):
     """`stream: true` reaching the streaming function streams; otherwise the whole answer."""
     if body.stream and not settings.rag_stream_enabled:
         raise BadRequest(STREAMING_DISABLED)
-    return await _respond(body, request, settings, strategy, streaming=bool(body.stream))
+    return await _respond(body, request, settings, answerer, streaming=bool(body.stream))

@@ -64,6 +64,7 @@ def decision_request(
     """The request of the turn that continues after a decision: it has no message of its own."""
     return TurnRequest(
         request_id=getattr(request.state, "request_id", None),
+        client_request_id=getattr(request.state, "client_request_id", None),
         conversation_id=conversation_id,
         caller=caller,
         message="",

@@ -1,16 +1,17 @@
 """Who is calling: the authenticated principal, never a body field (docs/auth.md).
 
 A guest token (`Authorization: Bearer`, signed by this service) is accepted in every AUTH_MODE when
-ALLOW_ANONYMOUS=true; otherwise the caller is the `X-Caller-Id` header (AUTH_MODE=dev) or the
-identity provider's JWT (AUTH_MODE=jwt: claims API Gateway's authorizer verified, else verified
-here). A request with no credentials at all is the shared anonymous caller when ALLOW_ANONYMOUS=true
-— answers without tools, no conversations — and a 401 otherwise.
+ALLOW_ANONYMOUS=true; otherwise the caller is the `X-Caller-Id` header (AUTH_MODE=dev, with its
+claims in `X-Caller-Claims`) or the identity provider's JWT (AUTH_MODE=jwt: claims API Gateway's
+authorizer verified, else verified here). A request with no credentials at all is the shared
+anonymous caller when ALLOW_ANONYMOUS=true — answers without tools, no conversations — and a 401
+otherwise. A bearer token over MAX_TOKEN_BYTES is refused before any of it is parsed.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import Depends, Request
@@ -18,7 +19,11 @@ from fastapi import Depends, Request
 from rag_orchestrator.api.deps import get_settings
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import ANONYMOUS_CALLER, DEFAULT_ROLE, Caller, is_guest
+from rag_orchestrator.domain.text import plain_label
 from rag_orchestrator.errors import Forbidden, Unauthorized
+
+MAX_TOKEN_BYTES = 8 * 1024  # larger bearer tokens are refused unread (no identity provider issues them)
+MAX_DEV_CLAIMS_BYTES = 8 * 1024
 
 
 def _split_roles(value: object) -> tuple[str, ...]:
@@ -32,11 +37,29 @@ def _split_roles(value: object) -> tuple[str, ...]:
     return roles or (DEFAULT_ROLE,)
 
 
-def _identified(caller_id: str, roles: object) -> Caller:
+def _identified(
+    caller_id: str, roles: object, claims: Mapping[str, Any] | None = None, token: str | None = None
+) -> Caller:
     """A signed-in caller; the guest id space belongs to guest tokens alone."""
     if is_guest(caller_id):
         raise Unauthorized("This caller id is reserved for guests")
-    return Caller(caller_id, _split_roles(roles))
+    return Caller(caller_id, _split_roles(roles), dict(claims or {}), token)
+
+
+def _dev_claims(request: Request) -> dict[str, Any]:
+    """X-Caller-Claims: the dev caller's token claims, a JSON object (pinned tool parameters read them)."""
+    raw = request.headers.get("x-caller-claims")
+    if not raw:
+        return {}
+    if len(raw) > MAX_DEV_CLAIMS_BYTES:
+        raise Unauthorized("X-Caller-Claims is too large")
+    try:
+        claims = json.loads(raw)
+    except ValueError:
+        claims = None
+    if not isinstance(claims, dict):
+        raise Unauthorized("X-Caller-Claims must be a JSON object")
+    return claims
 
 
 def _dev_caller(request: Request) -> Caller | None:
@@ -45,7 +68,11 @@ def _dev_caller(request: Request) -> Caller | None:
         return None
     if len(caller_id) > 128:
         raise Unauthorized("X-Caller-Id is too long")
-    return _identified(caller_id, request.headers.get("x-caller-roles", DEFAULT_ROLE))
+    try:
+        plain_label(caller_id)
+    except ValueError as exc:
+        raise Unauthorized(f"X-Caller-Id {exc}") from None
+    return _identified(caller_id, request.headers.get("x-caller-roles", DEFAULT_ROLE), _dev_claims(request))
 
 
 def _authorizer_claims(request: Request) -> dict | None:
@@ -55,15 +82,18 @@ def _authorizer_claims(request: Request) -> dict | None:
     return jwt.get("claims") or None
 
 
-def caller_from_claims(claims: dict, settings: Settings) -> Caller:
+def caller_from_claims(claims: dict, settings: Settings, token: str | None = None) -> Caller:
     caller_id = claims.get(settings.caller_id_claim)
     if not caller_id or not isinstance(caller_id, str):
         raise Unauthorized(f"Token has no {settings.caller_id_claim} claim")
-    return _identified(caller_id, claims.get(settings.roles_claim, DEFAULT_ROLE))
+    return _identified(caller_id, claims.get(settings.roles_claim, DEFAULT_ROLE), claims, token)
 
 
 def _bearer(request: Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    header = request.headers.get("authorization", "")
+    if len(header) > MAX_TOKEN_BYTES + len("Bearer "):
+        raise Unauthorized("Bearer token is too large")
+    scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer":
         return None
     return token.strip() or None
@@ -72,12 +102,12 @@ def _bearer(request: Request) -> str | None:
 def _jwt_caller(request: Request, token: str | None, settings: Settings) -> Caller | None:
     claims = _authorizer_claims(request)
     if claims:
-        return caller_from_claims(claims, settings)
+        return caller_from_claims(claims, settings, token)
     if not token:
         return None
     from rag_orchestrator.api.jwt_verifier import verify_token
 
-    return caller_from_claims(verify_token(token, settings), settings)
+    return caller_from_claims(verify_token(token, settings), settings, token)
 
 
 def resolve_caller(request: Request, settings: Settings) -> Caller | None:
@@ -89,10 +119,7 @@ def resolve_caller(request: Request, settings: Settings) -> Caller | None:
             return guest_caller(token, settings)
     if settings.auth_mode == "dev":
         return _dev_caller(request)
-    caller = _jwt_caller(request, token, settings)
-    if caller is None or token is None:
-        return caller
-    return dataclasses.replace(caller, token=token)  # for tools with identity caller-token
+    return _jwt_caller(request, token, settings)  # with the token, for tools with identity caller-token
 
 
 def get_caller(request: Request, settings: Settings = Depends(get_settings)) -> Caller:

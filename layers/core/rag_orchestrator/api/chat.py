@@ -68,6 +68,7 @@ def turn_request(
 ) -> TurnRequest:
     return TurnRequest(
         request_id=getattr(request.state, "request_id", None),
+        client_request_id=getattr(request.state, "client_request_id", None),
         conversation_id=conversation_id,
         caller=caller,
         message=body.message,

@@ -11,6 +11,7 @@ MCP servers' headers read their secrets through it. Tests replace parts with
 from __future__ import annotations
 
 from functools import cache, cached_property
+from string import Template
 from typing import TYPE_CHECKING, cast
 
 from fastapi import Request
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.attachments.turns import TurnAttachments
     from rag_orchestrator.conversations.dynamo import DynamoConversationStore
     from rag_orchestrator.conversations.in_process import InProcessStore
+    from rag_orchestrator.conversations.window_counters import WindowCounter
     from rag_orchestrator.lifecycle.service import Lifecycle
     from rag_orchestrator.lifecycle.sharing import Shares
     from rag_orchestrator.loop.configuration import LoopConfig, StreamConfig
@@ -36,9 +38,14 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.loop.turn import Turn
     from rag_orchestrator.loop.turn_stream import TurnStream
     from rag_orchestrator.providers.strategies import ModelStrategy
+    from rag_orchestrator.retrieval.answers import Answerer
+    from rag_orchestrator.retrieval.embedders import Embedder
+    from rag_orchestrator.retrieval.followup import FollowUps
     from rag_orchestrator.retrieval.fragments import FragmentIndex
+    from rag_orchestrator.retrieval.knowledge_base import KnowledgeBase
+    from rag_orchestrator.retrieval.search import Retriever
     from rag_orchestrator.stream_log.log import EventLog
-    from rag_orchestrator.tools.caller_assertions import CallerAssertions
+    from rag_orchestrator.tools.assertion import AssertionSigner
     from rag_orchestrator.tools.toolbox import Toolbox
 
 
@@ -97,7 +104,7 @@ class Services:
         """Uploads and their segments; StorageUnavailable (503) without ATTACHMENTS_BUCKET."""
         from rag_orchestrator.attachments.factory import create_attachments
 
-        return create_attachments(self.settings, self.aws)
+        return create_attachments(self.settings, self.aws, self.memory)
 
     @cached_property
     def turn_attachments(self) -> TurnAttachments:
@@ -121,19 +128,31 @@ class Services:
         return RunningTurns()
 
     @cached_property
-    def caller_assertions(self) -> CallerAssertions | None:
-        """The signer of X-Caller-Assertion for tool servers with `identity: assertion` (docs/mcp.md).
-        None: this build signs none, and such tools' calls fail with a tool error saying so."""
-        return None
+    def window_counter(self) -> WindowCounter:
+        """Rate limits that hold across instances (guest tokens minted per address and hour)."""
+        from rag_orchestrator.conversations.window_counters import create_window_counter
+
+        return create_window_counter(self.settings, self.aws)
+
+    @cached_property
+    def caller_assertions(self) -> AssertionSigner:
+        """Signs the X-Caller-Assertion of HTTP tools and MCP servers with `identity: assertion`
+        (docs/tools.md, docs/mcp.md); its public key is GET /.well-known/jwks.json."""
+        from rag_orchestrator.tools.assertion import create_signer
+
+        return create_signer(self.settings, self.secrets)
 
     @cached_property
     def toolbox(self) -> Toolbox:
         """rag_search, the catalogue's tools and MCP_SERVERS' (listed when first used); building it
         validates the catalogue and MCP_SERVERS (ConfigError)."""
-        from rag_orchestrator.tools.toolbox import build_toolbox
+        from rag_orchestrator.tools.rag_search import RagSearchTool
+        from rag_orchestrator.tools.toolbox import build_toolbox, selection_embedder
 
         return build_toolbox(
             self.settings,
+            rag_search=RagSearchTool(self.settings, self.retriever, self.follow_ups),
+            embedder=selection_embedder(lambda: self.embedder),
             attachment_links=self.turn_attachments,
             assertions=self.caller_assertions,
             aws=self.aws,
@@ -142,10 +161,11 @@ class Services:
 
     @cached_property
     def knowledge_mcp(self) -> McpServer:
-        """The knowledge base as an MCP server (POST /mcp): the SDK loads here, at the first request."""
+        """The knowledge base as an MCP server (POST /mcp): the SDK loads here, at the first request; its
+        tools search with the routes' retriever and answer with their answerer."""
         from rag_orchestrator.api.knowledge_mcp import knowledge_server
 
-        return knowledge_server(self.settings, lambda: self.strategy)
+        return knowledge_server(self.settings, self.retriever, lambda: self.answerer)
 
     @cached_property
     def strategy(self) -> ModelStrategy:
@@ -155,13 +175,58 @@ class Services:
         return create_strategy(self.settings)
 
     @cached_property
-    def memory(self) -> FragmentIndex | None:
-        """Conversation memory (CHROMA_MEMORY_COLLECTION), or None with MEMORY_ENABLED=false."""
-        if not self.settings.memory_enabled:
-            return None
-        from rag_orchestrator.retrieval.fragments import get_fragment_index
+    def embedder(self) -> Embedder:
+        """EMBEDDING_PROVIDER's embedder, shared by ingestion, search, memory and tool selection."""
+        from rag_orchestrator.retrieval.embedders import create_embedder
 
-        return get_fragment_index(self.settings)
+        return create_embedder(self.settings, self.aws)
+
+    @cached_property
+    def knowledge_base(self) -> KnowledgeBase:
+        """CHROMA_COLLECTION, its embedder and its document registry."""
+        from rag_orchestrator.retrieval.knowledge_base import create_knowledge_base
+
+        return create_knowledge_base(self.settings, self.aws, self.embedder)
+
+    @cached_property
+    def fragment_index(self) -> FragmentIndex:
+        """CHROMA_MEMORY_COLLECTION, whether or not new turns are remembered: the memory routes read it."""
+        from rag_orchestrator.retrieval.fragments import create_fragment_index
+
+        return create_fragment_index(self.settings, self.embedder)
+
+    @cached_property
+    def memory(self) -> FragmentIndex | None:
+        """Conversation memory for turns and searches, or None with MEMORY_ENABLED=false."""
+        return self.fragment_index if self.settings.memory_enabled else None
+
+    @cached_property
+    def retriever(self) -> Retriever:
+        """The search of RETRIEVAL_MODE and RERANKER, for every route and the chat's rag_search."""
+        from rag_orchestrator.retrieval.search import create_retriever
+
+        return create_retriever(self.settings, self.knowledge_base, self.memory)
+
+    @cached_property
+    def follow_ups(self) -> FollowUps:
+        """How a later turn's message is searched: condensed by the model (CONDENSE_FOLLOW_UPS), else with
+        the earlier questions' words."""
+        from rag_orchestrator.retrieval.followup import FollowUps
+
+        return FollowUps(self.strategy if self.settings.condense_follow_ups else None)
+
+    @cached_property
+    def answer_template(self) -> Template:
+        """The answer prompt (RAG_PROMPT_TEMPLATE_PATH), read and checked once."""
+        from rag_orchestrator.retrieval.prompt import load_template
+
+        return load_template(self.settings.rag_prompt_template_path)
+
+    @cached_property
+    def answerer(self) -> Answerer:
+        from rag_orchestrator.retrieval.answers import Answerer
+
+        return Answerer(self.retriever, self.strategy, self.answer_template, self.settings)
 
     @cached_property
     def orchestrator(self) -> Orchestrator:
@@ -169,6 +234,7 @@ class Services:
         from rag_orchestrator.loop.deps import TurnDeps
         from rag_orchestrator.loop.finalizers import FINALIZERS
         from rag_orchestrator.loop.orchestrator import Orchestrator
+        from rag_orchestrator.loop.summaries import Compaction
         from rag_orchestrator.loop.titles import AutoTitle
         from rag_orchestrator.loop.toolsets import tool_chooser
         from rag_orchestrator.loop.turn_memory import TurnMemory
@@ -179,6 +245,7 @@ class Services:
             after_turn.append(AutoTitle(self.store, self.strategy))
         if self.memory is not None:
             after_turn.append(TurnMemory(self.memory))
+        after_turn.append(Compaction(self.store, self.strategy, self.settings.context_token_budget))
         deps = TurnDeps(
             store=self.store,
             strategy=self.strategy,
@@ -274,3 +341,23 @@ def get_shares_or_none(request: Request) -> Shares | None:
 
 def get_memory(request: Request) -> FragmentIndex | None:
     return services(request).memory
+
+
+def get_window_counter(request: Request) -> WindowCounter:
+    return services(request).window_counter
+
+
+def get_assertions(request: Request) -> AssertionSigner:
+    return services(request).caller_assertions
+
+
+def get_retriever(request: Request) -> Retriever:
+    return services(request).retriever
+
+
+def get_answerer(request: Request) -> Answerer:
+    return services(request).answerer
+
+
+def get_knowledge_base(request: Request) -> KnowledgeBase:
+    return services(request).knowledge_base

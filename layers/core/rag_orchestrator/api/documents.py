@@ -11,14 +11,15 @@ import asyncio
 from fastapi import APIRouter, Depends, Path, Query, Response
 
 from rag_orchestrator.api.auth import kb_writer
-from rag_orchestrator.api.deps import get_settings
+from rag_orchestrator.api.deps import get_knowledge_base, get_settings
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.cursors import MAX_CURSOR_CHARS, CursorCodec, cursor_key
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Page
 from rag_orchestrator.errors import BadRequest, NotFound
-from rag_orchestrator.retrieval.registry import DocumentInfo, get_registry
+from rag_orchestrator.retrieval.knowledge_base import KnowledgeBase
+from rag_orchestrator.retrieval.registry import DocumentInfo
 from rag_orchestrator.sanitize import MAX_DOCUMENT_ID
 
 router = APIRouter(tags=["knowledge base"])
@@ -31,13 +32,14 @@ async def list_documents(
     cursor: str | None = Query(None, min_length=1, max_length=MAX_CURSOR_CHARS),
     caller: Caller = Depends(kb_writer),
     settings: Settings = Depends(get_settings),
+    knowledge: KnowledgeBase = Depends(get_knowledge_base),
 ) -> Page[DocumentInfo]:
     """By documentId; `nextCursor` until the last page."""
     codec = CursorCodec(cursor_key(settings))
     after = codec.decode(cursor, SCOPE).get("after") if cursor else None
     if cursor and not isinstance(after, str):
         raise BadRequest("Invalid cursor")
-    found, more = await asyncio.to_thread(get_registry(settings).page, after, limit)
+    found, more = await asyncio.to_thread(knowledge.registry.page, after, limit)
     following = codec.encode({"after": found[-1].document_id}, SCOPE) if more else None
     return Page(items=found, next_cursor=following)
 
@@ -51,12 +53,10 @@ async def list_documents(
 async def delete_document(
     document_id: str = Path(..., min_length=1, max_length=MAX_DOCUMENT_ID),
     caller: Caller = Depends(kb_writer),
-    settings: Settings = Depends(get_settings),
+    knowledge: KnowledgeBase = Depends(get_knowledge_base),
 ) -> Response:
     """Its chunks leave the knowledge base, then its registry entry (so a retry finishes the job)."""
-    from rag_orchestrator.retrieval.vector_store import get_vector_store
-
-    registry, chunks = get_registry(settings), get_vector_store(settings)
+    registry, chunks = knowledge.registry, knowledge.store
     known = await asyncio.to_thread(registry.get, document_id)
     # A document ingested before the registry existed has chunks but no entry.
     if known is None and not await asyncio.to_thread(chunks.count, document_id):

@@ -6,12 +6,12 @@ from fastapi import APIRouter, Depends
 from pydantic import ConfigDict, Field, model_validator
 
 from rag_orchestrator.api.auth import kb_writer
-from rag_orchestrator.api.deps import get_settings
-from rag_orchestrator.config import Settings
+from rag_orchestrator.api.deps import get_knowledge_base
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.retrieval.ingestion import MAX_DOCUMENTS, aingest_documents, stable_document_id
+from rag_orchestrator.retrieval.knowledge_base import KnowledgeBase
 from rag_orchestrator.retrieval.models import Document
 
 router = APIRouter(tags=["knowledge base"])
@@ -45,10 +45,10 @@ class IngestResponse(CamelModel):
 async def ingest(
     body: IngestRequest,
     caller: Caller = Depends(kb_writer),
-    settings: Settings = Depends(get_settings),
+    knowledge: KnowledgeBase = Depends(get_knowledge_base),
 ) -> IngestResponse:
     """For the roles in KB_WRITER_ROLES (default `admin`); 403 for everyone else."""
-    results = await aingest_documents(body.documents, settings)
+    results = await aingest_documents(body.documents, knowledge)
     return IngestResponse(
         documents=[IngestedDocument.model_validate(r) for r in results],
         total_chunks=sum(r["chunks"] for r in results),

@@ -23,9 +23,8 @@ from rag_orchestrator.domain.passages import QueryResult, Source
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.observability import logger
-from rag_orchestrator.providers.strategies import ModelStrategy
-from rag_orchestrator.retrieval.answers import AnswerQuery, answer_events, collect_answer
-from rag_orchestrator.retrieval.search import MAX_QUERY_CHARS, search
+from rag_orchestrator.retrieval.answers import Answerer, AnswerQuery, collect_answer
+from rag_orchestrator.retrieval.search import MAX_QUERY_CHARS, Retriever, SearchQuery
 from rag_orchestrator.sanitize import MAX_SOURCE, MAX_TAG, MAX_TAGS
 
 SEARCH = "search_knowledge_base"
@@ -97,24 +96,27 @@ def _invalid(exc: ValidationError) -> types.CallToolResult:
 
 
 class KnowledgeTools:
-    """The two tools over the service's settings and, for `ask`, its model strategy (made when first asked)."""
+    """The two tools over the service's retriever (the routes' hybrid search and reranker) and, for `ask`,
+    its answerer (made when first asked: it needs the model strategy)."""
 
-    def __init__(self, settings: Settings, strategy: Callable[[], ModelStrategy]) -> None:
+    def __init__(self, settings: Settings, retriever: Retriever, answerer: Callable[[], Answerer]) -> None:
         self.settings = settings
-        self._strategy = strategy
+        self.retriever = retriever
+        self._answerer = answerer
 
     async def search(self, arguments: SearchArguments) -> types.CallToolResult:
         settings = self.settings
         limit = min(arguments.max_results or settings.rag_topk_default, settings.rag_topk_max)
         if arguments.tags and any(len(tag) > MAX_TAG for tag in arguments.tags):
             return _result(f"Invalid arguments: each tag has at most {MAX_TAG} characters", error=True)
-        passages = await search(
-            arguments.query,
-            top_k=limit,
-            threshold=settings.rag_similarity_threshold,
-            source=arguments.source,
-            tags=arguments.tags,
-            settings=settings,
+        passages = await self.retriever.search(
+            SearchQuery(
+                arguments.query,
+                limit,
+                settings.rag_similarity_threshold,
+                source=arguments.source,
+                tags=arguments.tags or (),
+            )
         )
         results = [QueryResult.from_passage(p).model_dump(mode="json", by_alias=True) for p in passages]
         structured = {"query": arguments.query, "results": results}
@@ -127,7 +129,7 @@ class KnowledgeTools:
             top_k=settings.rag_topk_default,
             threshold=settings.rag_similarity_threshold,
         )
-        answer = await collect_answer(answer_events(query, settings, self._strategy()))
+        answer = await collect_answer(self._answerer().events(query))
         structured = answer.model_dump(mode="json", by_alias=True)
         return _result(_with_sources(answer.answer, answer.sources), structured)
 
@@ -155,9 +157,9 @@ def _with_sources(answer: str, sources: list[Source]) -> str:
     return f"{answer}\n\nSources:\n{cited}"
 
 
-def knowledge_server(settings: Settings, strategy: Callable[[], ModelStrategy]) -> Server:
+def knowledge_server(settings: Settings, retriever: Retriever, answerer: Callable[[], Answerer]) -> Server:
     """The low-level MCP server of the knowledge base's tools."""
-    tools = KnowledgeTools(settings, strategy)
+    tools = KnowledgeTools(settings, retriever, answerer)
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=TOOLS)

@@ -22,9 +22,9 @@ from rag_orchestrator.conversations.paging import offset_page
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Page
 from rag_orchestrator.domain.memory import MemoryFragment
-from rag_orchestrator.errors import NotFound
-from rag_orchestrator.retrieval.fragments import FragmentIndex, get_fragment_index
-from rag_orchestrator.retrieval.query_vector import MAX_QUERY_CHARS
+from rag_orchestrator.errors import BadRequest, NotFound
+from rag_orchestrator.retrieval.fragments import FragmentIndex
+from rag_orchestrator.retrieval.query_vector import MAX_QUERY_CHARS, QueryVector, query_text
 
 router = APIRouter(prefix="/api/v1/memory", tags=["memory"])
 MAX_MATCHES = 200  # a search lists at most this many best matches, page after page
@@ -40,7 +40,7 @@ class FragmentNotFound(NotFound):
 
 def memory_index(request: Request) -> FragmentIndex:
     """The memory collection, whether or not new turns are remembered (MEMORY_ENABLED)."""
-    return services(request).memory or get_fragment_index(services(request).settings)
+    return services(request).fragment_index
 
 
 def fragment_id(fragment_id: str = Path(..., max_length=100)) -> str:
@@ -65,10 +65,10 @@ async def list_memory(
     if q is None:
         found = await asyncio.to_thread(index.remembered, caller.caller_id)
     else:
-        from rag_orchestrator.retrieval.search import embed_query
-
-        settings = services(request).settings
-        vector = await asyncio.to_thread(embed_query, q, settings)
+        text = query_text(q)
+        if not text:
+            raise BadRequest("q must not be empty")
+        vector = await QueryVector(services(request).embedder, text).get()
         found = await asyncio.to_thread(index.remembered, caller.caller_id, vector, MAX_MATCHES)
     codec = CursorCodec(cursor_key(services(request).settings))
     page = offset_page(found, limit, cursor, codec, f"memory/{caller.caller_id}/{q or ''}")

@@ -1,8 +1,15 @@
-"""ASGI middleware: request ids for logs and errors, metrics flushed per request, the body size limit."""
+"""ASGI middleware: request ids for logs and errors, metrics flushed per request, the body size limit.
+
+A request's id is always this service's (API Gateway's, the Function URL's, or a new UUID): it is what
+the error JSON, the `x-request-id` header and the audit record carry. A client's own `X-Request-Id`
+(at most 128 printable ASCII characters, else ignored) is only logged beside it and kept in the
+turn's audit record as `clientRequestId`, so a client can neither forge nor collide with ours.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 from starlette.exceptions import HTTPException
@@ -19,6 +26,15 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+_PRINTABLE = re.compile(r"[\x20-\x7e]{1,128}")
+
+
+def client_request_id(scope: Scope) -> str | None:
+    """The client's X-Request-Id when it is at most 128 printable ASCII characters; None otherwise."""
+    supplied = _header(scope, b"x-request-id")
+    return supplied if supplied and _PRINTABLE.fullmatch(supplied) else None
+
+
 def _lambda_request_id(scope: Scope) -> str | None:
     """API Gateway's request id (Mangum's event), or the Function URL's (the Web Adapter's header)."""
     context = (scope.get("aws.event") or {}).get("requestContext")
@@ -32,7 +48,7 @@ def _lambda_request_id(scope: Scope) -> str | None:
 
 
 class RequestContextMiddleware:
-    """Gives every request an id (client's `X-Request-Id`, API Gateway's, or new) and logs with it."""
+    """Gives every request this service's id (API Gateway's, or new) and logs with it."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -41,12 +57,15 @@ class RequestContextMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        supplied = _header(scope, b"x-request-id")
-        request_id = (supplied if supplied and len(supplied) <= 128 else None) or _lambda_request_id(scope)
-        request_id = request_id or str(uuid.uuid4())
-        scope.setdefault("state", {})["request_id"] = request_id
+        request_id = _lambda_request_id(scope) or str(uuid.uuid4())
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
         logger.set_correlation_id(request_id)
         bind_request_id(request_id)
+        supplied = client_request_id(scope)
+        if supplied:
+            state["client_request_id"] = supplied
+            logger.info("client request id", extra={"client_request_id": supplied, "path": scope.get("path")})
 
         started = False
 

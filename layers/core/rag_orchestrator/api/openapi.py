@@ -18,7 +18,8 @@ derived from what each route has, so a route added later is described with no ed
 FastAPI's own 422 body (`{detail}`), which this service never sends, goes. 401 declares
 `WWW-Authenticate`, 429/502/503 `Retry-After`. A 200 of `text/event-stream` with no schema of its own
 is the native chat stream. Security: bearer tokens always (identity JWTs and guest tokens); the
-dev caller headers only when AUTH_MODE=dev, so "Try it out" on /docs works under `make dev`.
+dev caller headers (id, roles, claims) only when AUTH_MODE=dev, so "Try it out" on /docs works
+under `make dev`.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ _WHY = {
     415: "The body was not sent as JSON (Content-Type: application/json)",
     422: "The JSON breaks the body's or a parameter's schema",
     429: "The caller's token budget for the UTC day is spent, or held by its running turns "
-    "(BUDGET_TOKENS_PER_DAY)",
+    "(BUDGET_TOKENS_PER_DAY; a guest's GUEST_TOKENS_PER_DAY, all guests' GUEST_TOKENS_PER_DAY_TOTAL)",
     502: "The model provider failed",
     503: "A dependency failed or is throttled: storage, the knowledge base, the embedder or the identity "
     "provider's signing keys",
@@ -144,7 +145,7 @@ def refusals(route: RouteContext, settings: Settings) -> dict[int, str]:
     if get_orchestrator in calls:
         if any(param.alias == "conversation_id" for param in path):  # a conversation's turn lock
             found[409] = _WHY[409]
-        if settings.budgets.configured:  # a turn route answers 429 only where budgets are set
+        if settings.budgets.configured or settings.allow_anonymous:  # 429 only where budgets apply (guests')
             found[429] = _WHY[429]
         if not _streams(route):
             found[502] = _WHY[502]
@@ -188,6 +189,13 @@ def security_schemes(settings: Settings) -> dict[str, Any]:
             "name": "X-Caller-Roles",
             "description": "AUTH_MODE=dev only: the caller's roles, comma-separated (default user)",
         }
+        schemes["callerClaims"] = {
+            "type": "apiKey",
+            "in": "header",
+            "name": "X-Caller-Claims",
+            "description": "AUTH_MODE=dev only: the caller's token claims as a JSON object, where pinned "
+            "tool parameters come from (docs/tools.md)",
+        }
     return schemes
 
 
@@ -197,7 +205,11 @@ def _security(route: RouteContext, settings: Settings) -> list[dict[str, list[st
         return []
     alternatives: list[dict[str, list[str]]] = [{"bearer": []}]
     if settings.auth_mode == "dev":
-        alternatives += [{"callerId": [], "callerRoles": []}, {"callerId": []}]
+        alternatives += [
+            {"callerId": [], "callerRoles": [], "callerClaims": []},
+            {"callerId": [], "callerRoles": []},
+            {"callerId": []},
+        ]
     if settings.allow_anonymous and auth.get_owner not in calls:
         alternatives.append({})  # no credentials: the anonymous caller
     return alternatives

@@ -12,7 +12,7 @@ from fastapi.routing import APIRoute
 from pydantic import ConfigDict, Field
 
 from rag_orchestrator.api.auth import get_caller
-from rag_orchestrator.api.deps import get_settings
+from rag_orchestrator.api.deps import get_retriever, get_settings
 from rag_orchestrator.api.errors import validation_failure
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
@@ -20,7 +20,7 @@ from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.passages import QueryResult
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.errors import BadRequest, UnsupportedMediaType
-from rag_orchestrator.retrieval.search import MAX_QUERY_CHARS, search
+from rag_orchestrator.retrieval.search import MAX_QUERY_CHARS, Retriever, SearchQuery
 from rag_orchestrator.sanitize import MAX_SOURCE, MAX_TAG, MAX_TAGS
 
 
@@ -78,12 +78,15 @@ def retrieval_limits(body: QueryRequest, settings: Settings) -> tuple[int, float
     "/api/v1/query", response_model=QueryResponse, summary="Passages of the knowledge base, best first"
 )
 async def query(
-    body: QueryRequest, caller: Caller = Depends(get_caller), settings: Settings = Depends(get_settings)
+    body: QueryRequest,
+    caller: Caller = Depends(get_caller),
+    settings: Settings = Depends(get_settings),
+    retriever: Retriever = Depends(get_retriever),
 ) -> QueryResponse:
     started = time.perf_counter()
     top_k, threshold = retrieval_limits(body, settings)
-    passages = await search(
-        body.query, top_k=top_k, threshold=threshold, source=body.source, tags=body.tags, settings=settings
+    passages = await retriever.search(
+        SearchQuery(body.query, top_k, threshold, source=body.source, tags=body.tags or ())
     )
     return QueryResponse(
         query=body.query,

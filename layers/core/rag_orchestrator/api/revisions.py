@@ -83,6 +83,7 @@ async def _stream(
     edited = body if isinstance(body, EditRequest) else None
     asked = TurnRequest(
         request_id=getattr(request.state, "request_id", None),
+        client_request_id=getattr(request.state, "client_request_id", None),
         conversation_id=target.conversation_id,
         caller=target.caller,
         message=edited.message if edited else "",  # a regenerate's: the question, once read

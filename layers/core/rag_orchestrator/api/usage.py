@@ -35,7 +35,7 @@ async def usage(
 ) -> UsageResponse:
     now = datetime.now(UTC)
     spend = Spend.today(caller, settings.budgets, 0, now)
-    used = await store.usage(caller.caller_id, spend.day) if settings.budgets.configured else 0
+    used = await store.usage(caller.caller_id, spend.day) if settings.budgets.counts(caller) else 0
     return UsageResponse(tokens_used=used, tokens_limit=spend.limit, resets_at=next_midnight(now))
 
 

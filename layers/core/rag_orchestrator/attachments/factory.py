@@ -1,4 +1,5 @@
-"""Attachments from settings: the store CONVERSATION_STORAGE names, the bucket ATTACHMENTS_BUCKET names."""
+"""Attachments from settings: the store CONVERSATION_STORAGE names, the bucket ATTACHMENTS_BUCKET names,
+their segments indexed in the conversation memory the caller built (None: not indexed)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from rag_orchestrator.attachments.store import AttachmentStore
 from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.errors import StorageUnavailable
+from rag_orchestrator.retrieval.fragments import FragmentIndex
 
 
-def create_attachments(settings: Settings, aws: AwsClients) -> Attachments:
+def create_attachments(settings: Settings, aws: AwsClients, memory: FragmentIndex | None) -> Attachments:
     if not settings.attachments_bucket:
         raise StorageUnavailable("Attachments are not configured (ATTACHMENTS_BUCKET is not set)")
     store: AttachmentStore
@@ -25,10 +27,5 @@ def create_attachments(settings: Settings, aws: AwsClients) -> Attachments:
         from rag_orchestrator.attachments.dynamo_store import DynamoAttachmentStore
 
         store = DynamoAttachmentStore.from_settings(settings, aws)
-    memory = None
-    if settings.memory_enabled:
-        from rag_orchestrator.retrieval.fragments import get_fragment_index
-
-        memory = get_fragment_index(settings)
     objects = AttachmentObjects(aws.lazy("s3"), settings.attachments_bucket)
     return Attachments(store, objects, settings, engines=partial(build_engines, settings, aws), memory=memory)

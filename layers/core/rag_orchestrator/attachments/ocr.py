@@ -63,9 +63,7 @@ class TextractReader:
         if upload.content_type not in TEXTRACT_TYPES:
             raise UnsupportedContent("OCR reads PNG and JPEG images only")
         try:
-            response = self._textract.detect_document_text(
-                Document={"S3Object": {"Bucket": upload.bucket, "Name": upload.key}}
-            )
+            response = self._textract.detect_document_text(Document={"S3Object": _s3_object(upload)})
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")
             if code in ("UnsupportedDocumentException", "BadDocumentException", "InvalidParameterException"):
@@ -79,3 +77,9 @@ class TextractReader:
             raise EngineUnavailable("OCR failed") from None
         lines = [b.get("Text", "") for b in response.get("Blocks", ()) if b.get("BlockType") == "LINE"]
         return "\n".join(line for line in lines if line.strip())
+
+
+def _s3_object(upload: Upload) -> dict[str, str]:
+    """Textract's S3Object: the version processing pinned, where the bucket keeps versions."""
+    pinned = {"Version": upload.version_id} if upload.version_id and upload.version_id != "null" else {}
+    return {"Bucket": upload.bucket, "Name": upload.key, **pinned}

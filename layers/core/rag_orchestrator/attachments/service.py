@@ -122,7 +122,9 @@ class Attachments:
             remembered=remembered,
         )
         ttl = self.settings.attachment_url_ttl_seconds
-        form = await asyncio.to_thread(self.objects.presign_post, attachment.key, content_type, limit, ttl)
+        form = await asyncio.to_thread(
+            self.objects.presign_post, attachment.key, content_type, request.size_bytes, ttl
+        )
         await self.store.create(attachment)
         metrics.add_metric(name="AttachmentsCreated", unit="Count", value=1)
         return CreatedAttachment(
@@ -232,6 +234,8 @@ class Attachments:
                 "size_bytes": stored.size,
                 "updated_at": utcnow(),
                 "lease_until": None,
+                "etag": stored.etag,
+                "version_id": stored.version_id,
             }
         )
         if status is AttachmentStatus.READY:
@@ -254,8 +258,13 @@ class Attachments:
         )
 
     def _read_file(self, attachment: Attachment, stored: StoredObject) -> tuple[list, str | None]:
-        if stored.size > self.settings.attachment_max_bytes:  # S3 enforces the policy; this checks it did
+        # S3 enforces the upload policy (the declared size exactly); this checks it did.
+        if stored.size > self.settings.attachment_max_bytes:
             raise TooLarge(f"the file is larger than {self.settings.attachment_max_bytes} bytes")
+        if stored.size != attachment.size_bytes:
+            raise UnsupportedContent(
+                f"the file is {stored.size} bytes, not the {attachment.size_bytes} declared"
+            )
         if media_type(stored.content_type) != attachment.content_type:
             raise UnsupportedContent("the uploaded file's type differs from the declared one")
         upload = Upload(
@@ -263,7 +272,8 @@ class Attachments:
             key=attachment.key,
             content_type=attachment.content_type,
             size=stored.size,
-            fetch=lambda: self.objects.read(attachment.key),
+            fetch=lambda: self.objects.read(attachment.key, stored),
+            version_id=stored.version_id,
         )
         reading = read_segments(upload, attachment.kind, self.engines)
         return reading.segments, "; ".join(reading.notes) or None

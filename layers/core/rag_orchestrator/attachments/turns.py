@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from rag_orchestrator.domain.attachments import ATTACHMENT_ID, Attachment, AttachmentStatus
-from rag_orchestrator.errors import AttachmentNotFound
+from rag_orchestrator.errors import AttachmentChanged, AttachmentNotFound
 
 if TYPE_CHECKING:  # imported when first used: building a toolbox at start-up loads no S3 code
+    from rag_orchestrator.attachments.objects import StoredObject
     from rag_orchestrator.attachments.service import Attachments
 
 PENDING, FAILED = AttachmentStatus.PENDING_UPLOAD, AttachmentStatus.FAILED
@@ -37,11 +38,11 @@ class TurnAttachments:
         for attachment in found:
             if attachment.status is FAILED:
                 raise not_ready(attachment)
-        pending = [a for a in found if a.status is PENDING]
-        uploaded = await asyncio.gather(*(asyncio.to_thread(service.objects.head, a.key) for a in pending))
-        for attachment, stored in zip(pending, uploaded, strict=True):
-            if stored is None:
+        heads = await asyncio.gather(*(asyncio.to_thread(service.objects.head, a.key) for a in found))
+        for attachment, stored in zip(found, heads, strict=True):
+            if attachment.status is PENDING and stored is None:
                 raise not_ready(attachment)
+            check_pinned(attachment, stored)
         return found
 
     async def read(self, attachment: Attachment) -> Attachment:
@@ -64,10 +65,20 @@ class TurnAttachments:
 
         service = self._attachments()
         attachment = await service.get(caller_id, conversation_id, attachment_id)
-        if (
-            attachment.status is PENDING
-            and await asyncio.to_thread(service.objects.head, attachment.key) is None
-        ):
+        stored = await asyncio.to_thread(service.objects.head, attachment.key)
+        if attachment.status is PENDING and stored is None:
             raise not_ready(attachment)
+        check_pinned(attachment, stored)
         ttl = service.settings.attachment_url_ttl_seconds
-        return await asyncio.to_thread(service.objects.presign_get, attachment.key, ttl)
+        return await asyncio.to_thread(
+            service.objects.presign_get, attachment.key, ttl, attachment.version_id
+        )
+
+
+def check_pinned(attachment: Attachment, stored: StoredObject | None) -> None:
+    """AttachmentChanged (409) when the file at the key is not the object processing read."""
+    if attachment.etag and stored is not None and stored.etag != attachment.etag:
+        raise AttachmentChanged(
+            f"Attachment {attachment.attachment_id}'s file was replaced after it was read; "
+            "the new file is not used. Attach it again as a new attachment"
+        )

@@ -57,6 +57,7 @@ class Upload:
     content_type: str
     size: int
     fetch: Callable[[], bytes] = field(repr=False)
+    version_id: str | None = None  # the version processing pinned (AWS engines read the key themselves)
     _body: bytes | None = field(default=None, repr=False)
 
     def body(self) -> bytes:

@@ -23,7 +23,7 @@ from rag_orchestrator.conversations.table import Table
 from rag_orchestrator.conversations.transcripts import S3AuditTrails, merge_trails, trail_jsonl, trail_key
 from rag_orchestrator.domain.base import utcnow
 
-HEAD_FIELDS = ("callerId", "lastAuditHash", "auditS3Key")
+HEAD_FIELDS = ("callerId", "lastAuditHash", "auditCount", "auditS3Key")
 
 
 class TrailKeeper:

@@ -1,8 +1,10 @@
 """Pages of a conversation's audit trail, the hash chain checked as they are read (docs/audit.md).
 
 A cursor carries, signed, the last record id handed out, the hash the next record must name as its
-prevHash, and whether the chain has held so far: each page is checked against every page before it
-without reading them again, and the last page against the conversation's head hash.
+prevHash, how many records were handed out, and whether the chain has held so far: each page is
+checked against every page before it without reading them again, and the last page against the
+conversation's head (TrailHead): its hash, present and well-formed once a record was written, and
+`auditCount`, the number of records its turns wrote, which the trail must hold exactly.
 """
 
 from __future__ import annotations
@@ -38,32 +40,59 @@ def audit_scope(conversation_id: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class TrailHead:
+    """What the conversation (META, or the AUDIT$ item a purge left) says of its trail."""
+
+    stored: Any  # lastAuditHash as found: None when absent
+    expected: int  # auditCount: the records its turns wrote
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> TrailHead:
+        count = values.get("auditCount", 0)
+        return cls(values.get("lastAuditHash"), count if isinstance(count, int) and count >= 0 else -1)
+
+    def holds(self, last_hash: str, count: int) -> bool:
+        """Whether a trail of `count` records ending in `last_hash` is all of it: none missing at
+        the end, none removed with the head, no head broken."""
+        if count != self.expected:
+            return False
+        if self.stored is None:
+            return last_hash == GENESIS
+        return (
+            isinstance(self.stored, str) and bool(_HASH.fullmatch(self.stored)) and self.stored == last_hash
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class TrailPosition:
     after: str | None  # the last recordId handed out
     prev: str  # the hash the next record must name as prevHash
     valid: bool  # the chain held up to here
+    count: int = 0  # records handed out so far
 
 
 def position(codec: CursorCodec, cursor: str | None, scope: str) -> TrailPosition:
     if not cursor:
         return TrailPosition(None, GENESIS, True)
     held = codec.decode(cursor, scope)
-    after, prev, valid = held.get("after"), held.get("prev"), held.get("valid")
+    after, prev, valid, count = held.get("after"), held.get("prev"), held.get("valid"), held.get("count")
     if not (
         isinstance(after, str)
         and 0 < len(after) <= 64
         and isinstance(prev, str)
         and len(prev) <= 64
         and isinstance(valid, bool)
+        and isinstance(count, int)
+        and count > 0
     ):
         raise BadRequest("Invalid cursor")
-    return TrailPosition(after, prev, valid)
+    return TrailPosition(after, prev, valid, count)
 
 
 def trail_page(
     page: list[dict[str, Any]],
     following: str | None,
-    head: str,
+    head: TrailHead,
     start: TrailPosition,
     codec: CursorCodec,
     scope: str,
@@ -72,15 +101,16 @@ def trail_page(
     the last page, which is checked against `head` as well."""
     check = check_chain(page, start.prev)
     valid = start.valid and check.valid
+    count = start.count + len(page)
     if following is not None:
-        state = {"after": following, "prev": check.last_hash, "valid": valid}
+        state = {"after": following, "prev": check.last_hash, "valid": valid, "count": count}
         return AuditTrail(page, valid, codec.encode(state, scope))
-    return AuditTrail(page, valid and check.last_hash == head)
+    return AuditTrail(page, valid and head.holds(check.last_hash, count))
 
 
 def held_page(
     records: Sequence[dict[str, Any]],
-    head: str,
+    head: TrailHead,
     limit: int,
     cursor: str | None,
     codec: CursorCodec,

@@ -42,9 +42,14 @@ def cursor_key(settings: Settings) -> bytes:
 
 
 def actor_key(settings: Settings) -> bytes:
-    """AUDIT_ACTOR_SECRET when set; else a key derived from the table name (docs/privacy.md)."""
-    secret = settings.secret("audit_actor_secret")
-    material = secret or f"rag-orchestrator/actor/{settings.conversations_table or 'memory'}"
+    """AUDIT_ACTOR_SECRET when set; else derived from CURSOR_SECRET, else from the table name
+    (docs/privacy.md): a deployment with a cursor secret pseudonymises under a key no one can guess."""
+    if secret := settings.secret("audit_actor_secret"):
+        material = secret
+    elif cursor := settings.secret("cursor_secret"):
+        material = f"rag-orchestrator/actor/{cursor}"
+    else:
+        material = f"rag-orchestrator/actor/{settings.conversations_table or 'memory'}"
     return hashlib.sha256(material.encode()).digest()
 
 

@@ -227,3 +227,7 @@ class DynamoConversationStore:
     @in_worker_thread
     def set_auto_title(self, conversation_id: str, title: str) -> bool:
         return self._titles.set_auto_title(conversation_id, title)
+
+    @in_worker_thread
+    def set_summary(self, conversation_id: str, summary: str, through: str, previous: str | None) -> bool:
+        return self._titles.set_summary(conversation_id, summary, through, previous)

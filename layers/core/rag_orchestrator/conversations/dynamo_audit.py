@@ -13,8 +13,8 @@ from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.audit_trail import (
     AUDIT_HEAD,
     AUDIT_PREFIX,
+    TrailHead,
     audit_scope,
-    head_of,
     held_page,
     position,
     record_of,
@@ -58,7 +58,7 @@ class AuditReads:
     def audit(self, conversation_id: str, limit: int, cursor: str | None) -> AuditTrail:
         check_limit(limit)
         holder = self._holder(conversation_id)
-        head, scope = head_of(holder), audit_scope(conversation_id)
+        head, scope = TrailHead.of(holder), audit_scope(conversation_id)
         if holder.get("auditS3Key"):
             held = self._trails.read(holder["auditS3Key"])
             stored = [record_of(v) for v in read_trail(self._table, conversation_id)]

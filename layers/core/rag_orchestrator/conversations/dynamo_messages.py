@@ -60,7 +60,9 @@ class DynamoMessages:
         owner = meta.get("callerId") if meta else None
         titled = "title" in meta if meta else None
         memory = meta.get("memory") is not False if meta else True
-        return TurnContext(self._with_transcript(meta, recent, size), head_of(meta), owner, titled, memory)
+        summary, through = (meta.get("summary"), meta.get("summarizedThrough")) if meta else (None, None)
+        messages = self._with_transcript(meta, recent, size)
+        return TurnContext(messages, head_of(meta), owner, titled, memory, summary, through)
 
     def _all(self, conversation_id: str) -> list[ConversationMessage]:
         params, found, start = _messages_query(it.pk(conversation_id)), [], None

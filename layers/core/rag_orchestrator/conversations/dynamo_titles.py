@@ -1,5 +1,6 @@
-"""Title and metadata writes of the DynamoDB store: the owner's PATCH, and the automatic title, which
-never replaces one set meanwhile (conditional on there being none)."""
+"""Title and metadata writes of the DynamoDB store: the owner's PATCH, the automatic title, which
+never replaces one set meanwhile (conditional on there being none), and the running summary, which
+never replaces a newer one (conditional on the `summarizedThrough` it was built on)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,29 @@ class TitleWrites:
                         ":deleted": ConversationStatus.DELETED.value,
                     }
                 ),
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def set_summary(self, conversation_id: str, summary: str, through: str, previous: str | None) -> bool:
+        values: dict[str, Any] = {
+            ":summary": summary,
+            ":through": through,
+            ":deleted": ConversationStatus.DELETED.value,
+        }
+        if previous is None:
+            built_on = "attribute_not_exists(summarizedThrough)"
+        else:
+            built_on, values[":previous"] = "summarizedThrough = :previous", previous
+        try:
+            self._table.call(
+                "update_item",
+                Key=meta_key(conversation_id),
+                UpdateExpression="SET summary = :summary, summarizedThrough = :through",
+                ConditionExpression=f"attribute_exists(PK) AND #status <> :deleted AND {built_on}",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=it.to_attributes(values),
             )
         except ConditionFailed:
             return False

@@ -25,7 +25,14 @@ from rag_orchestrator.conversations.table import (
     Table,
 )
 from rag_orchestrator.conversations.turn_data import LOCK_HELD, Claim, TurnOutcome
-from rag_orchestrator.conversations.usage import refused_budget, reservation, settlement
+from rag_orchestrator.conversations.usage import (
+    GuestPool,
+    holding_guests_day,
+    pooled,
+    refused_budget,
+    reservation,
+    settlement,
+)
 from rag_orchestrator.conversations.versions import Superseded
 from rag_orchestrator.domain.approvals import Resolution
 from rag_orchestrator.domain.audit import GENESIS, seal
@@ -50,6 +57,7 @@ class TurnWrites:
         self._items = items
         self._actor_key = actor_key
 
+    @holding_guests_day
     def start_turn(
         self,
         claim: Claim,
@@ -159,6 +167,8 @@ class TurnWrites:
             ) + extra_actions
             try:
                 self._write([update, *extra, *(_supersede(conversation_id, s) for s in supersede)], puts)
+                if pooled(spend) and (tokens or spend.reserve):
+                    GuestPool(self._table).settle(spend, tokens)
                 return
             except ConditionFailed as failed:
                 found = failed.old(0)

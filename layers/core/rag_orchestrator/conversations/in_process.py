@@ -150,3 +150,8 @@ class InProcessStore:
 
     async def set_auto_title(self, conversation_id: str, title: str) -> bool:
         return self._conversations.set_auto_title(conversation_id, title)
+
+    async def set_summary(
+        self, conversation_id: str, summary: str, through: str, previous: str | None
+    ) -> bool:
+        return self._conversations.set_summary(conversation_id, summary, through, previous)

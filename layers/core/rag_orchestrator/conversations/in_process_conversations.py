@@ -8,7 +8,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from rag_orchestrator.conversations.audit_trail import audit_scope, held_page
+from rag_orchestrator.conversations.audit_trail import TrailHead, audit_scope, held_page
 from rag_orchestrator.conversations.in_process_records import (
     Shelf,
     StoredConversation,
@@ -19,7 +19,7 @@ from rag_orchestrator.conversations.keys import activity_key, messages_scope
 from rag_orchestrator.conversations.listing import Listing
 from rag_orchestrator.conversations.paging import check_limit, offset_page
 from rag_orchestrator.conversations.turn_data import TurnContext, with_first_messages
-from rag_orchestrator.domain.audit import AuditTrail
+from rag_orchestrator.domain.audit import GENESIS, AuditTrail
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus, Page
 from rag_orchestrator.errors import BadRequest, Conflict, ConversationNotFound
@@ -115,6 +115,20 @@ class InProcessConversations:
             record.conversation = record.conversation.model_copy(update={"title": title})
             return True
 
+    def set_summary(self, conversation_id: str, summary: str, through: str, previous: str | None) -> bool:
+        with self._shelf.lock:
+            record = self._shelf.records.get(conversation_id)
+            if (
+                record is None
+                or record.conversation.status is DELETED
+                or record.conversation.summarized_through != previous
+            ):
+                return False
+            record.conversation = record.conversation.model_copy(
+                update={"summary": summary, "summarized_through": through}
+            )
+            return True
+
     def soft_delete(self, conversation_id: str, caller_id: str) -> None:
         with self._shelf.lock:
             record = self._shelf.owned(conversation_id, caller_id)
@@ -154,7 +168,13 @@ class InProcessConversations:
             conversation = record.conversation
             owner, titled = conversation.caller_id, conversation.title is not None
         return TurnContext(
-            [own_message(m) for m in reversed(recent)], head, owner, titled, conversation.memory
+            [own_message(m) for m in reversed(recent)],
+            head,
+            owner,
+            titled,
+            conversation.memory,
+            conversation.summary,
+            conversation.summarized_through,
         )
 
     def audit(self, conversation_id: str, limit: int, cursor: str | None) -> AuditTrail:
@@ -164,4 +184,7 @@ class InProcessConversations:
             if record is None:
                 raise ConversationNotFound(conversation_id)
             records, head = copy.deepcopy(record.audits), record.audit_head
-        return held_page(records, head, limit, cursor, self._shelf.cursors, audit_scope(conversation_id))
+        trail_head = TrailHead(None if head == GENESIS else head, len(records))
+        return held_page(
+            records, trail_head, limit, cursor, self._shelf.cursors, audit_scope(conversation_id)
+        )

@@ -77,9 +77,13 @@ class Shelf:
             raise ConversationNotFound(conversation_id)
         return record
 
-    def day(self, spend: Spend) -> list[int]:
-        """[used, committed] of the spend's caller and day."""
-        return self.days.setdefault((spend.caller_id, spend.day), [0, 0])
+    def settle(self, spend: Spend, used: int, committed: int) -> None:
+        """Add to [used, committed] of each of the spend's meters' days (the caller's; all guests' too
+        for a guest)."""
+        for meter in spend.meters():
+            day = self.days.setdefault((meter.owner, spend.day), [0, 0])
+            day[0] += used
+            day[1] += committed
 
 
 def own_message(message: ConversationMessage) -> ConversationMessage:

@@ -60,7 +60,7 @@ class InProcessTurns:
             if client_message_id:
                 record.markers[client_message_id] = (user_message.message_id, iso(user_message.created_at))
             if spend is not None and spend.limited:
-                shelf.day(spend)[1] += spend.reserve
+                shelf.settle(spend, 0, spend.reserve)
             if expired is not None:
                 _resolve(record, expired)
                 refusal = ConversationMessage.of(claim.conversation_id, expired.tool_message())
@@ -94,9 +94,7 @@ class InProcessTurns:
             if outcome.held is not None:
                 record.held, record.approvals[outcome.held.approval_id] = outcome.held, PENDING
             if outcome.spend is not None:
-                day = shelf.day(outcome.spend)
-                day[0] += tokens
-                day[1] += tokens - outcome.spend.reserve
+                shelf.settle(outcome.spend, tokens, tokens - outcome.spend.reserve)
             if outcome.usage is not None:
                 _count(shelf, outcome.usage)
 
@@ -158,16 +156,17 @@ class InProcessTurns:
     def reserve(self, spend: Spend) -> None:
         with self._shelf.lock:
             self._check_budget(spend)
-            self._shelf.day(spend)[1] += spend.reserve
+            self._shelf.settle(spend, 0, spend.reserve)
 
     def release(self, spend: Spend) -> None:
         with self._shelf.lock:
-            self._shelf.day(spend)[1] -= spend.reserve
+            self._shelf.settle(spend, 0, -spend.reserve)
 
     def _check_budget(self, spend: Spend) -> None:
-        used, committed = self._shelf.days.get((spend.caller_id, spend.day), [0, 0])
-        if committed >= (spend.limit or 0):
-            raise exhausted(spend, used)
+        for meter in spend.meters():
+            used, committed = self._shelf.days.get((meter.owner, spend.day), [0, 0])
+            if committed >= (meter.limit or 0):
+                raise exhausted(spend, used, meter)
 
 
 def _resolve(record: StoredConversation, resolution: Resolution) -> None:

@@ -29,7 +29,7 @@ class MetaUpdate:
     index's partition key is simply not in that index. `reactivate` (the ByArchive prefix): an
     ARCHIVED conversation that goes on is ACTIVE again, so archival finds it again (its s3Key
     stays: the transcript keeps the older messages). `chain` (head read, new head): the audit
-    head moves only from the one the turn read.
+    head moves only from the one the turn read, and `auditCount` counts the record it seals.
     """
 
     conversation_id: str
@@ -76,6 +76,9 @@ class MetaUpdate:
         expression = (
             "SET " + ", ".join(assignments) + " ADD messageCount :m, totalTokens :t, toolCallsCount :c"
         )
+        if chain:  # the records the trail must hold: the audit read compares (docs/audit.md)
+            expression += ", auditCount :one"
+            values = values | {":one": 1}
         removed = [clause] if action == "REMOVE" else []
         removed += self.removes
         if removed:

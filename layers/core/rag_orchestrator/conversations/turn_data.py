@@ -40,6 +40,8 @@ class TurnContext:
     owner: str | None = None
     titled: bool | None = None  # whether the conversation has a title; None: not read
     memory: bool = True  # false: a temporary chat (nothing remembered, nothing recalled)
+    summary: str | None = None  # the running summary of the messages through `summarized_through`
+    summarized_through: str | None = None
 
 
 @dataclass(slots=True)

@@ -5,18 +5,23 @@
 `committed` is what was used plus what running turns hold. A limited turn's start transaction adds
 its reserve to `committed` on condition that it is under the limit; the transaction that finishes a
 turn adds its tokens to `tokensUsed` and its tokens less its reserve to `committed`. While budgets are
-configured every turn is counted, limited or not; budgets cost no request of their own.
+configured every turn is counted, limited or not; budgets cost no request of their own. A guest's
+turn is also counted on all guests' day (`USAGE#guest:*`), by a request before and after (GuestPool).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Concatenate, Protocol, TypeGuard
 
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.table import ConditionFailed, Table
-from rag_orchestrator.domain.budgets import Spend, day_end, exhausted
+from rag_orchestrator.domain.budgets import Meter, Spend, day_end, exhausted
 from rag_orchestrator.errors import BudgetExhausted
+from rag_orchestrator.observability import logger
 
 KEEP = timedelta(days=8)  # a day's counter outlives its day by a week
 
@@ -25,9 +30,9 @@ def usage_key(caller_id: str, day: str) -> dict[str, Any]:
     return it.to_attributes({"PK": f"USAGE#{caller_id}", "SK": f"DAY#{day}"})
 
 
-def _day_values(spend: Spend) -> dict[str, Any]:
+def _day_values(spend: Spend, meter: Meter) -> dict[str, Any]:
     return {
-        ":c": spend.caller_id,
+        ":c": meter.owner,
         ":d": spend.day,
         ":e": it.epoch(day_end(spend.day) + KEEP),
         ":u": "usage",
@@ -37,32 +42,40 @@ def _day_values(spend: Spend) -> dict[str, Any]:
 DAY_SETS = "SET callerId = :c, #day = :d, expiresAt = :e, entity = :u"
 
 
-def reservation(spend: Spend) -> dict[str, Any]:
-    """A limited turn's hold on its caller's day, on condition that the day is under its limit."""
+def _hold(spend: Spend, meter: Meter, amount: int) -> dict[str, Any]:
+    """An UpdateItem's parameters: `amount` more held on the meter's day, on condition that the day
+    is under its limit."""
     return {
-        "Key": usage_key(spend.caller_id, spend.day),
+        "Key": usage_key(meter.owner, spend.day),
         "UpdateExpression": f"ADD committed :r {DAY_SETS}",
         "ConditionExpression": "attribute_not_exists(committed) OR committed < :limit",
         "ExpressionAttributeNames": {"#day": "day"},
         "ExpressionAttributeValues": it.to_attributes(
-            _day_values(spend) | {":r": spend.reserve, ":limit": spend.limit}
+            _day_values(spend, meter) | {":r": amount, ":limit": meter.limit}
         ),
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
 
 
+def _settle(spend: Spend, meter: Meter, tokens: int) -> dict[str, Any]:
+    return {
+        "Key": usage_key(meter.owner, spend.day),
+        "UpdateExpression": f"ADD tokensUsed :t, committed :settle {DAY_SETS}",
+        "ExpressionAttributeNames": {"#day": "day"},
+        "ExpressionAttributeValues": it.to_attributes(
+            _day_values(spend, meter) | {":t": tokens, ":settle": tokens - spend.reserve}
+        ),
+    }
+
+
+def reservation(spend: Spend) -> dict[str, Any]:
+    """A limited turn's hold on its caller's day, on condition that the day is under its limit."""
+    return _hold(spend, spend.meters()[0], spend.reserve)
+
+
 def settlement(spend: Spend, tokens: int) -> dict[str, Any]:
     """The Update a finishing turn carries: its tokens added to its caller's day, its hold let go."""
-    return {
-        "Update": {
-            "Key": usage_key(spend.caller_id, spend.day),
-            "UpdateExpression": f"ADD tokensUsed :t, committed :settle {DAY_SETS}",
-            "ExpressionAttributeNames": {"#day": "day"},
-            "ExpressionAttributeValues": it.to_attributes(
-                _day_values(spend) | {":t": tokens, ":settle": tokens - spend.reserve}
-            ),
-        }
-    }
+    return {"Update": _settle(spend, spend.meters()[0], tokens)}
 
 
 def refused_budget(failed: ConditionFailed, index: int, spend: Spend | None) -> BudgetExhausted | None:
@@ -70,6 +83,70 @@ def refused_budget(failed: ConditionFailed, index: int, spend: Spend | None) -> 
     if spend is None or not spend.limited or failed.code(index) != "ConditionalCheckFailed":
         return None
     return exhausted(spend, int(failed.old(index).get("tokensUsed", 0)))
+
+
+class GuestPool:
+    """All guests' day, held and settled by plain UpdateItems beside a guest's turn transactions: every
+    guest's turn writes this one item, and transactions writing one item at once cancel each other,
+    where single updates just queue. One request each way, for guests' turns only."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    def hold(self, spend: Spend) -> None:
+        """Hold the turn's reserve of all guests' day; BudgetExhausted (429) when it is spent."""
+        meter = spend.meters()[-1]
+        try:
+            self._table.call("update_item", **_hold(spend, meter, spend.reserve))
+        except ConditionFailed as failed:
+            raise exhausted(spend, int(failed.old(0).get("tokensUsed", 0)), meter) from None
+
+    def release(self, spend: Spend) -> None:
+        self._table.call(
+            "update_item",
+            Key=usage_key(spend.meters()[-1].owner, spend.day),
+            UpdateExpression="ADD committed :r",
+            ExpressionAttributeValues=it.to_attributes({":r": -spend.reserve}),
+        )
+
+    def settle(self, spend: Spend, tokens: int) -> None:
+        """The turn's tokens counted, its hold let go; a failure is logged, the turn is stored already."""
+        try:
+            self._table.call("update_item", **_settle(spend, spend.meters()[-1], tokens))
+        except Exception as exc:
+            logger.warning("guests' usage not counted", extra={"error_type": type(exc).__name__})
+
+
+def pooled(spend: object) -> TypeGuard[Spend]:
+    """Whether the turn counts on all guests' day too (a limited guest's spend)."""
+    return isinstance(spend, Spend) and spend.limited and spend.pool_limit is not None
+
+
+class _OnTable(Protocol):
+    _table: Table
+
+
+def holding_guests_day[S: _OnTable, **P, T](
+    start: Callable[Concatenate[S, P], T],
+) -> Callable[Concatenate[S, P], T]:
+    """A store's start_turn that first holds a guest's turn's share of all guests' day (one request,
+    BudgetExhausted when spent), given back when the start is refused."""
+    position = list(inspect.signature(start).parameters).index("spend") - 1  # among the arguments after self
+
+    @functools.wraps(start)
+    def run(self: S, *args: P.args, **kwargs: P.kwargs) -> T:
+        spend = kwargs["spend"] if "spend" in kwargs else args[position] if len(args) > position else None
+        if not pooled(spend):
+            return start(self, *args, **kwargs)
+        pool = GuestPool(self._table)
+        pool.hold(spend)
+        try:
+            return start(self, *args, **kwargs)
+        except BaseException:
+            pool.release(spend)
+            raise
+
+    return run
 
 
 class UsageReads:
@@ -80,13 +157,17 @@ class UsageReads:
         self._table = table
 
     def reserve(self, spend: Spend) -> None:
+        if pooled(spend):
+            GuestPool(self._table).hold(spend)
         try:
             self._table.call("update_item", **reservation(spend))
         except ConditionFailed as failed:
+            if pooled(spend):
+                GuestPool(self._table).release(spend)
             raise exhausted(spend, int(failed.old(0).get("tokensUsed", 0))) from None
 
     def release(self, spend: Spend) -> None:
-        """Let go of a turn's hold when it ends without finishing (it stored nothing)."""
+        """Let go of a turn's holds when it ends without finishing (it stored nothing)."""
         if spend.reserve:
             self._table.call(
                 "update_item",
@@ -94,6 +175,8 @@ class UsageReads:
                 UpdateExpression="ADD committed :r",
                 ExpressionAttributeValues=it.to_attributes({":r": -spend.reserve}),
             )
+            if pooled(spend):
+                GuestPool(self._table).release(spend)
 
     def usage(self, caller_id: str, day: str) -> int:
         response = self._table.call("get_item", Key=usage_key(caller_id, day), ConsistentRead=True)

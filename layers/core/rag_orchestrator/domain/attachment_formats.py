@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 
 from rag_orchestrator.domain.attachments import Attachment, citation_document
+from rag_orchestrator.domain.fences import before_data
 from rag_orchestrator.domain.passage_formats import cited_blocks
 from rag_orchestrator.domain.passages import Passage, citation_key
 from rag_orchestrator.sanitize import FILTERED, sanitize_for_prompt, sanitize_metadata, truncate
@@ -119,8 +120,8 @@ def with_attachments(message: str, block: str) -> str:
 
 
 def question_of(content: str) -> str:
-    """A user message's own text, without what its attachments added."""
-    return content.split("\n\n[Attached files] ", 1)[0]
+    """A user message's own text, without what its attachments added (enclosed, or a note)."""
+    return before_data(content).split("\n\n[Attached files] ", 1)[0]
 
 
 def attachment_passages(content: str) -> list[tuple[str, int, str]]:

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from rag_orchestrator.domain.base import CamelModel, RequestBody, new_id, utcnow
+from rag_orchestrator.domain.text import plain_label
 
 Kind = Literal["image", "audio", "document"]
 
@@ -111,6 +112,10 @@ class Attachment(CamelModel):
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
     lease_until: int | None = None  # while PROCESSING: when another worker may take over (epoch s)
+    # The object processing read (its ETag, and version in a versioned bucket): the attachment is
+    # those bytes; another object at its key is never read or handed to a tool (docs/attachments.md).
+    etag: str | None = None
+    version_id: str | None = None
     remembered: bool = True  # false: declared in a temporary chat, its segments are never indexed
 
     @property
@@ -137,9 +142,9 @@ class CreateAttachmentRequest(RequestBody):
     def _plain_file_name(cls, value: str) -> str:
         if "/" in value or "\\" in value or value.strip() in ("", ".", ".."):
             raise ValueError("must be a file name, without a path")
-        if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value):
+        if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in value):
             raise ValueError("must not contain control characters")
-        return value
+        return plain_label(value)
 
 
 class UploadForm(CamelModel):

@@ -108,6 +108,7 @@ class TurnFacts:
     outcome: Outcome
     finish_reason: str | None
     error: str | None = None
+    client_request_id: str | None = None  # the client's X-Request-Id, never our requestId
 
 
 def turn_entry(facts: TurnFacts) -> dict[str, Any]:
@@ -131,6 +132,7 @@ def turn_entry(facts: TurnFacts) -> dict[str, Any]:
         "conversationId": facts.conversation_id,
         "time": facts.moment.isoformat().replace("+00:00", "Z"),
         "requestId": facts.request_id,
+        "clientRequestId": facts.client_request_id,
         "callerId": facts.actor.caller_id,
         "actor": {"roles": list(facts.actor.roles)},
         "outcome": facts.outcome,

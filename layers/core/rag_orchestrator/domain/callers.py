@@ -7,8 +7,9 @@ normalised once, here, when a Caller is made: `moderator` reads as `mod` everywh
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 ADMIN, MOD, USER, ANONYMOUS = "admin", "mod", "user", "anonymous"
 DEFAULT_ROLE = USER
@@ -28,10 +29,13 @@ def normalise_roles(roles: Iterable[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Caller:
+    """`claims`: the verified token's (dev mode: X-Caller-Claims), where pinned tool parameters come
+    from; `token`: the caller's own bearer token (JWT mode), for tools that forward it."""
+
     caller_id: str
     roles: tuple[str, ...] = (DEFAULT_ROLE,)
-    # The caller's own bearer token (AUTH_MODE=jwt), for tools whose server takes it (docs/mcp.md).
-    token: str | None = field(default=None, repr=False, compare=False)
+    claims: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    token: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "roles", normalise_roles(self.roles))

@@ -15,7 +15,7 @@ from rag_orchestrator.domain.feedback import Feedback
 from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
 from rag_orchestrator.domain.passages import SourceWithSnippet
-from rag_orchestrator.domain.text import ClientBody
+from rag_orchestrator.domain.text import ClientBody, plain_label, plain_labels
 
 MAX_ID_LENGTH = 100
 MAX_MESSAGE_CHARS = 32_000
@@ -52,6 +52,8 @@ class Conversation(CamelModel):
     title: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
     memory: bool = True  # false: a temporary chat, nothing of it remembered, nothing recalled into it
+    summary: str | None = None  # the running summary of the messages through `summarized_through`
+    summarized_through: str | None = None  # the id of the last message the summary folds in
     archived_at: datetime | None = None
     deleted_at: datetime | None = None
 
@@ -152,6 +154,10 @@ class ConversationResponse(CamelModel):
     title: str | None = None
     metadata: dict[str, str] = Field(default_factory=dict)
     memory: bool = True
+    summary: str | None = Field(None, description="The running summary of the earlier messages (compaction)")
+    summarized_through: str | None = Field(
+        None, description="The id of the last message the summary folds in"
+    )
 
     @classmethod
     def of(cls, conversation: Conversation) -> ConversationResponse:
@@ -163,6 +169,14 @@ def _small_metadata(value: dict[str, str]) -> dict[str, str]:
         if not key or len(key) > 64 or len(item) > 1024:
             raise ValueError("metadata keys are 1-64 characters and values at most 1024")
     return value
+
+
+def _plain_optional(value: str | None) -> str | None:
+    return None if value is None else plain_label(value)
+
+
+def _plain_keys(value: dict[str, str] | None) -> dict[str, str] | None:
+    return None if value is None else plain_labels(value)
 
 
 def not_blank(value: str) -> str:
@@ -196,6 +210,8 @@ class CreateConversationRequest(ClientBody):
 
     _strip = field_validator("user_id", "account_id", "initial_message", "title")(_strip_optional)
     _metadata = field_validator("metadata")(_small_metadata)
+    _labels = field_validator("user_id", "account_id", "title")(_plain_optional)
+    _keys = field_validator("metadata")(plain_labels)
 
 
 class UpdateConversationRequest(ClientBody):
@@ -208,6 +224,8 @@ class UpdateConversationRequest(ClientBody):
     memory: StrictBool | None = Field(None, description=MEMORY)
 
     _strip = field_validator("title")(_strip_optional)
+    _labels = field_validator("title")(_plain_optional)
+    _keys = field_validator("metadata")(_plain_keys)
 
     @model_validator(mode="after")
     def _something(self) -> UpdateConversationRequest:
@@ -258,6 +276,8 @@ class ChatRequest(ClientBody):
     )
 
     _metadata = field_validator("metadata")(_small_metadata)
+    _labels = field_validator("client_message_id", "context_type")(_plain_optional)
+    _keys = field_validator("metadata")(plain_labels)
 
     @field_validator("attachment_ids")
     @classmethod

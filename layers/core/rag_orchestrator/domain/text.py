@@ -9,6 +9,7 @@ value would silently mean something else.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 from pydantic import model_validator
@@ -59,6 +60,24 @@ def check_strings(value: Any, where: str = "", depth: int = 0) -> Any:
         for index, item in enumerate(value):
             check_strings(item, f"{where}[{index}]", depth + 1)
     return value
+
+
+def plain_label(value: str) -> str:
+    """An identifier, title or file name without Unicode format characters (category Cf: bidi
+    controls, zero-width characters), which would make it read otherwise than it is; ValueError
+    (a 422) naming the first one."""
+    for char in value:
+        if unicodedata.category(char) == "Cf":
+            raise ValueError(f"must not contain Unicode format characters (U+{ord(char):04X})")
+    return value
+
+
+def plain_labels[T](values: T) -> T:
+    """`plain_label` on each string of a list, and on each key of a mapping."""
+    for value in values if isinstance(values, (list, tuple, dict)) else ():
+        if isinstance(value, str):
+            plain_label(value)
+    return values
 
 
 def scrub(value: str) -> str:

@@ -90,6 +90,7 @@ class ConversationEraser:
         self._checkpoint("trail", conversation_id)
         kept = {
             "lastAuditHash": holder.get("lastAuditHash"),
+            "auditCount": holder.get("auditCount"),  # the trail must hold exactly this many
             "auditS3Key": new_key,
             "deletedAt": holder.get("deletedAt") or iso(utcnow()),
         }

@@ -125,5 +125,5 @@ class CallerEraser:
         }
         earlier = [v for v in partition(self._table, it.pk(erasure_id)) if v["SK"].startswith(AUDIT_PREFIX)]
         stored = earlier[0] if earlier else audit_item(erasure_id, seal(entry, GENESIS, self._actor_key))
-        meta = {"lastAuditHash": stored["hash"], "deletedAt": job["requestedAt"]}
+        meta = {"lastAuditHash": stored["hash"], "auditCount": 1, "deletedAt": job["requestedAt"]}
         self._keeper.retain(erasure_id, meta, [stored])

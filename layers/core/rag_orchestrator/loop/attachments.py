@@ -27,6 +27,7 @@ from rag_orchestrator.domain.attachment_formats import (
 )
 from rag_orchestrator.domain.attachments import Attachment, AttachmentStatus
 from rag_orchestrator.domain.conversations import ConversationMessage
+from rag_orchestrator.domain.fences import Fence
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import RagError, StorageUnavailable
@@ -101,16 +102,20 @@ class AttachmentReading:
 
 
 def model_view(
-    window: Sequence[ConversationMessage], question_id: str, reading: AttachmentReading, limit: int
+    window: Sequence[ConversationMessage],
+    question_id: str,
+    reading: AttachmentReading,
+    limit: int,
+    fence: Fence,
 ) -> list[Message]:
-    """The window as the model reads it: the question with its attachments' text, earlier messages
-    with a note of theirs."""
+    """The window as the model reads it: the question with its attachments' text (enclosed by the
+    turn's fence: the files' words are data), earlier messages with a note of theirs."""
     view = []
     for stored in window:
         message = stored.to_message()
         if stored.role is Role.USER and stored.attachment_ids:
             if stored.message_id == question_id:
-                block = attachments_block(reading.read, reading.unread, limit)
+                block = fence.enclose(attachments_block(reading.read, reading.unread, limit), "attachments")
             else:
                 block = earlier_note(stored.attachment_ids)
             message = message.model_copy(update={"content": with_attachments(message.content, block)})

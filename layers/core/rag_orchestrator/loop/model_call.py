@@ -11,6 +11,7 @@ from rag_orchestrator import tracing as tr
 from rag_orchestrator.domain import events as ev
 from rag_orchestrator.domain.messages import Message
 from rag_orchestrator.loop.deps import TurnDeps
+from rag_orchestrator.loop.history import fenced
 from rag_orchestrator.loop.state import TurnState
 from rag_orchestrator.loop.steps import ModelOutput
 from rag_orchestrator.providers import events as se
@@ -34,8 +35,9 @@ async def call_model(
     partial: list[str] = []
     state.partial = partial
     tracer, metadata = deps.tracer, deps.strategy.metadata
+    sent = fenced(state.messages, state.fence)  # tool results are data (stored as the tools gave them)
     with tracer.span(f"chat {metadata.model}", chat_attributes(deps, state), "client") as span:
-        async with aclosing(deps.strategy.run_iteration(state.messages, offered, ctx)) as stream:
+        async with aclosing(deps.strategy.run_iteration(sent, offered, ctx)) as stream:
             while (item := await wait(anext(stream, None))) is not None:
                 match item:
                     case se.ContentChunk(content=text):

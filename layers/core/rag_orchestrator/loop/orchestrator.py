@@ -123,11 +123,11 @@ class Orchestrator:
         return Claim(request.conversation_id, request.caller.caller_id, lease)
 
     def _spend(self, request: TurnRequest) -> Spend | None:
-        """Where the turn's tokens count: nowhere while no budget is configured."""
+        """Where the turn's tokens count: nowhere while no budget is configured (a guest's always)."""
         config = self.deps.config
         return (
             Spend.today(request.caller, config.budgets, config.reserve_tokens)
-            if config.budgets.configured
+            if config.budgets.counts(request.caller)
             else None
         )
 

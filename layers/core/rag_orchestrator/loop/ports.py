@@ -8,7 +8,7 @@ benchmarks wire scripted ones.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rag_orchestrator.conversations.turn_data import Claim, TurnContext, TurnOutcome
@@ -17,21 +17,25 @@ from rag_orchestrator.domain.approvals import Decision, Resolution
 from rag_orchestrator.domain.attachments import Attachment
 from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import ConversationMessage
+from rag_orchestrator.domain.fences import Fence
 from rag_orchestrator.domain.messages import ToolCall, ToolResult
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.request import TurnRequest
+from rag_orchestrator.retrieval.followup import Said
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.base import Tool, ToolContext
 
 
 @dataclass(frozen=True)
 class Toolset:
-    """The tools offered for one turn, with the system prompt that goes with them."""
+    """The tools offered for one turn, with the system prompt that goes with them and the turn's
+    fence for untrusted text, which that prompt names."""
 
     names: list[str]
     definitions: list[dict[str, Any]]
     system_prompt: str
+    fence: Fence = field(default_factory=Fence)
 
 
 class TurnStore(Protocol):
@@ -116,6 +120,7 @@ class KnowledgeSearch(Protocol):
         caller_id: str | None = None,
         conversation_id: str | None = None,
         vector: QueryVector | None = None,
+        history: Sequence[Said] = (),  # the conversation before the message (a follow-up's meaning)
     ) -> list[Passage]: ...
 
 

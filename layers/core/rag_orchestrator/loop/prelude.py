@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import RagError
@@ -18,6 +19,7 @@ from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.ports import KnowledgeSearch, Toolset
 from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.observability import logger
+from rag_orchestrator.retrieval.followup import Said, earlier_questions
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
 
@@ -33,10 +35,19 @@ class Prelude:
         self.search_timing: tuple[int, int] | None = None  # when the initial search ran, for its span
         self.toolset: asyncio.Task[Toolset] = asyncio.create_task(deps.choose_tools(request, self.vector))
         self.found: asyncio.Task[list[Passage] | None] | None = None
-        if deps.config.initial_search and deps.search is not None:
-            self.found = asyncio.create_task(self._search(deps.search))
+        self._search_with = deps.search if deps.config.initial_search else None
+        if self._search_with is not None:
+            self.found = asyncio.create_task(self._search(self._search_with))
 
-    async def _search(self, search: KnowledgeSearch) -> list[Passage] | None:
+    def follow_up(self, window: Sequence[Said]) -> None:
+        """Once the window is read: a message after earlier questions is searched again with them, as
+        the question it means ("And on Saturdays?"); the search of its words alone is dropped."""
+        search, found = self._search_with, self.found
+        if search is not None and found is not None and earlier_questions(self._request.message, window):
+            _drop(found)
+            self.found = asyncio.create_task(self._search(search, window))
+
+    async def _search(self, search: KnowledgeSearch, window: Sequence[Said] = ()) -> list[Passage] | None:
         """The initial search's passages, or None when the knowledge base failed; [] when not run."""
         if RAG_SEARCH not in (await asyncio.shield(self.toolset)).names:
             return []
@@ -47,6 +58,7 @@ class Prelude:
                 caller_id=request.caller.caller_id,
                 conversation_id=request.conversation_id,
                 vector=self.vector,
+                history=window,
             )
         except RagError as exc:
             logger.warning("initial knowledge search failed", extra={"error": exc.message})
@@ -57,8 +69,11 @@ class Prelude:
     def cancel(self) -> None:
         """Stop what is still running (the claim failed, or the turn ended early)."""
         for task in (self.toolset, self.found):
-            if task is None:
-                continue
-            if task.done() and not task.cancelled():
-                task.exception()  # retrieved: no one is left to want it
-            task.cancel()
+            if task is not None:
+                _drop(task)
+
+
+def _drop(task: asyncio.Task) -> None:
+    if task.done() and not task.cancelled():
+        task.exception()  # retrieved: no one is left to want it
+    task.cancel()

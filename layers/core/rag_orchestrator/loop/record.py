@@ -41,6 +41,9 @@ class TurnRecord:
     held: HeldCall | None = None  # the tool call the turn left waiting for approval
     titled: bool | None = None  # whether the conversation had a title when the turn read it; None: not read
     decided: Resolution | None = None  # the decision the turn acted on (a continuation's, or an expiry)
+    history: list[ConversationMessage] = field(default_factory=list)  # the window it read, after the summary
+    summary: str | None = None  # the conversation's running summary as the turn read it
+    summarized_through: str | None = None
 
     def add(
         self, message: Message, token_count: int | None = None, *, success: bool | None = None
@@ -92,6 +95,7 @@ class TurnRecord:
                 conversation_id=self.conversation_id,
                 actor=request.caller,
                 request_id=request.request_id,
+                client_request_id=request.client_request_id,
                 moment=utcnow(),
                 question=question,
                 stored=stored,

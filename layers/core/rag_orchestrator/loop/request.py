@@ -21,6 +21,7 @@ class TurnRequest:
     metadata: dict[str, str] = field(default_factory=dict)
     mode: StreamingMode = StreamingMode.PROGRESSIVE
     request_id: str | None = None  # the HTTP request's, for the audit record
+    client_request_id: str | None = None  # the client's X-Request-Id, kept beside it in the audit record
     attachment_ids: tuple[str, ...] = ()  # attachments of this conversation the message comes with
     deadline: float | None = None  # epoch seconds by which the turn must end; None: the default budget
     memory: bool = True  # false in a temporary chat, known once the window is read
@@ -33,6 +34,7 @@ class TurnRequest:
             roles=self.caller.roles,
             context_type=self.context_type,
             context=self.context,
+            claims=self.caller.claims,
             memory=self.memory,
             caller_token=self.caller.token,
             deadline=deadline,

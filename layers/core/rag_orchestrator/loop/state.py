@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from rag_orchestrator.conversations.turn_data import TurnContext
 from rag_orchestrator.domain.budgets import Spend
+from rag_orchestrator.domain.fences import Fence
 from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Message
 from rag_orchestrator.loop.attachments import AttachmentReading
@@ -33,6 +34,7 @@ class TurnState:
     turn_id: str = field(default_factory=sortable_id)
     context: TurnContext | None = None  # what the turn read at its start
     messages: list[Message] = field(default_factory=list)  # what the next model call is sent
+    fence: Fence = field(default_factory=Fence)  # the turn's, which its toolset's system prompt names
     partial: list[str] = field(default_factory=list)  # the text streamed by the current model call
     headed: bool = False  # the finalizer's prologue has been streamed
     finished: bool = False  # stored (or given up): the after-turn hooks may run

@@ -8,8 +8,6 @@ stays: the store writes the automatic one only where there is none.
 
 from __future__ import annotations
 
-import asyncio
-from contextlib import aclosing
 from typing import Protocol
 
 from rag_orchestrator.conversations.titles import clean_title, phrase_of
@@ -19,8 +17,8 @@ from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.errors import ConversationNotFound
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.request import TurnRequest
+from rag_orchestrator.loop.short_calls import short_reply
 from rag_orchestrator.observability import logger
-from rag_orchestrator.providers import events as se
 from rag_orchestrator.providers.strategies import ModelStrategy
 
 TITLE_MAX_TOKENS = 32
@@ -80,22 +78,5 @@ class AutoTitle:
                 content=f"Question: {question[:EXCERPT_CHARS]}\n\nAnswer: {answer[:EXCERPT_CHARS]}",
             ),
         ]
-        ctx = se.IterationContext(
-            conversation_id=conversation_id,
-            iteration=1,
-            max_iterations=1,
-            streaming_mode=se.StreamingMode.FINAL_ONLY,
-            allow_tools=False,
-            max_tokens=TITLE_MAX_TOKENS,
-        )
-        text = ""
-        try:
-            async with asyncio.timeout(TITLE_SECONDS):
-                async with aclosing(self.strategy.run_iteration(messages, [], ctx)) as events:
-                    async for event in events:
-                        if isinstance(event, se.FinalResponse):
-                            text = event.content
-        except Exception as exc:
-            logger.warning("title not written by the model", extra={"error_type": type(exc).__name__})
-            return None
-        return clean_title(text)
+        text = await short_reply(self.strategy, conversation_id, messages, TITLE_MAX_TOKENS, TITLE_SECONDS)
+        return clean_title(text) if text is not None else None

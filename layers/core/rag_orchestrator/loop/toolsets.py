@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rag_orchestrator.domain.fences import Fence
 from rag_orchestrator.loop.ports import ToolChooser, Toolset
 from rag_orchestrator.loop.prompts import system_prompt
 from rag_orchestrator.loop.request import TurnRequest
@@ -12,7 +13,8 @@ from rag_orchestrator.tools.selection import ToolSelector
 
 def tool_chooser(registry: ToolRegistry, selector: ToolSelector | None = None) -> ToolChooser:
     """Callers who may not use tools get none (docs/auth.md); others what the selector picks for the
-    message, context and roles, or every registered tool when there is no selector."""
+    message, context type and roles, or every registered tool when there is no selector. The turn's
+    fence is made here, fresh, with the system prompt that names it."""
 
     async def choose(request: TurnRequest, vector: QueryVector | None = None) -> Toolset:
         caller = request.caller
@@ -24,7 +26,10 @@ def tool_chooser(registry: ToolRegistry, selector: ToolSelector | None = None) -
             chosen = await selector.select(request.message, request.context_type, caller.roles, vector)
             names = [name for name in chosen if registry.get(name) is not None]
         previews = any(getattr(registry.get(name), "preview", None) for name in names)
-        prompt = system_prompt(caller.roles, request.context_type, request.context, previews=previews)
-        return Toolset(names=names, definitions=registry.definitions(names), system_prompt=prompt)
+        fence = Fence()
+        prompt = system_prompt(caller.roles, fence, previews=previews)
+        return Toolset(
+            names=names, definitions=registry.definitions(names), system_prompt=prompt, fence=fence
+        )
 
     return choose

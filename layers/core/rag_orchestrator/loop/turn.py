@@ -21,10 +21,11 @@ from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.approvals import act_on, hold_call, needs_approval
 from rag_orchestrator.loop.attachments import model_view
+from rag_orchestrator.loop.compaction import after_summary, summary_message
 from rag_orchestrator.loop.control import TurnControl, TurnStopped
 from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.finish import after, complete, persist
-from rag_orchestrator.loop.history import knowledge_message, well_formed
+from rag_orchestrator.loop.history import app_data, well_formed, with_app_data
 from rag_orchestrator.loop.model_call import call_model
 from rag_orchestrator.loop.opening import initial_search, open_turn
 from rag_orchestrator.loop.record import TurnRecord
@@ -105,9 +106,13 @@ class Turn:
         deps, state = self.deps, self.state
         config, emit, record = deps.config, state.events, state.record
         context, toolset = await open_turn(deps, state)
+        state.fence = toolset.fence
         prelude = state.prelude
         assert prelude is not None  # open_turn starts a continuation's
+        prelude.follow_up(context.messages)  # a follow-up is searched with its conversation
         state.context, record.titled = context, context.titled
+        record.summary, record.summarized_through = context.summary, context.summarized_through
+        recent = after_summary(context.messages, context.summarized_through)
         if not context.memory:  # a temporary chat: its searches and its after-turn work leave memory alone
             state.request = dataclasses.replace(state.request, memory=False)
         async for status, details in state.attachments.statuses(state.control.wait):
@@ -116,23 +121,29 @@ class Turn:
         opening, chars = state.opening, config.attachment_chars
         match opening:
             case Question(message=question, revision=revision):
-                window = revision.history(context.messages)
-                state.messages = model_view(window, question.message_id, state.attachments, chars)
+                window = record.history = revision.history(recent)
+                state.messages = model_view(
+                    window, question.message_id, state.attachments, chars, toolset.fence
+                )
             case Continuation(decided=decided):  # the held call's result first
-                state.messages = model_view(context.messages, "", state.attachments, chars)
+                record.history = recent
+                state.messages = model_view(recent, "", state.attachments, chars, toolset.fence)
                 async for event in act_on(deps, state, decided, toolset.names):
                     yield event
             case _:
                 assert_never(opening)
         system = Message(role=Role.SYSTEM, content=toolset.system_prompt)
-        state.messages = [system, *well_formed(state.messages)]
+        summary = [summary_message(context.summary)] if context.summary else []
+        state.messages = [system, *summary, *well_formed(state.messages)]
+        found = None
         if prelude.found is not None and RAG_SEARCH in toolset.names:
             yield emit.status("Searching the knowledge base")
             found = await initial_search(state, prelude.found)
             if found is None:
                 yield emit.status("Knowledge base unavailable", "continuing without it")
-            elif found:
-                state.messages.append(knowledge_message(found))
+        request = state.request
+        data = app_data(toolset.fence, request.context_type, request.context, found)
+        state.messages = with_app_data(state.messages, data)
         if deps.tracer.enabled:
             record_prelude(deps, prelude)
         limit, after_tools = config.max_iterations, False

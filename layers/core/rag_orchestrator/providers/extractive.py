@@ -2,18 +2,22 @@
 
 On a new question it calls `rag_search`; then it answers by quoting the sentences of the results (and of
 the text read from the message's attachments) that answer best (`sentence_picker`), each quote followed
-by its `[source:documentId#chunkIndex]`. Of conversation memory it may quote what the user said,
-introduced as "You said on <date>: ", and never an earlier answer (an answer quoting an answer echoes).
+by its `[source:documentId#chunkIndex]`, or says that nothing was found. Of conversation memory it may
+quote what the user said, introduced as "You said on <date>: ", and never an earlier answer (an answer
+quoting an answer echoes). A follow-up ("And on Saturdays?") is searched and read with the earlier
+questions' words it points back to (`text/follow_ups.py`).
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 from rag_orchestrator.domain.attachment_formats import attachment_passages, question_of
+from rag_orchestrator.domain.fences import blocks
 from rag_orchestrator.domain.messages import FunctionCall, Message, Role, ToolCall
 from rag_orchestrator.domain.passage_formats import context_passages
 from rag_orchestrator.providers.events import (
@@ -26,13 +30,18 @@ from rag_orchestrator.providers.events import (
     Usage,
 )
 from rag_orchestrator.providers.sentence_picker import EmbedBatch, Passage, compose_answer
+from rag_orchestrator.providers.sentence_rules import wants_steps
+from rag_orchestrator.providers.sentence_scoring import read_question
 from rag_orchestrator.providers.strategies import StrategyMetadata
+from rag_orchestrator.text.follow_ups import previous_question, standalone
 
 if TYPE_CHECKING:
     from rag_orchestrator.config import Settings
 
 RAG_SEARCH = "rag_search"
 MAX_RESULTS = 5
+# The title of each passage block in the answer endpoint's prompt (domain/passage_formats.py).
+_BLOCK_TITLE = re.compile(r'<passage\b[^>]*?\bcitation="([^"]*)"[^>]*?\btitle="([^"]*)"')
 SAID, ANSWERED = "said", "answered"  # conversation memory's kinds (retrieval/fragments.py)
 
 
@@ -55,12 +64,15 @@ def parse_results(content: str) -> list[Passage]:
         ):
             continue
         chunk = item.get("chunkIndex", 0)
-        label = f"{item.get('title')}: " if item.get("kind") == SAID else ""
+        title = item.get("title")
+        said = item.get("kind") == SAID  # its title is the date it was said, which labels the quote
+        label = f"{title}: " if said else ""
         passages.append(
             Passage(
                 str(item.get("documentId", "unknown")),
                 chunk if isinstance(chunk, int) else 0,
                 item["text"],
+                title=title if isinstance(title, str) and not said else "",
                 label=label,
             )
         )
@@ -69,7 +81,12 @@ def parse_results(content: str) -> list[Passage]:
 
 def parse_knowledge(content: str) -> list[Passage]:
     """The passage blocks of the answer endpoint's prompt, else `{"results": [...]}` JSON."""
-    return [Passage(*found) for found in context_passages(content)] or parse_results(content)
+    titles = {html.unescape(c): html.unescape(t) for c, t in _BLOCK_TITLE.findall(content)}
+    blocks = [
+        Passage(doc, index, text, title=titles.get(f"[source:{doc}#{index}]", ""))
+        for doc, index, text in context_passages(content)
+    ]
+    return blocks or parse_results(content)
 
 
 def last_user_index(messages: list[Message]) -> int:
@@ -105,23 +122,28 @@ class ExtractiveStrategy:
         start = last_user_index(messages)
         asked = messages[start].content if start >= 0 else ""
         question = question_of(asked)
+        earlier = previous_question([question_of(m.content) for m in messages[:start] if m.role is Role.USER])
         prompt_chars = sum(len(m.content) for m in messages)
         results = rag_results_after(messages, start)
         offered = {tool.get("function", tool).get("name") for tool in tools}
         if not results and ctx.allow_tools and RAG_SEARCH in offered and question.strip():
-            arguments = json.dumps({"query": question, "max_results": MAX_RESULTS}, ensure_ascii=False)
+            query = standalone(question, earlier)
+            arguments = json.dumps({"query": query, "max_results": MAX_RESULTS}, ensure_ascii=False)
             call = ToolCall(
                 id=f"call_rag_{ctx.iteration}", function=FunctionCall(name=RAG_SEARCH, arguments=arguments)
             )
             yield ToolCallsComplete((call,), "", None)
             yield IterationComplete(Usage.estimate(prompt_chars, len(arguments)))
             return
-        knowledge = [m for m in messages if m.role is Role.SYSTEM]
+        # The answer prompt's passages (a system message), the initial search's (the app's data message).
+        knowledge = [m.content for m in messages if m.role is Role.SYSTEM]
+        knowledge += [b for m in messages if m.role is Role.USER for b in blocks(m.content, "knowledge")]
         # The message's own files first: rag_search may return their segments too (conversation
         # memory), and a passage counts once, where it ranks first.
         passages = [Passage(*found, whole=True) for found in attachment_passages(asked)]
-        passages += [p for m in [*results, *knowledge] for p in parse_knowledge(m.content)]
-        answer = compose_answer(question, passages, self.embed)
+        passages += [p for text in [*(m.content for m in results), *knowledge] for p in parse_knowledge(text)]
+        reading = read_question(question, earlier, steps=wants_steps(question))
+        answer = compose_answer(reading, passages, self.embed)
         if ctx.progressive:
             for word in re.findall(r"\s*\S+", answer):
                 yield ContentChunk(word)

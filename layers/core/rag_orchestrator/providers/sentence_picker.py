@@ -1,46 +1,57 @@
-"""The sentences of retrieved passages that answer a question, merged into a short answer with citations.
+"""The sentences of retrieved passages that answer a question, quoted with their citations.
 
 Pure and deterministic. Every sentence of every passage is a candidate unless a rule of `sentence_rules`
-skips it (headings, table rows, code, lines of links, lead-ins ending with a colon, sentences that only
-repeat the question, sentences the chunking cut). Candidates are scored by the question's words they
-share, each weighted by how rare it is among the candidates, together with the cosine similarity of
-their embeddings when an embedding function is given, a little for the rank of their passage, and a
-little for holding a number when the question asks for one, or a command when it asks how to do
-something. The best sentence is quoted with the
-sentences beside it in its paragraph that score well too or that it refers back to; a second passage
-is quoted when it scores nearly as well.
+skips it (headings, code, lines of links, lead-ins ending with a colon, sentences that only repeat the
+question, sentences the chunking cut); a table's rows are candidates too, each written out with its
+header (`text/tables.py`). Candidates are scored by `sentence_scoring`. The best one leads the answer,
+followed by the next sentence of its paragraph when that scores well too or refers back to it; a second
+passage is quoted when it answers nearly as well. When no candidate is about what was asked (coverage
+below MIN_COVERAGE), or the question asks for a kind of fact no candidate holds, the answer says that
+nothing was found. Quotes show a Markdown link as its text and address, never as `[text](url)`.
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rag_orchestrator.providers.sentence_rules import (
+    action_in,
     context_of,
     example_after,
+    heading_of,
     is_cut_off,
+    quotes_question,
     refers_back,
     skip_reason,
-    wants_number,
     wants_steps,
 )
+from rag_orchestrator.providers.sentence_scoring import (
+    FOCUS_COVERAGE,
+    MIN_COVERAGE,
+    EmbedBatch,
+    Question,
+    Score,
+    read_question,
+    score,
+)
+from rag_orchestrator.text.answer_kinds import CHECKABLE
 from rag_orchestrator.text.sentences import Segment, segments
-from rag_orchestrator.text.words import content_words, normalize
-
-EmbedBatch = Callable[[list[str]], Sequence[Sequence[float]]]
+from rag_orchestrator.text.tables import rows
+from rag_orchestrator.text.terms import terms
+from rag_orchestrator.text.words import normalize
 
 NOTHING_FOUND = "I could not find anything about that in the knowledge base."
 MAX_SENTENCE_CHARS = 400
 MAX_QUOTE_CHARS = 500
 MAX_QUOTES = 2
-MIN_SCORE = 0.2  # below it no sentence answers: the answer says so
-NEIGHBOUR_RATIO = 0.8  # a neighbour joins the quote when it scores this share of the best sentence
+MIN_SCORE = 0.2
+NEIGHBOUR_RATIO = 0.8  # the next sentence joins the quote when it scores this share of the best
 FOLLOWER_RATIO = 0.3  # a next sentence that refers back ("This means…") joins from this share
-SECOND_QUOTE_RATIO = 0.85
-LEXICAL_WEIGHT, EMBEDDING_WEIGHT, RANK_WEIGHT, ANSWER_TYPE_BONUS = 0.5, 0.5, 0.1, 0.1
+SECOND_QUOTE_RATIO = 0.9
+
+_LINK = re.compile(r"!\[[^\]]*\]\([^)]*\)|\[([^\]]+)\]\(([^)\s]+)[^)]*\)|`([^`<]+?)\s*<([^>]+)>`__?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +59,7 @@ class Passage:
     document_id: str
     chunk_index: int
     text: str
+    title: str = ""
     whole: bool = (
         False  # a whole text (an attachment's segment: a transcript has no punctuation), not a chunk
     )
@@ -64,135 +76,199 @@ class Candidate:
     rank: int  # of its passage among the retrieved ones
     position: int  # among its passage's segments
     segment: Segment
-    body: str  # the sentence, and the command it introduces if any
-    context: str | None  # what it is read with: its list's lead-in, or the name its paragraph describes
+    body: str  # the sentence (the command it introduces, a table row written out)
+    context: str | None  # quoted with it: its list's lead-in, or the name its paragraph describes
     words: frozenset[str]
+    around: frozenset[str]  # what it is read with: its document's title, heading, paragraph's first sentence
+    heading: frozenset[str] = frozenset()  # the terms of its section's heading alone
 
     @property
     def text(self) -> str:
         return f"{self.context} {self.body}" if self.context else self.body
 
+    @property
+    def action(self) -> str | None:
+        """The command it is or introduces, or the action it names."""
+        if self.segment.kind == "command" or (
+            self.segment.kind != "table" and self.body != self.segment.text
+        ):
+            return self.body
+        return action_in(self.text)
 
-def candidates(question: str, passages: Iterable[Passage]) -> list[Candidate]:
-    """The sentences that may answer, passage by passage in rank order (a passage seen twice counts once)."""
+
+def passage_candidates(passage: Passage, rank: int, question: str, quoted: set[str]) -> list[Candidate]:
+    """The candidates of one passage; `quoted` (sentences met in better-ranked passages) grows."""
+    parts = segments(passage.text)
+    around = _Around(passage, parts)
     found = []
-    seen: set[tuple[str, int]] = set()
-    quoted: set[str] = set()  # overlapping chunks repeat sentences: the better-ranked passage keeps them
-    for rank, passage in enumerate(passages):
-        if (passage.document_id, passage.chunk_index) in seen:
+    table: list[Segment] = []
+    for position, segment in enumerate([*parts, None]):
+        if segment is not None and segment.kind == "table":
+            table.append(segment)
             continue
-        seen.add((passage.document_id, passage.chunk_index))
-        parts = segments(passage.text)
-        for position, segment in enumerate(parts):
-            key = " ".join(normalize(segment.text).split())
-            example = example_after(segment, parts[position + 1] if position + 1 < len(parts) else None)
-            cut = not passage.whole and is_cut_off(
-                segment, passage.text, position == 0, position == len(parts) - 1
+        if table:
+            first = position - len(table)
+            lines = [passage.text[s.start : s.end] for s in table]
+            found += [
+                Candidate(
+                    passage,
+                    rank,
+                    first,
+                    table[0],
+                    row,
+                    None,
+                    frozenset(terms(row)),
+                    around.of(first),
+                    around.heading(first),
+                )
+                for row in rows(lines)
+            ]
+            table = []
+        if segment is None:
+            break
+        key = " ".join(normalize(segment.text).split())
+        example = example_after(segment, parts[position + 1] if position + 1 < len(parts) else None)
+        cut = not passage.whole and is_cut_off(
+            segment, passage.text, position == 0, position == len(parts) - 1
+        )
+        if key in quoted or cut or skip_reason(segment, question, example):
+            continue
+        if example and quotes_question(example, question):
+            continue  # "Try it: curl -d '{"message": "<the question>"}'" shows how to ask, not the answer
+        quoted.add(key)
+        body = f"{segment.text} {example}" if example else segment.text
+        context = context_of(parts, position)
+        words = frozenset(terms(f"{context or ''} {body}"))
+        found.append(
+            Candidate(
+                passage,
+                rank,
+                position,
+                segment,
+                body,
+                context,
+                words,
+                around.of(position),
+                around.heading(position),
             )
-            if key in quoted or cut or skip_reason(segment, question, example):
-                continue
-            quoted.add(key)
-            body = f"{segment.text} {example}" if example else segment.text
-            context = context_of(parts, position)
-            words = frozenset(content_words(f"{context or ''} {body}"))
-            found.append(Candidate(passage, rank, position, segment, body, context, words))
+        )
     return found
 
 
-def lexical_scores(question: str, pool: list[Candidate]) -> list[float]:
-    """The share of the question's words (weighted by rarity among the candidates) each candidate has."""
-    asked = set(content_words(question))
-    if not asked or not pool:
-        return [0.0] * len(pool)
-    frequency = Counter(word for c in pool for word in c.words & asked)
-    # A word no candidate has counts for less than a rare one that some have: it tells nothing apart.
-    weight = {
-        word: math.log((len(pool) + 1) / (frequency[word] + 0.5)) if frequency[word] else 1.0
-        for word in asked
-    }
-    total = sum(weight.values())
-    return [sum(weight[w] for w in c.words & asked) / total if total > 0 else 0.0 for c in pool]
+class _Around:
+    """The terms a passage's sentences are read with (its title, heading, paragraph's first sentence),
+    each text read once however many sentences share it."""
+
+    def __init__(self, passage: Passage, parts: list[Segment]) -> None:
+        self.parts = parts
+        self.title = frozenset(terms(passage.title))
+        self._read: dict[str, frozenset[str]] = {}
+
+    def of(self, position: int) -> frozenset[str]:
+        segment = self.parts[position]
+        opener = next((p.text for p in self.parts[:position] if p.block == segment.block), "")
+        return self.title | self.heading(position) | self._terms(opener)
+
+    def heading(self, position: int) -> frozenset[str]:
+        return self._terms(heading_of(self.parts, position))
+
+    def _terms(self, text: str) -> frozenset[str]:
+        if text not in self._read:
+            self._read[text] = frozenset(terms(text))
+        return self._read[text]
 
 
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
+def candidates(question: str, passages: Iterable[Passage]) -> list[Candidate]:
+    """The candidates of all passages in rank order (a passage seen twice counts once)."""
+    found: list[Candidate] = []
+    seen: set[tuple[str, int]] = set()
+    quoted: set[str] = set()  # overlapping chunks repeat sentences: the better-ranked passage keeps them
+    for rank, passage in enumerate(passages):
+        if (passage.document_id, passage.chunk_index) not in seen:
+            seen.add((passage.document_id, passage.chunk_index))
+            found += passage_candidates(passage, rank, question, quoted)
+    return found
 
 
-def score(question: str, pool: list[Candidate], embed: EmbedBatch | None = None) -> list[float]:
-    """Lexical and embedding similarity together, plus a little for the passage's rank."""
-    lexical = lexical_scores(question, pool)
-    similar = [0.0] * len(pool)
-    if embed is not None and pool:
-        vectors = embed([question, *(c.text for c in pool)])
-        similar = [max(cosine(vectors[0], v), 0.0) for v in vectors[1:]]
-    numeric, steps = wants_number(question), wants_steps(question)
-    scores = []
-    for c, lex, sim in zip(pool, lexical, similar, strict=True):
-        value = LEXICAL_WEIGHT * lex + EMBEDDING_WEIGHT * sim + RANK_WEIGHT / (1 + c.rank)
-        holds_command = c.segment.kind == "command" or c.body != c.segment.text  # or introduces one
-        if (numeric and any(ch.isdigit() for ch in c.segment.text)) or (steps and holds_command):
-            value += ANSWER_TYPE_BONUS
-        if len(c.words) < 3:
-            value *= 0.8  # fragments ("Ctrl-C.") rarely answer alone
-        if c.text.rstrip("*_ ").endswith(":"):
-            value *= 0.85  # it introduces an example more often than it answers
-        scores.append(value if lex > 0 or sim > 0.3 else 0.0)
-    return scores
+def readable(text: str) -> str:
+    """Markdown and reStructuredText links as their text and address; images dropped."""
+
+    def link(match: re.Match[str]) -> str:
+        label, target = (
+            (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        )
+        if not label:
+            return ""
+        return (
+            f"{label} ({target})" if target.startswith(("http://", "https://")) and target != label else label
+        )
+
+    return " ".join(_LINK.sub(link, text).split())
 
 
 def _clip(text: str) -> str:
+    text = readable(text)
     return text if len(text) <= MAX_SENTENCE_CHARS else text[: MAX_SENTENCE_CHARS - 1].rstrip() + "…"
 
 
-def quote(best: Candidate, pool: list[Candidate], scores: dict[int, float]) -> list[Candidate]:
-    """The best sentence with its neighbours of the same paragraph that score well too, or that it
-    refers back to ("This means…"), or that refer back to it; in their order."""
+def quote(best: Candidate, pool: list[Candidate], scores: dict[int, Score]) -> list[Candidate]:
+    """The best sentence, after the one before it when it refers back to it ("This means…") without
+    holding the fact asked for itself, and with the next one when that scores well too or refers back."""
     same = {
         c.position: c for c in pool if c.passage is best.passage and c.segment.block == best.segment.block
     }
     chosen = [best]
+    top = scores[id(best)].value
 
-    def joins(neighbour: Candidate, linked: bool) -> bool:
-        return (linked or scores[id(neighbour)] >= NEIGHBOUR_RATIO * scores[id(best)]) and sum(
-            len(c.text) for c in chosen
-        ) + len(neighbour.text) <= MAX_QUOTE_CHARS
+    def fits(neighbour: Candidate) -> bool:
+        return sum(len(c.text) for c in chosen) + len(neighbour.text) <= MAX_QUOTE_CHARS
 
     before, after = same.get(best.position - 1), same.get(best.position + 1)
-    if before is not None and joins(before, refers_back(best.segment)):
+    # "It is run by Marta Okafor." answers "Who runs the café?" alone: the fact leads, the antecedent is
+    # the question's own subject. A sentence that does not hold the fact asked for needs what it refers to.
+    needs_antecedent = refers_back(best.segment) and not scores[id(best)].answers
+    if before is not None and needs_antecedent and fits(before):
         chosen.insert(0, before)
-    if after is not None and joins(
-        after, refers_back(after.segment) and scores[id(after)] >= FOLLOWER_RATIO * scores[id(best)]
-    ):
-        chosen.append(after)
+    if after is not None and fits(after):
+        ratio = FOLLOWER_RATIO if refers_back(after.segment) else NEIGHBOUR_RATIO
+        if scores[id(after)].value >= ratio * top:
+            chosen.append(after)
     return chosen
 
 
 def join(chosen: list[Candidate]) -> str:
     """The quoted sentences in order, a context they share said once."""
-    parts = [
+    return " ".join(
         _clip(c.text if i == 0 or c.context != chosen[i - 1].context else c.body)
         for i, c in enumerate(chosen)
-    ]
-    return " ".join(parts)
+    )
 
 
 def pick(
-    question: str, passages: Iterable[Passage], embed: EmbedBatch | None = None
+    question: str | Question, passages: Iterable[Passage], embed: EmbedBatch | None = None
 ) -> list[tuple[Passage, str]]:
     """The quotes that answer, best first: (passage, its sentences joined); none when nothing answers."""
-    pool = candidates(question, passages)
-    scores = {id(c): v for c, v in zip(pool, score(question, pool, embed), strict=True)}
-    ranked = sorted(pool, key=lambda c: (-scores[id(c)], c.rank, c.position))
-    if not ranked or scores[id(ranked[0])] < MIN_SCORE:
+    asked = (
+        question if isinstance(question, Question) else read_question(question, steps=wants_steps(question))
+    )
+    pool = candidates(asked.asked, passages)
+    scored = score(asked, pool, embed)
+    scores = {id(c): s for c, s in zip(pool, scored, strict=True)}
+    ranked = sorted(pool, key=lambda c: (-scores[id(c)].value, c.rank, c.position))
+    # A question about the message's own files is about them, whatever it calls them ("the meeting").
+    own_files = any(p.whole for p in passages)
+    unknown = not own_files and asked.unknown_focus(f"{p.title}\n{p.text}" for p in passages)
+    if not ranked or _nothing_answers(asked, [scores[id(c)] for c in ranked], unknown):
         return []
-    top = scores[id(ranked[0])]
+    top = scores[id(ranked[0])].value
     quotes: list[tuple[Passage, str]] = []
     said: list[frozenset[str]] = []  # overlapping chunks repeat a sentence, sometimes with a word more
     for best in ranked:
-        if len(quotes) == MAX_QUOTES or scores[id(best)] < SECOND_QUOTE_RATIO * top:
+        mine = scores[id(best)]
+        if len(quotes) == MAX_QUOTES or mine.value < SECOND_QUOTE_RATIO * top:
             break
+        if quotes and (mine.answers is False or mine.coverage < MIN_COVERAGE or mine.elsewhere):
+            continue  # a second quote must answer too, and be about what was asked
         if any(p is best.passage for p, _ in quotes) or any(best.words <= w or w <= best.words for w in said):
             continue
         chosen = quote(best, pool, scores)
@@ -201,7 +277,21 @@ def pick(
     return quotes
 
 
-def compose_answer(question: str, passages: Iterable[Passage], embed: EmbedBatch | None = None) -> str:
+def _nothing_answers(question: Question, ranked: list[Score], unknown_focus: bool) -> bool:
+    best = ranked[0]
+    if best.value < MIN_SCORE or best.coverage < (FOCUS_COVERAGE if unknown_focus else MIN_COVERAGE):
+        return True
+    if unknown_focus and question.yes_no:
+        return True  # "Does it have a gift shop?": what no passage mentions cannot be confirmed
+    # A kind of fact no sentence holds, or none beside what the question is about, is not in these passages:
+    # "the phone number" where none is given, "the calories of a croissant" where only a bun's are.
+    checkable = bool(question.kinds) and question.kinds[0] in CHECKABLE
+    return checkable and not any(s.answers and s.focused for s in ranked if s.coverage >= MIN_COVERAGE)
+
+
+def compose_answer(
+    question: str | Question, passages: Iterable[Passage], embed: EmbedBatch | None = None
+) -> str:
     """The quotes that answer, each followed by its `[source:documentId#chunkIndex]`; else NOTHING_FOUND."""
     quotes = pick(question, passages, embed)
     if not quotes:

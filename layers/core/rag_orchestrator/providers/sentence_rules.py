@@ -13,10 +13,15 @@ MAX_EXAMPLE_CHARS = 120
 MAX_CONTEXT_CHARS = 80
 
 _PLAIN_WORD = re.compile(r"^[(\"'“‘*]*[^\W_](?:[^\W_]|['’.%+/-])*[)\"'”’*,.;:!?]*$")  # "HTTPX", "3.8+." too
+_FIGURE = re.compile(r"^[(\"'“]*[€$£]?[\d:.,/–—-]*\d[\d:.,/–—-]*%?[)\"'”,.;:]*$|^[–—-]+$")
 _URL = re.compile(r"\S*(?:https?://|www\.)\S*|\S+\.(?:svg|png|jpe?g|gif|html?|ya?ml)\S*")
 _COMMAND = re.compile(
     r"^(pip3?|pipx|python3?|uv|uvx|poetry|conda|make|npm|npx|yarn|pnpm|git|docker|curl|wget|brew|apt(-get)?|"
     r"cargo|go|sam|aws|pytest|ruff|tox|nox|[\w.-]+ --?[\w-]+)\b"
+)
+# Something to do: an HTTP call (`POST /api/v1/…`), or inline code that is a command (`make test`).
+_ACTION = re.compile(
+    r"\b(GET|POST|PUT|PATCH|DELETE) /\S+|`(?:\$ )?(?:" + _COMMAND.pattern[2:-3] + r")\b[^`]*`"
 )
 _LINK_TARGET = re.compile(r"!?\[([^\]]*)\]\([^)]*\)|`([^`<]*)<[^>]+>`_")
 _SIGNATURE = re.compile(r"[\w.]+\(.*\):?")  # get(key[, default])
@@ -28,11 +33,6 @@ _ANAPHORA = re.compile(
 _HOW_TO_QUESTION = re.compile(
     r"^\s*(how (do|can|should|would|could|may) (i|we|you|one)|how to)\b", re.IGNORECASE
 )
-_NUMERIC_QUESTION = re.compile(
-    r"^\s*(how (many|much|long|old|big|large|often)|when|since when|(what|which) (year|version|date|port|number|size))\b"
-    r"|\b(since|in|from) (what|which) (year|version)",
-    re.IGNORECASE,
-)
 
 
 def is_lead_in(segment: Segment) -> bool:
@@ -40,10 +40,15 @@ def is_lead_in(segment: Segment) -> bool:
     return segment.text.rstrip("*_ ").endswith(":") and len(segment.text.split()) < MIN_LEAD_IN_WORDS
 
 
+def quotes_question(text: str, question: str) -> bool:
+    """The question itself in the text, as an example's payload quotes it."""
+    asked_text = " ".join(normalize(question).rstrip("?!. ").split())
+    return len(asked_text) > 12 and asked_text in " ".join(normalize(text).split())
+
+
 def repeats_question(segment: Segment, question: str) -> bool:
     """The question itself (quoted in an example), or an FAQ's question much like it."""
-    asked_text = " ".join(normalize(question).rstrip("?!. ").split())
-    if len(asked_text) > 12 and asked_text in " ".join(normalize(segment.text).split()):
+    if quotes_question(segment.text, question):
         return True
     if not segment.text.rstrip("*_ ").endswith("?"):
         return (
@@ -54,15 +59,16 @@ def repeats_question(segment: Segment, question: str) -> bool:
 
 
 def reads_as_code(text: str) -> bool:
-    """No more words than identifiers, calls and symbols (inline `code` counts as a word): code as prose."""
-    tokens = INLINE_CODE.sub("code", text).split()
+    """No more words than identifiers, calls and symbols (inline `code` counts as a word): code as prose.
+    Figures are neither ("06:45 – 17:30", "€4.90")."""
+    tokens = [t for t in INLINE_CODE.sub("code", text).split() if not _FIGURE.match(t)]
     return len(tokens) > 1 and sum(bool(_PLAIN_WORD.match(t)) for t in tokens) * 2 <= len(tokens)
 
 
 def is_mostly_links(text: str) -> bool:
-    """Little but link targets and badges once links are read as their text."""
+    """Links, and little else once they are read as their text ("Sourdough loaf: €4.90" has no link)."""
     visible = _URL.sub(" ", _LINK_TARGET.sub(r"\1", text))
-    return len(re.findall(r"[^\W\d_]{2,}", visible)) < 3
+    return visible != text and len(re.findall(r"[^\W\d_]{2,}", visible)) < 3
 
 
 def is_cut_off(segment: Segment, passage_text: str, first: bool, last: bool) -> bool:
@@ -109,6 +115,12 @@ def context_of(parts: list[Segment], position: int) -> str | None:
     return f"{name.rstrip(':')}:" if names_code and len(name) <= MAX_CONTEXT_CHARS else None
 
 
+def heading_of(parts: list[Segment], position: int) -> str:
+    """The text of the nearest heading above the segment in its passage ("" when there is none)."""
+    above = next((p for p in reversed(parts[:position]) if p.kind == "heading"), None)
+    return above.text.lstrip("#=").strip() if above else ""
+
+
 def skip_reason(segment: Segment, question: str, example: str | None = None) -> str | None:
     """Why a sentence cannot answer the question by itself (with the command it introduces), or None."""
     if segment.kind not in ANSWERING_KINDS:
@@ -129,9 +141,10 @@ def refers_back(segment: Segment) -> bool:
     return bool(_ANAPHORA.match(segment.text.lstrip("*_\"'“(")))
 
 
-def wants_number(question: str) -> bool:
-    """How many, how long, when, which version…: the answer holds a number."""
-    return bool(_NUMERIC_QUESTION.search(question))
+def action_in(text: str) -> str | None:
+    """The action a text names: an HTTP call or a command in backticks; None when it names none."""
+    found = _ACTION.search(text)
+    return found.group(0) if found else None
 
 
 def wants_steps(question: str) -> bool:

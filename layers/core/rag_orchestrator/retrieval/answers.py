@@ -1,6 +1,6 @@
-"""Generative answers with citations (docs/answers.md): retrieval, one model call, citation check.
+"""Generative answers with citations: retrieval, one model call, citation check (docs/answers.md).
 
-`answer_events` is the one code path for both modes, so a streamed and a whole answer never disagree. It yields
+`Answerer.events` is the one code path for both the whole and the streamed answer. It yields
 
     sources   the passages retrieved and put in the prompt (first; empty when nothing matched)
     delta     text increments, already citation-checked
@@ -19,7 +19,8 @@ import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from string import Template
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from rag_orchestrator.domain.base import CamelModel, new_id
 from rag_orchestrator.domain.passages import Passage, Source, drawn_on
@@ -36,7 +37,7 @@ from rag_orchestrator.providers.events import (
 )
 from rag_orchestrator.retrieval.citation_check import CitationFilter, strip_unknown
 from rag_orchestrator.retrieval.prompt import build_prompt
-from rag_orchestrator.retrieval.search import search
+from rag_orchestrator.retrieval.search import SearchQuery
 
 if TYPE_CHECKING:
     from rag_orchestrator.config import Settings
@@ -102,19 +103,6 @@ class ErrorEvent:
 AnswerEvent = SourcesEvent | DeltaEvent | DoneEvent | ErrorEvent
 
 
-async def answer_events(
-    request: AnswerQuery, settings: Settings, strategy: ModelStrategy
-) -> AsyncGenerator[AnswerEvent, None]:
-    started = time.perf_counter()
-    keys = {"query_id": request.query_id, "top_k": request.top_k, "streaming": request.streaming}
-    logger.info("answer started", extra={**keys, "threshold": request.threshold})
-    try:
-        async for event in _answer(request, settings, strategy, started, keys):
-            yield event
-    except Exception as exc:
-        yield ErrorEvent(_failed(exc, keys, started))
-
-
 async def collect_answer(events: AsyncGenerator[AnswerEvent, None]) -> AnswerResponse:
     """The `done` answer of an event stream; raises the `error` event's error."""
     async with aclosing(events) as stream:
@@ -126,67 +114,91 @@ async def collect_answer(events: AsyncGenerator[AnswerEvent, None]) -> AnswerRes
     raise RagError(UNEXPECTED)
 
 
-async def _answer(
-    request: AnswerQuery, settings: Settings, strategy: ModelStrategy, started: float, keys: dict
-) -> AsyncGenerator[AnswerEvent, None]:
-    found = await search(
-        request.query,
-        top_k=request.top_k,
-        threshold=request.threshold,
-        source=request.source,
-        tags=request.tags,
-        settings=settings,
-    )
-    passages = found[: settings.rag_topk_max]
-    yield SourcesEvent([Source.of(p) for p in passages])
-    if not passages:  # nothing to ground an answer on: no model call
-        yield DeltaEvent(NO_CONTEXT_ANSWER)
-        yield DoneEvent(_finish(NO_CONTEXT_ANSWER, [], [], Usage(), started, keys))
-        return
+class KnowledgeSearch(Protocol):
+    """The retriever (`search.Retriever`), as the answers need it."""
 
-    prompt = build_prompt(request.query, passages, settings)
-    if log_enabled(logging.DEBUG):
-        logger.debug(
-            "answer prompt",
-            extra={**keys, "document_ids": [p.document_id for p in passages], "prompt": prompt.system},
+    async def search(self, query: SearchQuery) -> list[Passage]: ...
+
+
+class Answerer:
+    """Both answer routes' work, built once by the composition root: its retriever, model and prompt."""
+
+    def __init__(
+        self, retriever: KnowledgeSearch, strategy: ModelStrategy, template: Template, settings: Settings
+    ) -> None:
+        self.retriever = retriever
+        self.strategy = strategy
+        self.template = template
+        self.settings = settings
+
+    async def events(self, request: AnswerQuery) -> AsyncGenerator[AnswerEvent, None]:
+        started = time.perf_counter()
+        keys = {"query_id": request.query_id, "top_k": request.top_k, "streaming": request.streaming}
+        logger.info("answer started", extra={**keys, "threshold": request.threshold})
+        try:
+            async for event in self._answer(request, started, keys):
+                yield event
+        except Exception as exc:
+            yield ErrorEvent(_failed(exc, keys, started))
+
+    async def _answer(
+        self, request: AnswerQuery, started: float, keys: dict
+    ) -> AsyncGenerator[AnswerEvent, None]:
+        found = await self.retriever.search(
+            SearchQuery(
+                request.query, request.top_k, request.threshold, source=request.source, tags=request.tags
+            )
         )
-    allowed = {(p.document_id, p.chunk_index) for p in passages}
-    check = CitationFilter(allowed)
-    ctx = IterationContext(
-        conversation_id=request.query_id,
-        iteration=1,
-        max_iterations=1,
-        streaming_mode=StreamingMode.PROGRESSIVE,  # both modes: the non-streamed caller drops the deltas
-        allow_tools=False,
-    )
-    final: str | None = None
-    usage = Usage()
-    chunked = False
-    async with aclosing(strategy.run_iteration(prompt.messages, [], ctx)) as events:
-        async for event in events:
-            if isinstance(event, ContentChunk):
-                chunked = True
-                if text := check.feed(event.content):
-                    yield DeltaEvent(text)
-            elif isinstance(event, FinalResponse):
-                final = event.content
-            elif isinstance(event, ToolCallsComplete):  # offered no tools, it asked anyway: keep its text
-                logger.warning("the model asked for tools in an answer without tools", extra=keys)
-                final = event.assistant_content
-            elif isinstance(event, IterationComplete):
-                usage = event.usage
-    if final is None:
-        raise ProviderStreamError("the model's response ended without an answer")
-    answer, removed = strip_unknown(final, allowed)
-    tail = check.flush() if chunked else answer
-    if tail:
-        yield DeltaEvent(tail)
-    if removed:
-        logger.warning(
-            "removed citations to passages not in the context",
-            extra={**keys, "citations": [f"{doc}#{index}" for doc, index in removed]},
+        passages = found[: self.settings.rag_topk_max]
+        yield SourcesEvent([Source.of(p) for p in passages])
+        if not passages:  # nothing to answer from: no model call
+            yield DeltaEvent(NO_CONTEXT_ANSWER)
+            yield DoneEvent(_finish(NO_CONTEXT_ANSWER, [], [], Usage(), started, keys))
+            return
+
+        prompt = build_prompt(request.query, passages, self.template, self.settings.rag_context_max_chars)
+        if log_enabled(logging.DEBUG):
+            logger.debug(
+                "answer prompt",
+                extra={**keys, "document_ids": [p.document_id for p in passages], "prompt": prompt.system},
+            )
+        allowed = {(p.document_id, p.chunk_index) for p in passages}
+        check = CitationFilter(allowed)
+        ctx = IterationContext(
+            conversation_id=request.query_id,
+            iteration=1,
+            max_iterations=1,
+            streaming_mode=StreamingMode.PROGRESSIVE,  # both modes: the non-streamed caller drops the deltas
+            allow_tools=False,
         )
-    yield DoneEvent(_finish(answer, drawn_on(answer, passages), passages, usage, started, keys))
+        final: str | None = None
+        usage = Usage()
+        chunked = False
+        async with aclosing(self.strategy.run_iteration(prompt.messages, [], ctx)) as events:
+            async for event in events:
+                if isinstance(event, ContentChunk):
+                    chunked = True
+                    if text := check.feed(event.content):
+                        yield DeltaEvent(text)
+                elif isinstance(event, FinalResponse):
+                    final = event.content
+                elif isinstance(event, ToolCallsComplete):  # offered no tools, it asked anyway: keep its text
+                    logger.warning("the model asked for tools in an answer without tools", extra=keys)
+                    final = event.assistant_content
+                elif isinstance(event, IterationComplete):
+                    usage = event.usage
+        if final is None:
+            raise ProviderStreamError("the model's response ended without an answer")
+        answer, removed = strip_unknown(final, allowed)
+        tail = check.flush() if chunked else answer
+        if tail:
+            yield DeltaEvent(tail)
+        if removed:
+            logger.warning(
+                "removed citations to passages not in the context",
+                extra={**keys, "citations": [f"{doc}#{index}" for doc, index in removed]},
+            )
+        yield DoneEvent(_finish(answer, drawn_on(answer, passages), passages, usage, started, keys))
 
 
 def _finish(

@@ -1,8 +1,9 @@
 """Chroma's v2 REST API over httpx, for searches: the requests chromadb-client 1.5.9 sends, without chromadb.
 
 Importing chromadb costs 0.6 to 1.4 s, more than a cold chat-stream Lambda may spend before its first token,
-so the read path speaks the wire protocol itself. It needs two calls: read a collection by name (its id and
-metadata) and query a collection by id. Writes stay on chromadb-client (`vector_store`).
+so the read path speaks the wire protocol itself: read a collection by name (its id and metadata), query it by
+id (nearest neighbours), get entries by ids or filters (the lexical search's term lookups, `lexical`), and
+count them. Writes stay on chromadb-client (`vector_store`).
 
 Errors come back as `{"error": "<ChromaError class name>", "message": ...}`; a missing collection is
 `NotFoundError` (HTTP 404), whether its name, its id or its database is missing.
@@ -76,6 +77,25 @@ def query_body(embedding: Sequence[float], n_results: int, where: dict[str, Any]
     }
 
 
+def get_body(
+    *,
+    ids: Sequence[str] | None = None,
+    where: dict[str, Any] | None = None,
+    where_document: dict[str, Any] | None = None,
+    limit: int | None = None,
+    include: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The JSON body of `POST .../collections/{id}/get`, as chromadb-client builds it."""
+    return {
+        "ids": list(ids) if ids is not None else None,
+        "where": where,
+        "where_document": where_document,
+        "limit": limit,
+        "offset": None,
+        "include": list(include),
+    }
+
+
 def parse_collection(body: dict[str, Any]) -> CollectionInfo:
     return CollectionInfo(id=str(body["id"]), name=str(body["name"]), metadata=body.get("metadata") or {})
 
@@ -85,6 +105,17 @@ def parse_query(body: dict[str, Any]) -> list[QueryRow]:
     rows = zip(body["ids"][0], body["documents"][0], body["metadatas"][0], body["distances"][0], strict=True)
     return [
         QueryRow(i, document, metadata or {}, float(distance)) for i, document, metadata, distance in rows
+    ]
+
+
+def parse_get(body: dict[str, Any]) -> list[QueryRow]:
+    """The entries a get returned, in Chroma's order, with no distance (0.0)."""
+    ids = body["ids"]
+    documents = body.get("documents") or [None] * len(ids)
+    metadatas = body.get("metadatas") or [None] * len(ids)
+    return [
+        QueryRow(i, document, metadata or {}, 0.0)
+        for i, document, metadata in zip(ids, documents, metadatas, strict=True)
     ]
 
 
@@ -147,10 +178,21 @@ class ChromaReader:
         path = f"{self._database_path}/collections/{collection_id}/query"
         return parse_query(self._request("POST", path, query_body(embedding, n_results, where)))
 
+    def get(self, collection_id: str, **body: Any) -> list[QueryRow]:
+        """Entries by ids or filters (`get_body`'s keywords); only ids unless `include` names more."""
+        path = f"{self._database_path}/collections/{collection_id}/get"
+        return parse_get(self._request("POST", path, get_body(**body)))
+
+    def count(self, collection_id: str) -> int:
+        path = f"{self._database_path}/collections/{collection_id}/count"
+        return int(self._request("GET", path, allow_number=True))
+
     def close(self) -> None:
         self._http.close()
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    def _request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, allow_number: bool = False
+    ) -> Any:
         # Like chromadb-client: escape the path ourselves, httpx does not.
         try:
             response = self._http.request(method, quote(path, safe="/"), json=body)
@@ -164,7 +206,7 @@ class ChromaReader:
             answer = response.json()
         except ValueError:
             answer = None
-        if response.is_success and isinstance(answer, dict):
+        if response.is_success and (isinstance(answer, dict) or (allow_number and isinstance(answer, int))):
             return answer
         error = answer.get("error") if isinstance(answer, dict) else None
         if error == "NotFoundError":

@@ -32,6 +32,7 @@ class Chunk:
 class _Unit:
     text: str
     starts_paragraph: bool
+    starts_line: bool = False  # a line of its own in its paragraph (a table row, a list item, "Sat: 9–13")
 
 
 def chunk_id(document_id: str, chunk_index: int) -> str:
@@ -49,8 +50,13 @@ def _split_long(text: str, size: int) -> list[str]:
     return [*pieces, text] if text else pieces
 
 
-def _sentences(paragraph: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(paragraph) if s and s.strip()]
+def _sentences(paragraph: str) -> list[tuple[str, bool]]:
+    """The paragraph's sentences, each with whether it starts a line: rows and items keep their lines."""
+    found = []
+    for number, line in enumerate(paragraph.split("\n")):
+        pieces = [piece.strip() for piece in _SENTENCE_END.split(line) if piece and piece.strip()]
+        found += [(piece, number > 0 and k == 0) for k, piece in enumerate(pieces)]
+    return found
 
 
 def _units(text: str, size: int, overlap: int) -> list[_Unit]:
@@ -62,13 +68,13 @@ def _units(text: str, size: int, overlap: int) -> list[_Unit]:
         paragraph = paragraph.strip()
         if not paragraph:
             continue
-        pieces = [paragraph] if len(paragraph) <= size else _sentences(paragraph)
-        pieces = [
-            part
-            for piece in pieces
-            for part in ([piece] if len(piece) <= size else _split_long(piece, word_piece))
+        pieces = [(paragraph, False)] if len(paragraph) <= size else _sentences(paragraph)
+        parts = [
+            (part, starts_line and j == 0)
+            for piece, starts_line in pieces
+            for j, part in enumerate([piece] if len(piece) <= size else _split_long(piece, word_piece))
         ]
-        units.extend(_Unit(piece, i == 0) for i, piece in enumerate(pieces))
+        units.extend(_Unit(part, i == 0, starts_line) for i, (part, starts_line) in enumerate(parts))
     return units
 
 
@@ -76,7 +82,7 @@ def _render(units: list[_Unit]) -> str:
     parts = []
     for i, unit in enumerate(units):
         if i:
-            parts.append("\n\n" if unit.starts_paragraph else " ")
+            parts.append("\n\n" if unit.starts_paragraph else "\n" if unit.starts_line else " ")
         parts.append(unit.text)
     return "".join(parts)
 
@@ -87,11 +93,14 @@ def _overlap(previous: list[_Unit], overlap: int) -> list[_Unit]:
         return []
     tail: list[_Unit] = []
     for unit in reversed(previous):
-        sentences = _sentences(unit.text) if len(unit.text) > overlap else [unit.text]
+        sentences = _sentences(unit.text) if len(unit.text) > overlap else [(unit.text, False)]
         for k in range(len(sentences) - 1, -1, -1):
-            candidate = _Unit(sentences[k], unit.starts_paragraph and k == 0)
+            text, starts_line = sentences[k]
+            candidate = _Unit(
+                text, unit.starts_paragraph and k == 0, starts_line or (unit.starts_line and k == 0)
+            )
             if len(_render([candidate, *tail])) > overlap:
-                return tail or _last_words(sentences[k], overlap)
+                return tail or _last_words(text, overlap)
             tail.insert(0, candidate)
     return tail
 

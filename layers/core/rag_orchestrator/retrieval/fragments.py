@@ -18,7 +18,6 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from rag_orchestrator.config import Settings
@@ -262,12 +261,8 @@ class FragmentIndex:
         return found
 
 
-@lru_cache(maxsize=4)
-def get_fragment_index(settings: Settings) -> FragmentIndex:
-    """The memory collection of these settings, paired with their embedder; one per configuration."""
-    from rag_orchestrator.retrieval.embedders import get_embedder
-
-    embedder = get_embedder(settings)
+def create_fragment_index(settings: Settings, embedder: Embedder) -> FragmentIndex:
+    """CHROMA_MEMORY_COLLECTION with the embedder that fills and searches it."""
     store = VectorStore(settings, embedder.name, collection=settings.chroma_memory_collection)
     return FragmentIndex(store, embedder)
 

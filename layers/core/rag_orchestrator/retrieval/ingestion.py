@@ -13,14 +13,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rag_orchestrator.config import Settings
 from rag_orchestrator.errors import BadRequest
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.chunking import chunk_document
-from rag_orchestrator.retrieval.embedders import Embedder, get_embedder
+from rag_orchestrator.retrieval.knowledge_base import KnowledgeBase
 from rag_orchestrator.retrieval.models import Document
-from rag_orchestrator.retrieval.registry import DocumentInfo, DocumentRegistry, get_registry
-from rag_orchestrator.retrieval.vector_store import VectorStore, get_vector_store
+from rag_orchestrator.retrieval.registry import DocumentInfo
 
 MAX_DOCUMENTS = 100
 
@@ -61,18 +59,11 @@ def validate_documents(documents: Iterable[Document | Mapping[str, Any]]) -> lis
 
 
 def ingest_documents(
-    documents: Iterable[Document | Mapping[str, Any]],
-    settings: Settings,
-    *,
-    embedder: Embedder | None = None,
-    store: VectorStore | None = None,
-    registry: DocumentRegistry | None = None,
+    documents: Iterable[Document | Mapping[str, Any]], knowledge: KnowledgeBase
 ) -> list[dict[str, Any]]:
     """Ingest and return `[{"documentId", "chunks"}]` in input order. A missing documentId: `stable_document_id`."""
     valid = validate_documents(documents)
-    embedder = embedder or get_embedder(settings)
-    store = store or get_vector_store(settings)
-    registry = registry or get_registry(settings)
+    embedder, store, registry = knowledge.embedder, knowledge.store, knowledge.registry
     results = []
     for document in valid:
         started = time.perf_counter()
@@ -81,8 +72,8 @@ def ingest_documents(
             document_id,
             document.title,
             document.text,
-            size=settings.chunk_size,
-            overlap=settings.chunk_overlap,
+            size=knowledge.chunk_size,
+            overlap=knowledge.chunk_overlap,
             source=document.source,
             tags=document.tags,
         )
@@ -115,7 +106,7 @@ def ingest_documents(
 
 
 async def aingest_documents(
-    documents: Iterable[Document | Mapping[str, Any]], settings: Settings
+    documents: Iterable[Document | Mapping[str, Any]], knowledge: KnowledgeBase
 ) -> list[dict[str, Any]]:
     """`ingest_documents` off the event loop (embedding and Chroma calls are blocking)."""
-    return await asyncio.to_thread(ingest_documents, list(documents), settings)
+    return await asyncio.to_thread(ingest_documents, list(documents), knowledge)

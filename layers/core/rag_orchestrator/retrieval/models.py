@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import ConfigDict, Field, field_validator
 
 from rag_orchestrator.domain.base import CamelModel
+from rag_orchestrator.domain.text import plain_label, plain_labels
 from rag_orchestrator.sanitize import (
     MAX_DOCUMENT_ID,
     MAX_SOURCE,
@@ -34,4 +35,9 @@ class Document(CamelModel):
     def _tags_short(cls, tags: list[str]) -> list[str]:
         if any(len(tag) > MAX_TAG for tag in tags):
             raise ValueError(f"each tag must have at most {MAX_TAG} characters")
-        return tags
+        return plain_labels(tags)
+
+    @field_validator("document_id", "title", "source")
+    @classmethod
+    def _plain(cls, value: str | None) -> str | None:
+        return None if value is None else plain_label(value)

@@ -1,7 +1,7 @@
 """The answer prompt (docs/answers.md): a `string.Template` filled with numbered, sanitised passages.
 
-The template comes from `RAG_PROMPT_TEMPLATE_PATH`, else the packaged `prompts/rag_answer.txt`; it is read
-once per process and checked at start-up (`load_template`). It becomes the system message; the question
+The template comes from `RAG_PROMPT_TEMPLATE_PATH`, else the packaged `prompts/rag_answer.txt`; the
+composition root reads it once and checks it at start-up (`load_template`). It becomes the system message; the question
 is the user message. Placeholders:
 
     $context          the passages (required), one block each:
@@ -18,18 +18,13 @@ The blocks are written by `domain.passage_formats.render_context` (text truncate
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from string import Template
-from typing import TYPE_CHECKING
 
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.domain.passage_formats import render_context
 from rag_orchestrator.domain.passages import CITATION_FORMAT, Passage
 from rag_orchestrator.errors import ConfigError
-
-if TYPE_CHECKING:
-    from rag_orchestrator.config import Settings
 
 DEFAULT_TEMPLATE = Path(__file__).with_name("prompts") / "rag_answer.txt"
 FIELDS = ("context", "citation_format", "passage_count")
@@ -43,7 +38,6 @@ class AnswerPrompt:
     system: str
 
 
-@lru_cache(maxsize=4)
 def load_template(path: str | None = None) -> Template:
     """The template at `path` (None: the packaged default), checked; a ConfigError naming the variable."""
     origin = path or f"the packaged default ({DEFAULT_TEMPLATE.name})"
@@ -72,9 +66,10 @@ def parse_template(text: str, origin: str = "the template") -> Template:
     return template
 
 
-def build_prompt(question: str, passages: list[Passage], settings: Settings) -> AnswerPrompt:
-    system = load_template(settings.rag_prompt_template_path).substitute(
-        context=render_context(passages, settings.rag_context_max_chars),
+def build_prompt(question: str, passages: list[Passage], template: Template, max_chars: int) -> AnswerPrompt:
+    """The template filled with the passages (each text at most `max_chars`), and the question."""
+    system = template.substitute(
+        context=render_context(passages, max_chars),
         citation_format=CITATION_FORMAT,
         passage_count=len(passages),
     )

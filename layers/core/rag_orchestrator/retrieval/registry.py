@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime
-from functools import lru_cache
 from typing import Any, Protocol
 
 from pydantic import Field
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel, utcnow
-from rag_orchestrator.errors import StorageUnavailable
+from rag_orchestrator.errors import ConfigError, StorageUnavailable
 from rag_orchestrator.observability import logger
 
 PARTITION, PREFIX = "KB", "DOC#"
@@ -128,12 +128,11 @@ def _document(item: dict[str, Any]) -> DocumentInfo:
     return DocumentInfo.model_validate(values | {"chunks": int(values.get("chunks", 0))})
 
 
-@lru_cache(maxsize=4)
-def get_registry(settings: Settings) -> DocumentRegistry:
-    """The registry beside the conversations: in their table, or in memory with the memory store."""
+def create_registry(settings: Settings, aws: AwsClients | None) -> DocumentRegistry:
+    """The registry beside the conversations: in their table (with the root's clients), or in memory with
+    the memory store."""
     if settings.conversation_storage == "memory" or not settings.conversations_table:
         return MemoryDocumentRegistry()
-    from rag_orchestrator.aws import AwsClients
-
-    # Clients of its own until the composition root builds the registry and hands it its clients.
-    return DynamoDocumentRegistry(AwsClients().client("dynamodb"), settings.conversations_table)
+    if aws is None:
+        raise ConfigError("the document registry in DynamoDB was given no AWS clients")
+    return DynamoDocumentRegistry(aws.client("dynamodb"), settings.conversations_table)

@@ -11,10 +11,10 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote_plus
 
-from rag_orchestrator.config import Settings
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.observability import logger, metrics
 from rag_orchestrator.retrieval.ingestion import ingest_documents
+from rag_orchestrator.retrieval.knowledge_base import KnowledgeBase
 
 PREFIX = "documents/"
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown"})
@@ -36,7 +36,7 @@ class IngestRecordsFailed(RagError):
         self.failures = failures
 
 
-def ingest_s3_event(event: dict[str, Any], settings: Settings, client: Any) -> dict[str, Any]:
+def ingest_s3_event(event: dict[str, Any], knowledge: KnowledgeBase, client: Any) -> dict[str, Any]:
     """Ingest every ObjectCreated record under `documents/` (read with the S3 `client`); raise after the
     others if any failed."""
     ingested: list[dict[str, Any]] = []
@@ -51,7 +51,7 @@ def ingest_s3_event(event: dict[str, Any], settings: Settings, client: Any) -> d
             continue
         try:
             document = read_document(client, bucket, key)
-            ingested.extend(ingest_documents([document], settings))
+            ingested.extend(ingest_documents([document], knowledge))
         except (UnreadableDocument, RagError) as exc:
             logger.error("object not ingested", extra={"bucket": bucket, "key": key, "reason": str(exc)})
             failures.append({"bucket": bucket, "key": key, "reason": str(exc)})

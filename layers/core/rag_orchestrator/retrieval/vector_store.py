@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
@@ -149,20 +148,14 @@ class VectorStore:
         if top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
         where = build_where(caller_id=caller_id, source=source, tags=tags, modality=modality, scope=scope)
-        return [_passage(row) for row in self.nearest(embedding, top_k, where)]
+        return [passage_of(row) for row in self.nearest(embedding, top_k, where)]
 
     def nearest(self, embedding: Sequence[float], top_k: int, where: dict[str, Any] | None) -> list[QueryRow]:
         """The `top_k` nearest entries matching `where`, best first, as Chroma returns them."""
-        try:
-            return self._query_once(embedding, top_k, where)
-        except ChromaNotFound:
-            # Deleted, maybe recreated, behind our back: read the collection by name again, once.
-            with self._read_lock:
-                self._read_collection = None
-            try:
-                return self._query_once(embedding, top_k, where)
-            except ChromaNotFound:
-                return []
+        none: list[QueryRow] = []
+        return self.read(
+            lambda reader, collection_id: reader.query(collection_id, embedding, top_k, where), none
+        )
 
     def entries(self, where: dict[str, Any]) -> list[QueryRow]:
         """Every entry matching `where`, with its text and metadata, in no particular order."""
@@ -170,15 +163,12 @@ class VectorStore:
 
     def entries_of(self, ids: Sequence[str] | None, where: dict[str, Any]) -> list[QueryRow]:
         """The entries matching `where` (among `ids`, if given), with their text and metadata."""
-        if self._resolve()[1] is None:
-            return []
-        chosen = list(ids) if ids is not None else None
-        found = self._call(lambda c: c.get(ids=chosen, where=where, include=["documents", "metadatas"]))
-        documents, metadatas = found.get("documents") or [], found.get("metadatas") or []
-        return [
-            QueryRow(id, documents[i] if i < len(documents) else None, dict(metadatas[i] or {}), 0.0)
-            for i, id in enumerate(found["ids"])
-        ]
+        none: list[QueryRow] = []
+        include = ["documents", "metadatas"]
+        return self.read(
+            lambda reader, collection_id: reader.get(collection_id, ids=ids, where=where, include=include),
+            none,
+        )
 
     def count(self, document_id: str | None = None, *, where: dict[str, Any] | None = None) -> int:
         """Entries in the collection, of one document, or matching `where`."""
@@ -191,13 +181,22 @@ class VectorStore:
         return len(self._call(lambda c: c.get(where=where, include=[]))["ids"])
 
     # ----------------------------------------------------------------- reads (no chromadb)
-    def _query_once(
-        self, embedding: Sequence[float], top_k: int, where: dict[str, Any] | None
-    ) -> list[QueryRow]:
+    def read(self, operation: Callable[[ChromaReader, str], T], absent: T) -> T:
+        """`operation(reader, collection_id)` over Chroma's REST API; `absent` when there is no collection."""
+        try:
+            return self._read_once(operation, absent)
+        except ChromaNotFound:
+            # Deleted, maybe recreated, behind our back: read the collection by name again, once.
+            with self._read_lock:
+                self._read_collection = None
+            try:
+                return self._read_once(operation, absent)
+            except ChromaNotFound:
+                return absent
+
+    def _read_once(self, operation: Callable[[ChromaReader, str], T], absent: T) -> T:
         reader, collection = self._resolve()
-        if collection is None:
-            return []
-        return reader.query(collection.id, embedding, top_k, where)
+        return absent if collection is None else operation(reader, collection.id)
 
     def _resolve(self) -> tuple[ChromaReader, CollectionInfo | None]:
         """The reader and the collection read by name, cached once found; absence is not cached."""
@@ -303,24 +302,17 @@ def _set_timeout(client: ClientAPI) -> None:
         session.timeout = WRITE_TIMEOUT
 
 
-def _passage(row: QueryRow) -> Passage:
+def passage_of(row: QueryRow, score: float | None = None) -> Passage:
+    """A row as a passage; its score is 1 - cosine distance unless given."""
     meta = row.metadata
     tags = meta.get("tags")
     return Passage(
         document_id=str(meta.get("documentId") or row.id.rpartition("#")[0]),
         title=str(meta.get("title") or ""),
         chunk_index=int(meta.get("chunkIndex") or 0),
-        score=1.0 - row.distance,
+        score=1.0 - row.distance if score is None else score,
         source=meta.get("source") or None,
         tags=[str(t) for t in tags] if isinstance(tags, list) else [],
         text=row.document or "",
         kind=meta.get("kind") or None,
     )
-
-
-@lru_cache(maxsize=4)
-def get_vector_store(settings: Settings) -> VectorStore:
-    """The vector store for these settings, paired with their embedder; one per configuration."""
-    from rag_orchestrator.retrieval.embedders import get_embedder
-
-    return VectorStore(settings, get_embedder(settings).name)

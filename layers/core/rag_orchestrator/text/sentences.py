@@ -34,6 +34,8 @@ INLINE_CODE = re.compile(r"``?[^`]+``?")
 # "e.g. Foo" and "etc. Then" are not ends.
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]*_]*\s+(?=(?:[-*+•]\s+)?[\"'(\[`*_]*[A-Z0-9`])")
 _ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "cf", "mr", "mrs", "dr", "no", "fig", "approx", "ca"})
+# "Saturday: 07:00 – 13:00" on lines of their own: each line is read alone, like a list item.
+_LABELLED_LINE = re.compile(r"^\s*[^\s:][^:.!?]{0,40}:\s+\S.{0,100}$")
 # `make test   # run the whole suite`: a command explained by its comment says how to do something.
 _COMMENTED_COMMAND = re.compile(r"^\s*(?:\$\s+)?([^#\s][^#]*?)\s{2,}#\s+(.*[^\W\d_]{2,}.*\s.*\s.*)$")
 
@@ -121,6 +123,14 @@ def segments(text: str) -> list[Segment]:
 
     def flush() -> None:
         nonlocal block
+        if len(paragraph) > 1 and all(_LABELLED_LINE.match(line.raw) for line in paragraph):
+            lines = list(paragraph)
+            paragraph.clear()
+            for line in lines:
+                begin = line.start + len(line.raw) - len(line.raw.lstrip())
+                found.append(Segment(begin, line.end, " ".join(line.raw.split()), "prose", block))
+                block += 1
+            return
         if paragraph:
             first, last = paragraph[0], paragraph[-1]
             marker = _LIST_ITEM.match(first.raw)

@@ -2,26 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.messages import ToolResult
 from rag_orchestrator.domain.passages import Passage
+from rag_orchestrator.retrieval.followup import Said
 from rag_orchestrator.retrieval.query_vector import QueryVector
 
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a tool may know about the turn it runs in."""
+    """What a tool may know about the turn it runs in: `claims` and `caller_token` are the caller's
+    (domain/callers.py), `context` the request's, which the client chose."""
 
     conversation_id: str
     caller_id: str
     roles: tuple[str, ...] = ()
     context_type: str | None = None
     context: dict[str, Any] = field(default_factory=dict)
+    claims: Mapping[str, Any] = field(default_factory=dict, repr=False)
     memory: bool = True  # false in a temporary chat: no conversation memory is searched
     caller_token: str | None = field(default=None, repr=False)  # the caller's bearer token (AUTH_MODE=jwt)
     deadline: float | None = None  # epoch seconds by which the turn must end
+
+    @property
+    def caller(self) -> Caller:
+        return Caller(self.caller_id, self.roles, self.claims, self.caller_token)
 
 
 @runtime_checkable
@@ -43,6 +52,7 @@ class SearchTool(Tool, Protocol):
         caller_id: str | None = None,
         conversation_id: str | None = None,
         vector: QueryVector | None = None,
+        history: Sequence[Said] = (),
     ) -> list[Passage]: ...
 
 

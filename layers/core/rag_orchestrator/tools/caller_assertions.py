@@ -1,7 +1,8 @@
-"""The seam for the caller's identity sent to a tool's server as `X-Caller-Assertion` (docs/mcp.md).
+"""What signs the caller's identity sent to a tool's API or MCP server as `X-Caller-Assertion`
+(docs/tools.md, docs/mcp.md).
 
-The composition root (api/deps.py) hands the signer to the toolbox; a tool whose server wants an
-assertion fails its calls with a clear tool error while none is wired.
+The composition root (api/deps.py) hands the service's signer (tools/assertion.py) to the toolbox,
+and serves its public key at GET /.well-known/jwks.json; tests may hand their own.
 """
 
 from __future__ import annotations

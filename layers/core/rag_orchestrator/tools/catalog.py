@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 EXAMPLE_PATH = Path(__file__).with_name("catalog.example.yaml")
 PreviewType = Literal["workflow_preview", "table_config_preview"]
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+Identity = Literal["assertion", "caller-token", "none"]
+CONTEXT_SOURCE, CLAIM_SOURCE = "context", "claim:"
+ASSERTION_HEADER = "X-Caller-Assertion"
+# The header each identity sends; a catalogue header of the same name would be overwritten.
+IDENTITY_HEADERS = {"assertion": ASSERTION_HEADER, "caller-token": "Authorization"}
 
 PATH_PARAM = re.compile(r"(?<!\$)\{([^{}]*)\}")
 SECRET_REF = re.compile(r"\$\{([^{}]*)\}")
@@ -65,13 +70,37 @@ class HttpSpec(_Strict):
     url: str = Field(min_length=1)
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_seconds: float | None = Field(None, gt=0, le=60)
-    context_params: tuple[str, ...] = ()
+    # Pinned parameters, name -> source (`context`, or `claim:<name>`): the service fills them, the
+    # model never sees nor sets them (docs/tools.md). The list form means `context` for each name.
+    context_params: dict[str, str] = Field(default_factory=dict)
     attachment_params: tuple[str, ...] = ()  # the model sends an attachment id; the tool gets a GET URL
+    identity: Identity = "assertion"  # how the tool's API learns who the caller is
 
     @field_validator("method", mode="before")
     @classmethod
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("context_params", mode="before")
+    @classmethod
+    def _sources(cls, value: object) -> object:
+        if isinstance(value, (list, tuple)):
+            if len(set(value)) != len(value):
+                raise ValueError("each parameter may be named once")
+            return dict.fromkeys(value, CONTEXT_SOURCE)
+        return value
+
+    @field_validator("context_params")
+    @classmethod
+    def _check_sources(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, source in value.items():
+            if source != CONTEXT_SOURCE and not (
+                source.startswith(CLAIM_SOURCE) and source[len(CLAIM_SOURCE) :]
+            ):
+                raise ValueError(
+                    f"{name}: the source must be 'context' or 'claim:<claim name>', not {source!r}"
+                )
+        return value
 
 
 class RagSearchSpec(_Strict):
@@ -205,7 +234,10 @@ def _problems(spec: ToolSpec, lookup: Lookup) -> Iterator[tuple[str, str]]:
         if param not in properties:
             yield "http.contextParams", f"{param} is not a property of inputSchema"
     yield from _attachment_problems(spec, properties)
+    identity_header = IDENTITY_HEADERS.get(spec.http.identity, "").lower()
     for header, value in spec.http.headers.items():
+        if header.lower() == identity_header:
+            yield f"http.headers.{header}", f"identity {spec.http.identity} sends this header itself"
         try:
             resolve(value, lookup)
         except ValueError as exc:

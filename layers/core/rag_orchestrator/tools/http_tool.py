@@ -1,10 +1,14 @@
-"""HttpTool: one catalogue entry executed over HTTP.
+"""HttpTool: one catalogue entry executed over HTTP (docs/tools.md).
 
 The request goes to the catalogue URL's scheme, host and port and nowhere else: path parameters are
 refused when they could climb out of their segment, and the built URL is checked against the
 catalogue's origin before anything is sent. Redirects are not followed and the environment's proxy
 and .netrc settings are ignored. Responses are read up to a byte limit; anything larger, any
 non-2xx answer, a timeout or a connection error becomes an unsuccessful result with a short message.
+
+Who the call is for is the service's to say, never the model's or the client's (tools/caller_binding.py):
+pinned parameters (`contextParams`) replace whatever the model wrote, and the caller's identity goes
+along as the tool's `identity` declares — a signed assertion, the caller's own token, or nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +27,17 @@ from rag_orchestrator.domain.messages import ToolPreview, ToolResult
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.observability import logger
 from rag_orchestrator.sanitize import strip_control, truncate
+from rag_orchestrator.tools.assertion import origin
 from rag_orchestrator.tools.base import AttachmentLinks, ToolContext, failure
+from rag_orchestrator.tools.caller_assertions import CallerAssertions
+from rag_orchestrator.tools.caller_binding import (
+    accepting_pinned,
+    credentials,
+    hide_pinned,
+    identity_headers,
+    pin,
+    redact,
+)
 from rag_orchestrator.tools.catalog import (
     PATH_PARAM,
     SECRET_REF,
@@ -103,16 +117,12 @@ def _query_value(value: Any) -> Any:
 
 
 def model_parameters(spec: ToolSpec) -> dict[str, Any]:
-    """The schema the model sees: context parameters are optional, since they are filled in for it;
+    """The schema the model sees: pinned parameters are not in it, since the service fills them;
     attachment parameters say they take an attachment id, unless the catalogue describes them."""
     schema = copy.deepcopy(spec.input_schema)
     for name in spec.http.attachment_params:
         schema["properties"][name].setdefault("description", ATTACHMENT_PARAM)
-    context_params = set(spec.http.context_params)
-    if context_params and "required" in schema:
-        schema["required"] = [name for name in schema["required"] if name not in context_params]
-        if not schema["required"]:
-            del schema["required"]
+    hide_pinned(schema, spec.http.context_params)
     return schema
 
 
@@ -126,12 +136,15 @@ class HttpTool:
         default_timeout: float = 30.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         links: AttachmentLinks | None = None,
+        assertions: CallerAssertions | None = None,
     ) -> None:
         self.spec = spec
         self._links = links
+        self._assertions = assertions
         self.name = spec.name
         self.description = spec.description
         self.parameters = model_parameters(spec)
+        self.arguments_schema = accepting_pinned(self.parameters, spec.http.context_params)
         self.preview = spec.preview
         self.approval_required = spec.approval == "required"
         self.timeout_seconds = spec.http.timeout_seconds or default_timeout
@@ -139,6 +152,7 @@ class HttpTool:
         self._pool = pool or ClientPool()
         self._url = resolve(spec.http.url, lookup)
         self._origin = _origin(httpx.URL(self._url))
+        self.audience = origin(self._url)
         declared = {header: resolve(value, lookup) for header, value in spec.http.headers.items()}
         self._headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **declared}
         refs = {
@@ -146,15 +160,6 @@ class HttpTool:
         }
         values = (lookup(name) for name in refs)
         self._secrets = sorted((v for v in values if v and len(v) >= 4), key=len, reverse=True)
-
-    def _arguments(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        """Context parameters the model left out come from the request's context (`contextParams`)."""
-        filled = dict(arguments)
-        for name in self.spec.http.context_params:
-            value = ctx.context.get(name)
-            if filled.get(name) in (None, "") and isinstance(value, (str, int, float, bool)):
-                filled[name] = value
-        return filled
 
     def build_url(self, arguments: dict[str, Any]) -> tuple[httpx.URL, dict[str, Any]]:
         """The request URL and the arguments left for the query string or body."""
@@ -166,7 +171,10 @@ class HttpTool:
         return url, rest
 
     async def execute(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        filled = self._arguments(arguments, ctx)
+        try:
+            filled = pin(arguments, self.spec.http.context_params, ctx)
+        except ValueError as exc:
+            return failure(self.name, str(exc))
         problems = schema_errors(self.spec.input_schema, filled)
         if problems:
             return failure(self.name, "Invalid arguments: " + "; ".join(problems))
@@ -178,6 +186,12 @@ class HttpTool:
             url, rest = self.build_url(filled)
         except ValueError as exc:
             return failure(self.name, f"Invalid arguments: {exc}")
+        try:
+            identity = await identity_headers(
+                self.spec.http.identity, ctx, self._assertions, self.audience, self.name
+            )
+        except ValueError as exc:
+            return failure(self.name, f"{exc}; the tool was not called")
         method = self.spec.http.method
         body = None
         if method in _BODY_METHODS:
@@ -188,7 +202,7 @@ class HttpTool:
             )
         try:
             async with asyncio.timeout(self.timeout_seconds):
-                response, content = await self._send(method, url, body)
+                response, content = await self._send(method, url, body, identity)
         except TimeoutError:
             return failure(self.name, f"The service did not answer within {self.timeout_seconds:g}s")
         except ResponseTooLarge:
@@ -197,17 +211,20 @@ class HttpTool:
             logger.warning("http tool failed", extra={"tool": self.name, "error_type": type(exc).__name__})
             return failure(self.name, f"Could not reach the service ({type(exc).__name__})")
         logger.info("http tool called", extra={"tool": self.name, "status": response.status_code})
-        text = self._redact(content.decode(response.encoding or "utf-8", errors="replace"), linked)
+        text = self._redact(content.decode(response.encoding or "utf-8", errors="replace"), linked, identity)
         if not response.is_success:
             status = self._status_message(response)
             # The model may read the 4xx body's excerpt (it says which argument was wrong); a client never.
             return failure(self.name, self._with_excerpt(status, response, text), client_message=status)
         return self._result(response, text)
 
-    async def _send(self, method: str, url: httpx.URL, body: Any) -> tuple[httpx.Response, bytes]:
+    async def _send(
+        self, method: str, url: httpx.URL, body: Any, identity: dict[str, str]
+    ) -> tuple[httpx.Response, bytes]:
         client = self._pool.client()
+        headers = {**self._headers, **identity} if identity else self._headers
         request = client.build_request(
-            method, url, json=body, headers=self._headers, timeout=httpx.Timeout(self.timeout_seconds)
+            method, url, json=body, headers=headers, timeout=httpx.Timeout(self.timeout_seconds)
         )
         response = await client.send(request, stream=True)
         try:
@@ -275,9 +292,12 @@ class HttpTool:
             urls[url] = attachment_id
         return linked, urls
 
-    def _redact(self, text: str, linked: dict[str, str] | None = None) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "[redacted]")
+    def _redact(
+        self, text: str, linked: dict[str, str] | None = None, identity: dict[str, str] | None = None
+    ) -> str:
+        """The answer without the catalogue's secrets, the caller's credentials (an API that echoes
+        its request), or the presigned URLs it was given."""
+        text = redact(text, [*self._secrets, *credentials(identity or {})])
         for url, attachment_id in (linked or {}).items():
             for form in url_forms(url):
                 text = text.replace(form, attachment_id)

@@ -5,8 +5,8 @@ composition root's SecretReader (decrypted, cached five minutes) on each exchang
 reads them and a rotated secret is picked up. The caller's identity goes with each call, as
 `identity` says (docs/mcp.md): `assertion` (X-Caller-Assertion, a JWT the service signs),
 `caller-token` (the caller's own bearer token, AUTH_MODE=jwt; it replaces an `Authorization` of the
-server's headers) or `none`. A listing is the same for every caller, so it carries the server's
-headers only.
+server's headers) or `none`, made as for HTTP tools (tools/caller_binding.py). A listing is the same
+for every caller, so it carries the server's headers only.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 from rag_orchestrator.ssm_params import SecretReader
 from rag_orchestrator.tools.base import ToolContext
 from rag_orchestrator.tools.caller_assertions import CallerAssertions
+from rag_orchestrator.tools.caller_binding import credentials, identity_headers, redact
 from rag_orchestrator.tools.mcp_exchange import (
     AUTO,
     CallOutcome,
@@ -28,7 +29,6 @@ from rag_orchestrator.tools.mcp_exchange import (
 )
 from rag_orchestrator.tools.mcp_servers import SECRET_REF, McpServer, secret_reference
 
-ASSERTION_HEADER = "X-Caller-Assertion"
 USER_AGENT = "rag-orchestrator-mcp/1"
 LIST_TIMEOUT_SECONDS = 10.0  # a listing holds up the turn that asks for it first
 
@@ -70,28 +70,6 @@ class McpEndpoint:
         }
         return {"User-Agent": USER_AGENT, **resolved}, list(values.values())
 
-    async def identity(self, ctx: ToolContext, tool: str) -> dict[str, str]:
-        """The caller's identity for one call of `tool`, as the server's `identity` says."""
-        match self.server.identity:
-            case "none":
-                return {}
-            case "caller-token":
-                if not ctx.caller_token:
-                    raise McpCallFailed(
-                        "This tool needs the caller's own token, which this request has none of"
-                    )
-                return {"Authorization": f"Bearer {ctx.caller_token}"}
-            case "assertion":
-                if self._assertions is None:
-                    raise McpCallFailed("This service cannot sign caller assertions, which this tool needs")
-                try:
-                    signed = await self._assertions.assertion(ctx, audience=self.server.origin, tool=tool)
-                except Exception as exc:  # the signer's key cannot be read, say
-                    raise McpCallFailed(
-                        f"The caller assertion could not be signed ({type(exc).__name__})"
-                    ) from None
-                return {ASSERTION_HEADER: signed}
-
     async def list_tools(self) -> Listing:
         timeout = min(self.timeout_seconds, LIST_TIMEOUT_SECONDS)
         headers, _ = await self.headers()
@@ -105,17 +83,15 @@ class McpEndpoint:
         """Call the server's `name` for the caller of `ctx`; `tool` is the name the model used. No
         secret sent (a parameter's value, the caller's token, the assertion) is in the text returned."""
         headers, secrets = await self.headers()
-        identity = await self.identity(ctx, tool)
-        secrets += [value.removeprefix("Bearer ") for value in identity.values()]
+        try:
+            identity = await identity_headers(
+                self.server.identity, ctx, self._assertions, self.server.origin, tool
+            )
+        except ValueError as exc:
+            raise McpCallFailed(str(exc)) from None
+        secrets += credentials(identity)
         replaced = {name.lower() for name in identity}  # the server's own Authorization, for listings
         sent = {name: value for name, value in headers.items() if name.lower() not in replaced} | identity
         connection = Connection(self.server.url, sent, seconds, self.mode)
         outcome = await (await self._client()).call_tool(connection, name, arguments)
         return CallOutcome(redact(outcome.text, secrets), outcome.is_error)
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    """`text` with each secret of four characters or more replaced, longest first."""
-    for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
-        text = text.replace(secret, "[redacted]")
-    return text

@@ -22,6 +22,7 @@ from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import ANONYMOUS, normalise_roles
 from rag_orchestrator.errors import ConfigError
 from rag_orchestrator.ssm_params import SecretReference
+from rag_orchestrator.tools.assertion import origin as url_origin
 
 if TYPE_CHECKING:
     from rag_orchestrator.aws import AwsClients
@@ -134,8 +135,7 @@ class McpServer(BaseModel):
     @property
     def origin(self) -> str:
         """Where the server lives (`scheme://host[:port]`): the audience of a caller assertion."""
-        parts = urlsplit(self.url)
-        return f"{parts.scheme}://{parts.netloc}"
+        return url_origin(self.url)
 
 
 def _describe(exc: ValidationError) -> str:

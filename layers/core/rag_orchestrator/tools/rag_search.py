@@ -1,11 +1,14 @@
-"""rag_search: the knowledge-base search tool over the vector store.
+"""rag_search: the knowledge-base search tool over the retriever (`retrieval/search.py`).
 
 With MEMORY_ENABLED, the caller's own fragments (earlier turns, attachments' segments) rank together
-with the knowledge base; `modality` narrows both to the modalities named.
+with the knowledge base; `modality` narrows both to the modalities named. The chat's initial search calls
+it too, and on a turn after the first passes the conversation, so that a follow-up question is searched
+as the question it means (`retrieval/followup.py`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rag_orchestrator.config import Settings
@@ -13,7 +16,9 @@ from rag_orchestrator.domain.messages import ToolResult
 from rag_orchestrator.domain.modalities import MODALITIES, ModalityFilter
 from rag_orchestrator.domain.passage_formats import format_passages
 from rag_orchestrator.domain.passages import Passage
+from rag_orchestrator.retrieval.followup import FollowUps, Said
 from rag_orchestrator.retrieval.query_vector import QueryVector
+from rag_orchestrator.retrieval.search import Retriever, SearchQuery
 from rag_orchestrator.tools.base import ToolContext
 
 NAME = "rag_search"
@@ -29,8 +34,10 @@ WITH_MEMORY = (
 class RagSearchTool:
     name = NAME
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, retriever: Retriever, follow_ups: FollowUps | None = None) -> None:
         self.settings = settings
+        self.retriever = retriever
+        self.follow_ups = follow_ups or FollowUps()
         self.description = WITH_MEMORY if settings.memory_enabled else KNOWLEDGE_ONLY
         modality = {"type": "string", "enum": list(MODALITIES)}
         self.parameters: dict[str, Any] = {
@@ -78,22 +85,26 @@ class RagSearchTool:
         tags: list[str] | None = None,
         modality: ModalityFilter | None = None,
         vector: QueryVector | None = None,
+        history: Sequence[Said] = (),
     ) -> list[Passage]:
         """The knowledge base's passages, and with MEMORY_ENABLED the caller's fragments (none of
-        conversation `conversation_id`) after them (retrieval/search.py)."""
-        from rag_orchestrator.retrieval.search import search
+        conversation `conversation_id`) after them (retrieval/search.py).
 
-        return await search(
-            query,
-            top_k=max_results or self.settings.rag_topk_default,
-            threshold=self.settings.rag_similarity_threshold,
-            source=source,
-            tags=tags,
-            modality=modality,
-            caller_id=caller_id if self.settings.memory_enabled else None,
-            conversation_id=conversation_id,
-            vector=vector,
-            settings=self.settings,
+        `history`, the conversation before the message, makes a follow-up a question of its own."""
+        if history:
+            query = await self.follow_ups.query(query, history)
+        return await self.retriever.search(
+            SearchQuery(
+                query,
+                max_results or self.settings.rag_topk_default,
+                self.settings.rag_similarity_threshold,
+                source=source,
+                tags=tags or (),
+                modality=modality,
+                caller_id=caller_id,
+                conversation_id=conversation_id,
+                vector=vector,
+            )
         )
 
     async def execute(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:

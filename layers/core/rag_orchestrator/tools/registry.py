@@ -95,7 +95,8 @@ class ToolRegistry:
             return failure(name, f"Invalid arguments: {exc}", call.id)
         except ValueError:
             return failure(name, "Arguments are not a valid JSON object", call.id)
-        problems = schema_errors(tool.parameters, arguments)
+        # A tool may accept more than it shows the model (an HTTP tool's pinned parameters, replaced).
+        problems = schema_errors(getattr(tool, "arguments_schema", tool.parameters), arguments)
         if problems:
             return failure(name, "Invalid arguments: " + "; ".join(problems), call.id)
         try:

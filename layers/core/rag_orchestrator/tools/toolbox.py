@@ -3,6 +3,7 @@ registry and selection."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from rag_orchestrator.domain.callers import may_use_tools
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.embedders import Embedder
 from rag_orchestrator.ssm_params import SecretReader
+from rag_orchestrator.tools.assertion import create_signer, require_key
 from rag_orchestrator.tools.base import AttachmentLinks, SearchTool, Tool
 from rag_orchestrator.tools.caller_assertions import CallerAssertions
 from rag_orchestrator.tools.catalog import Catalog, Lookup, environment_secrets, load_catalog
@@ -73,12 +75,10 @@ def offers(catalog: Catalog) -> list[Offer]:
     ]
 
 
-def selection_embedder(settings: Settings) -> Embedder | None:
-    """The configured embedder, or None (selection degrades to the context filter) when it cannot be made."""
-    from rag_orchestrator.retrieval.embedders import get_embedder
-
+def selection_embedder(make: Callable[[], Embedder]) -> Embedder | None:
+    """The embedder `make` builds, or None (selection degrades to the context filter) when it cannot."""
     try:
-        return get_embedder(settings)
+        return make()
     except Exception as exc:
         logger.warning("no embedder for tool selection", extra={"error_type": type(exc).__name__})
         return None
@@ -95,8 +95,8 @@ def _cache(settings: Settings, aws: AwsClients | None) -> Any:
 def build_toolbox(
     settings: Settings,
     *,
-    rag_search: SearchTool | None = None,
-    embedder: Embedder | None = _DEFAULT,
+    rag_search: SearchTool,
+    embedder: Embedder | None,
     transport: httpx.AsyncBaseTransport | None = None,
     lookup: Lookup | None = None,
     cache: Any = _DEFAULT,
@@ -108,15 +108,16 @@ def build_toolbox(
     """Load and validate the catalogue and MCP_SERVERS (ConfigError on any problem) and wire their
     tools; MCP servers are listed when first used, not here. `aws` reads a catalogue or MCP_SERVERS in
     S3 or SSM and keeps the tool index in S3 (TOOL_INDEX_CACHE); `secrets` reads the secrets the
-    catalogue (unless `lookup` is given) and the servers' headers name."""
+    catalogue (unless `lookup` is given), the servers' headers and the assertion key name; `assertions`
+    signs the caller assertions of both (the composition root's; one of these settings' own if not given)."""
     lookup = lookup or environment_secrets(secrets)
     catalog = load_catalog(settings, lookup, aws)
     servers = _servers(settings, aws)
-    if rag_search is None:
-        from rag_orchestrator.tools.rag_search import RagSearchTool
-
-        rag_search = RagSearchTool(settings)
     pool = ClientPool(transport)
+    identities = [spec.http.identity for spec in catalog.tools] + [server.identity for server in servers]
+    if "assertion" in identities:
+        require_key(settings)
+    assertions = assertions or create_signer(settings, secrets)
     http_tools = [
         HttpTool(
             spec,
@@ -125,13 +126,13 @@ def build_toolbox(
             default_timeout=settings.tool_timeout_seconds,
             max_response_bytes=settings.tool_response_max_bytes,
             links=attachment_links,
+            assertions=assertions,
         )
         for spec in catalog.tools
     ]
-    chosen_embedder = selection_embedder(settings) if embedder is _DEFAULT else embedder
     fixed: list[Tool] = [rag_search, *http_tools]
     mcp = (
-        _mcp_tools(settings, _endpoints(settings, servers, assertions, secrets), chosen_embedder, fixed)
+        _mcp_tools(settings, _endpoints(settings, servers, assertions, secrets), embedder, fixed)
         if servers
         else None
     )
@@ -143,7 +144,7 @@ def build_toolbox(
     registry = ToolRegistry(fixed, timeout_seconds=timeout, more=mcp)
     selector = ToolSelector(
         offers(catalog),
-        embedder=chosen_embedder,
+        embedder=embedder,
         top_k=settings.tool_selection_top_k,
         min_score=settings.tool_selection_min_score,
         cache=_cache(settings, aws) if cache is _DEFAULT else cache,

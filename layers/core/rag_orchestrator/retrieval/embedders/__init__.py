@@ -1,4 +1,4 @@
-"""Embedders: text in, vectors out. `get_embedder` picks one by EMBEDDING_PROVIDER.
+"""Embedders: text in, vectors out. `create_embedder` makes the one EMBEDDING_PROVIDER names.
 
 Every embedder is synchronous; async code calls it through `asyncio.to_thread`, together with the
 vector store, so a request makes one thread hop for its whole retrieval.
@@ -6,10 +6,11 @@ vector store, so a request makes one thread hop for its whole retrieval.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
+from rag_orchestrator.errors import ConfigError
 
 
 @runtime_checkable
@@ -25,9 +26,9 @@ class Embedder(Protocol):
     def embed_batch(self, texts: list[str]) -> list[list[float]]: ...
 
 
-@lru_cache(maxsize=4)
-def get_embedder(settings: Settings) -> Embedder:
-    """The embedder EMBEDDING_PROVIDER names, created once per configuration; imports only its module."""
+def create_embedder(settings: Settings, aws: AwsClients | None = None) -> Embedder:
+    """The embedder EMBEDDING_PROVIDER names; imports only its module. The composition root makes one,
+    handing it its AWS clients (Bedrock's need them)."""
     provider = settings.embedding_provider
     if provider == "hashing":
         from rag_orchestrator.text.hashing import HashingEmbedder
@@ -44,8 +45,10 @@ def get_embedder(settings: Settings) -> Embedder:
     if provider == "bedrock":
         from rag_orchestrator.retrieval.embedders.bedrock import BedrockEmbedder
 
-        return BedrockEmbedder.from_settings(settings)
+        if aws is None:
+            raise ConfigError("EMBEDDING_PROVIDER=bedrock: the embedder was given no AWS clients")
+        return BedrockEmbedder.from_settings(settings, aws)
     raise ValueError(f"unknown EMBEDDING_PROVIDER {provider!r}")
 
 
-__all__ = ["Embedder", "get_embedder"]
+__all__ = ["Embedder", "create_embedder"]

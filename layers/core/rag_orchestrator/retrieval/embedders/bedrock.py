@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.errors import ConfigError, EmbedderUnavailable
 from rag_orchestrator.observability import logger
@@ -28,12 +29,9 @@ class BedrockEmbedder:
         self.name = f"bedrock/{model}/{dimensions}"
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> BedrockEmbedder:
-        from rag_orchestrator.aws import AwsClients
-
+    def from_settings(cls, settings: Settings, aws: AwsClients) -> BedrockEmbedder:
         # A hung Bedrock is asked again at most EMBEDDING_MAX_RETRIES times, each bounded by the timeout.
-        # Clients of its own until the composition root builds the embedder and hands it its clients.
-        client = AwsClients().client(
+        client = aws.client(
             "bedrock-runtime",
             read_timeout=settings.embedding_timeout_seconds,
             max_attempts=settings.embedding_max_retries + 1,

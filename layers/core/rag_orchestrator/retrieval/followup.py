@@ -1,0 +1,109 @@
+"""Follow-up questions searched with their conversation (docs/retrieval.md, "Follow-up questions").
+
+On a turn after the first, the chat's initial search looks for what the message means in its conversation,
+not for its words alone ("And on Saturdays?" finds nothing by itself):
+
+- with a model strategy, one short call rewrites the message as a standalone question from the last
+  exchanges (at most CONDENSE_SECONDS; on any failure, the way below);
+- with the extractive strategy, which has no model, the earlier questions' content words join the message
+  when it points back to them (`text/follow_ups.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Protocol
+
+from rag_orchestrator.domain.messages import Message, Role
+from rag_orchestrator.domain.passages import CITATION
+from rag_orchestrator.observability import logger
+from rag_orchestrator.providers import events as se
+from rag_orchestrator.retrieval.query_vector import MAX_QUERY_CHARS
+from rag_orchestrator.text.follow_ups import previous_question, standalone
+
+if TYPE_CHECKING:
+    from rag_orchestrator.providers.strategies import ModelStrategy
+
+EXCHANGES = 2  # the last exchanges the model reads
+EXCERPT_CHARS = 600  # of each message it reads
+CONDENSE_MAX_TOKENS = 80
+CONDENSE_SECONDS = 4.0
+PROMPT = (
+    "Rewrite the user's last message as one standalone search query for a knowledge base, using the "
+    "conversation before it for what the message leaves out (names, places, the topic). Keep the language "
+    "of the message. If it already stands alone, repeat it unchanged. Reply with the query only."
+)
+
+
+class Said(Protocol):
+    """A message of a conversation as a follow-up reads it (a stored message, or a model's)."""
+
+    @property
+    def role(self) -> Role: ...
+
+    @property
+    def content(self) -> str: ...
+
+
+def earlier_questions(message: str, window: Sequence[Said]) -> list[str]:
+    """The user's questions before this message in the window, oldest first."""
+    asked = [m.content.strip() for m in window if m.role is Role.USER and m.content.strip()]
+    if asked and asked[-1] == message.strip():  # the window read after the claim holds the message itself
+        asked.pop()
+    return asked
+
+
+class FollowUps:
+    """Makes a chat message a search query of its own; built once, with the turn's model strategy."""
+
+    def __init__(self, strategy: ModelStrategy | None = None) -> None:
+        self.strategy = (
+            strategy if strategy is not None and strategy.metadata.provider != "extractive" else None
+        )
+
+    async def query(self, message: str, window: Sequence[Said]) -> str:
+        """What to search for this message; the message itself on a conversation's first turn."""
+        earlier = earlier_questions(message, window)
+        if not earlier:
+            return message
+        words = standalone(message, previous_question(earlier))
+        if self.strategy is None:
+            return words
+        return await self._condensed(message, window) or words
+
+    async def _condensed(self, message: str, window: Sequence[Said]) -> str | None:
+        assert self.strategy is not None  # only called with a model
+        exchanges = [m for m in window if m.role in (Role.USER, Role.ASSISTANT) and m.content.strip()]
+        if exchanges and exchanges[-1].role is Role.USER and exchanges[-1].content.strip() == message.strip():
+            exchanges.pop()
+        lines = [
+            f"{m.role.value}: {' '.join(CITATION.sub('', m.content).split())[:EXCERPT_CHARS]}"
+            for m in exchanges[-2 * EXCHANGES :]
+        ]
+        conversation = "\n".join(lines)
+        messages = [
+            Message(role=Role.SYSTEM, content=PROMPT),
+            Message(role=Role.USER, content=f"{conversation}\n\nLast message: {message[:EXCERPT_CHARS]}"),
+        ]
+        ctx = se.IterationContext(
+            conversation_id="follow-up",
+            iteration=1,
+            max_iterations=1,
+            streaming_mode=se.StreamingMode.FINAL_ONLY,
+            allow_tools=False,
+            max_tokens=CONDENSE_MAX_TOKENS,
+        )
+        text = ""
+        try:
+            async with asyncio.timeout(CONDENSE_SECONDS):
+                async with aclosing(self.strategy.run_iteration(messages, [], ctx)) as events:
+                    async for event in events:
+                        if isinstance(event, se.FinalResponse):
+                            text = event.content
+        except Exception as exc:
+            logger.warning("follow-up not condensed by the model", extra={"error_type": type(exc).__name__})
+            return None
+        query = " ".join(text.split()).strip("\"'“”")[:MAX_QUERY_CHARS]
+        return query or None

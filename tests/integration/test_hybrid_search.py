@@ -1,0 +1,175 @@
+"""Hybrid search on a real Chroma server: BM25 over the collection's documents (Chroma's `$regex` document
+filter as the term index) fused with the nearest neighbours, the three RETRIEVAL_MODEs, the rerankers (an
+HTTP rerank API on loopback), and a follow-up searched with its conversation."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import pytest
+
+from rag_orchestrator.config import load_settings
+from rag_orchestrator.domain.messages import Message, Role
+from rag_orchestrator.errors import EmbedderUnavailable
+from rag_orchestrator.retrieval.rerankers import HttpReranker, Reranker
+from rag_orchestrator.retrieval.search import Mode, Retriever, SearchQuery
+from rag_orchestrator.retrieval.vector_store import VectorStore
+from rag_orchestrator.text.hashing import HashingEmbedder
+from rag_orchestrator.tools.rag_search import RagSearchTool
+from tests.fakes.fake_reranker import FakeReranker
+from tests.integration.knowledge import ingest, knowledge
+
+pytestmark = pytest.mark.integration
+
+DOCS = [
+    {
+        "documentId": "cafe",
+        "title": "Harbour Café",
+        "text": "| Dish | Price | Energy |\n|---|---|---|\n| Veggie burger | €11.40 | 910 kcal |\n\n"
+        "On Saturdays the café opens at 08:30, and Saturday brunch is served until noon.",
+        "source": "town",
+    },
+    {
+        "documentId": "pool",
+        "title": "Riverside Pool",
+        "text": "The Riverside Pool opens at 06:30 on weekdays and at 08:00 on Saturdays. An adult swim is €5.50.",
+        "source": "town",
+    },
+    {
+        "documentId": "server",
+        "title": "Operations",
+        "text": "Restart the server after an upgrade. The server listens on port 8000.",
+        "source": "ops",
+    },
+]
+
+
+@pytest.fixture
+def settings(chroma_url: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("CHROMA_COLLECTION", f"hybrid-{uuid.uuid4().hex[:12]}")
+    settings = load_settings()
+    ingest(DOCS, settings)
+    return settings
+
+
+class Unavailable(HashingEmbedder):
+    """The collection's embedder (same vector space), down."""
+
+    def embed(self, text):
+        raise EmbedderUnavailable("Embedding service unreachable")
+
+
+class Forbidden(HashingEmbedder):
+    def embed(self, text):
+        raise AssertionError("a lexical search must not embed")
+
+
+def retriever(settings, mode: Mode = "hybrid", embedder=None, reranker: Reranker | None = None) -> Retriever:
+    embedder = embedder or HashingEmbedder(settings.embedding_dimensions)
+    store = VectorStore(settings, embedder.name)
+    return Retriever(embedder=embedder, knowledge=store, reranker=reranker, mode=mode)
+
+
+async def found(
+    retriever: Retriever, text: str, top_k: int = 3, threshold: float = 0.1, **filters
+) -> list[str]:
+    return [p.document_id for p in await retriever.search(SearchQuery(text, top_k, threshold, **filters))]
+
+
+async def test_words_are_found_whatever_their_case_accents_or_synonym(settings):
+    lexical = retriever(settings, "lexical")
+    assert (await found(lexical, "HARBOUR CAFE"))[0] == "cafe"
+    assert await found(lexical, "How many calories are in it?") == ["cafe"]  # "kcal", "Energy"
+    assert await found(lexical, "When does the riverside pool open?") == ["pool", "cafe"]
+
+
+async def test_a_word_that_only_starts_another_is_not_a_match(settings):
+    assert await found(retriever(settings, "lexical"), "art") == []  # "Restart" holds it, not as a word
+
+
+async def test_the_filters_narrow_the_lexical_ranking_too(settings):
+    lexical = retriever(settings, "lexical")
+    assert await found(lexical, "server port", source="town") == []
+    assert await found(lexical, "server port", source="ops") == ["server"]
+
+
+async def test_hybrid_finds_what_only_the_words_find(settings):
+    question = "How many calories?"
+    assert "cafe" not in await found(retriever(settings, "dense"), question)
+    assert (await found(retriever(settings, "hybrid"), question))[0] == "cafe"
+
+
+async def test_a_lexical_search_never_embeds(settings):
+    assert (
+        await found(retriever(settings, "lexical", embedder=Forbidden(settings.embedding_dimensions)), "kcal")
+    )[0] == "cafe"
+
+
+async def test_a_hybrid_search_outlives_its_embedder_and_a_dense_one_does_not(settings, caplog):
+    down = Unavailable(settings.embedding_dimensions)
+    with caplog.at_level(logging.WARNING):
+        assert (await found(retriever(settings, "hybrid", embedder=down), "veggie burger kcal"))[0] == "cafe"
+    assert "embedder unavailable: searching by words only" in caplog.text
+    with pytest.raises(EmbedderUnavailable):
+        await found(retriever(settings, "dense", embedder=down), "veggie burger kcal")
+
+
+async def test_a_deleted_document_leaves_the_lexical_ranking(settings):
+    knowledge(settings).store.delete_document("cafe")
+    assert await found(retriever(settings, "lexical"), "veggie burger kcal") == []
+
+
+async def test_a_follow_up_is_searched_with_the_question_before_it(settings):
+    tool = RagSearchTool(settings, retriever(settings, "hybrid"))
+    history = [
+        Message(role=Role.USER, content="When does the Riverside Pool open on weekdays?"),
+        Message(role=Role.ASSISTANT, content="At 06:30."),
+        Message(role=Role.USER, content="And on Saturdays?"),
+    ]
+    alone = await tool.search("And on Saturdays?", max_results=1)
+    followed = await tool.search("And on Saturdays?", max_results=1, history=history)
+    assert [p.document_id for p in alone] == ["cafe"]  # "On Saturdays the café opens…"
+    assert [p.document_id for p in followed] == ["pool"]
+
+
+# ---------------------------------------------------------------------------- rerankers
+async def test_an_http_reranker_orders_the_candidates(settings):
+    with FakeReranker() as api:
+        reranker = HttpReranker(api.url, "rerank-v1", api_key=lambda: "sk-rerank")
+        order = await found(retriever(settings, reranker=reranker), "server port 8000 restart", 2, 0.0)
+        await reranker.aclose()
+    assert order[0] == "server" and len(order) == 2
+    headers, body = api.requests[0]
+    assert headers["Authorization"] == "Bearer sk-rerank"
+    assert body["model"] == "rerank-v1" and body["query"] == "server port 8000 restart" and body["top_n"] == 2
+    assert len(body["documents"]) == 3 and all(isinstance(d, str) for d in body["documents"])
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        (500, {"error": "overloaded"}),
+        (200, {"results": [{"index": 9, "relevance_score": 1.0}]}),
+        (200, b"<html>"),
+        0.5,
+    ],
+)
+async def test_a_failing_http_reranker_keeps_the_fused_order(settings, failure, caplog):
+    fused = await found(retriever(settings), "server port 8000 restart", 3, 0.0)
+    with FakeReranker() as api, caplog.at_level(logging.WARNING):
+        api.script = [failure]
+        reranker = HttpReranker(api.url, "rerank-v1", timeout_seconds=0.2)
+        assert (
+            await found(retriever(settings, reranker=reranker), "server port 8000 restart", 3, 0.0) == fused
+        )
+        await reranker.aclose()
+    assert "reranker failed: the fused order is kept" in caplog.text
+
+
+async def test_the_local_reranker_puts_the_passage_that_states_the_price_first(settings):
+    from rag_orchestrator.retrieval.local_reranker import LocalReranker
+
+    question = "How much is an adult swim at the Riverside Pool?"
+    order = await found(retriever(settings, reranker=LocalReranker()), question, top_k=2)
+    assert order[0] == "pool"
