@@ -71,6 +71,8 @@ OWN_MANAGED_POLICIES = {
 ALLOWED_MANAGED_POLICIES = {
     "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
     "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess",
+    # SAM's for a DynamoDB stream event (LifecycleFunction): reading streams and writing logs, no data.
+    "arn:aws:iam::aws:policy/service-role/AWSLambdaDynamoDBExecutionRole",
 }
 
 
@@ -629,7 +631,12 @@ def test_ingest_is_notified_of_new_documents(template, resources):
     "logical_id", ["ArchiveFunction", "IngestFunction", "AttachmentFunction", "LifecycleFunction"]
 )
 def test_async_functions_send_failures_to_an_encrypted_queue(resources, logical_id):
-    config = resources[logical_id]["Properties"]["EventInvokeConfig"]
+    properties = resources[logical_id]["Properties"]
+    if "EventInvokeConfig" in properties:
+        config = properties["EventInvokeConfig"]
+    else:  # a stream's event source: its own retries and failure destination
+        (event,) = properties["Events"].values()
+        config = event["Properties"]
     assert config["MaximumRetryAttempts"] == 2
     on_failure = config["DestinationConfig"]["OnFailure"]
     assert on_failure["Type"] == "SQS"
@@ -871,13 +878,20 @@ def test_snapstart_is_an_option_of_the_functions_whose_hooks_run(template, resou
             assert "SnapStart" not in props, logical_id
 
 
-def test_erasures_run_in_a_function_of_their_own_invoked_asynchronously_by_the_api(template, resources):
+def test_erasures_run_in_a_function_of_their_own_handed_over_on_the_tables_stream(template, resources):
     api = effective_function(template, "ApiFunction")
-    assert api["Environment"]["Variables"]["LIFECYCLE_FUNCTION"] == {"Fn::Sub": "${LifecycleFunction}:live"}
-    (invoke,) = [
-        s for s in function_statements(resources, "ApiFunction") if s.get("Sid") == "StartLifecycleJobs"
-    ]
-    assert as_list(invoke["Action"]) == ["lambda:InvokeFunction"]
+    assert not any("LIFECYCLE" in name for name in api["Environment"]["Variables"])  # no name passes
+    table = template["Resources"]["ConversationsTable"]["Properties"]
+    assert table["StreamSpecification"] == {"StreamViewType": "KEYS_ONLY"}
+    lifecycle = template["Resources"]["LifecycleFunction"]["Properties"]
+    (event,) = lifecycle["Events"].values()
+    assert event["Type"] == "DynamoDB"
+    assert event["Properties"]["Stream"] == {"Fn::GetAtt": ["ConversationsTable", "StreamArn"]}
+    assert event["Properties"]["MaximumRetryAttempts"] >= 1  # a stopped erasure runs again and resumes
+    failure = event["Properties"]["DestinationConfig"]["OnFailure"]
+    assert failure["Destination"] == {"Fn::GetAtt": ["LifecycleFailureQueue", "Arn"]}
+    (pattern,) = [json.loads(f["Pattern"]) for f in event["Properties"]["FilterCriteria"]["Filters"]]
+    assert pattern == {"eventName": ["INSERT"], "dynamodb": {"Keys": {"SK": {"S": [{"prefix": "RUN#"}]}}}}
     assert effective_function(template, "LifecycleFunction")["Timeout"] == 900  # beyond API Gateway's 29 s
 
 

@@ -97,7 +97,6 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(1_048_576, ge=1024)
     cursor_secret: SecretStr | None = None  # signs page cursors; derived from the table name when unset
     audit_actor_secret: SecretStr | None = None  # keys audit records' actorRef; derived when unset
-    lifecycle_function: str | None = None  # erasures and exports run there (async invoke); unset: in-process
 
     chroma_url: str = "http://127.0.0.1:8001"
     chroma_token: SecretStr | None = None

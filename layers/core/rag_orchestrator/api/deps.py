@@ -87,7 +87,7 @@ class Services:
 
     @cached_property
     def lifecycle(self) -> Lifecycle:
-        """Erasures (lifecycle/): started here, run by LIFECYCLE_FUNCTION or a thread of this process."""
+        """Erasures and exports (lifecycle/): started here, run by LifecycleFunction or a thread of this process."""
         from rag_orchestrator.lifecycle.runner import create_lifecycle
 
         return create_lifecycle(self.settings, self.aws)

@@ -1,35 +1,64 @@
 """Running a lifecycle job away from the request (docs/privacy.md): API Gateway gives a request 29 s.
 
-In AWS the API function invokes LifecycleFunction asynchronously (LIFECYCLE_FUNCTION; Lambda retries a
-failed run twice); without it (`make dev`, tests) a thread of this process runs the same handler code.
+In AWS a job is handed over through the conversations table: a `RUN#` item under the job's partition,
+whose insert reaches LifecycleFunction on the table's stream (an event source filtered to those
+inserts). The API function needs no name of the other function, and the stream retries a failed run,
+which resumes where it stopped. Without Lambda (`make dev`, tests) a thread of this process runs the
+same handler code.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
-from rag_orchestrator.errors import StorageUnavailable
+from rag_orchestrator.conversations import items as it
+from rag_orchestrator.conversations.keys import iso
+from rag_orchestrator.conversations.table import Table
+from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.observability import logger
 
 Job = Callable[[dict[str, Any]], object]  # run_lifecycle_event with its settings
+RUN_PREFIX = "RUN#"  # SK of a hand-over item; the stream's filter matches its insert
+KINDS = {"erasure": ("ERASURE#", "erasureId"), "export": ("EXPORT#", "exportId")}
+RUN_ITEM_LIFE = timedelta(days=1)  # a hand-over is read once, on its insert
 
 
-class LambdaDispatcher:
-    def __init__(self, client: Any, function_name: str) -> None:
-        self._client = client
-        self._function = function_name
+class StreamDispatcher:
+    """Hands a job to LifecycleFunction by inserting a RUN# item the table's stream delivers."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
 
     def dispatch(self, event: dict[str, Any]) -> None:
-        try:
-            self._client.invoke(
-                FunctionName=self._function, InvocationType="Event", Payload=json.dumps(event).encode()
-            )
-        except Exception as exc:
-            logger.error("lifecycle invoke failed", extra={"error_type": type(exc).__name__})
-            raise StorageUnavailable("Could not start the job", retryable=True) from None
+        prefix, field = KINDS[event["kind"]]
+        now = utcnow()
+        item = {
+            "PK": prefix + event[field],
+            "SK": f"{RUN_PREFIX}{iso(now)}",
+            "entity": "lifecycleRun",
+            "expiresAt": it.epoch(now + RUN_ITEM_LIFE),
+        }
+        self._table.call("put_item", Item=it.to_attributes(item))  # StorageUnavailable: a 503
+
+
+def events_of(stream_event: dict[str, Any]) -> list[dict[str, Any]]:
+    """The lifecycle events a DynamoDB stream batch carries: one per inserted RUN# item."""
+    events = []
+    for record in stream_event.get("Records") or ():
+        keys = (record.get("dynamodb") or {}).get("Keys") or {}
+        pk, sk = (keys.get("PK") or {}).get("S", ""), (keys.get("SK") or {}).get("S", "")
+        if record.get("eventName") != "INSERT" or not sk.startswith(RUN_PREFIX):
+            continue
+        for kind, (prefix, field) in KINDS.items():
+            if pk.startswith(prefix) and len(pk) > len(prefix):
+                events.append({"kind": kind, field: pk[len(prefix) :]})
+                break
+        else:  # a failed batch would hold the stream's shard for its retries: skipped, and said
+            logger.warning("lifecycle hand-over of no known job skipped", extra={"partition": pk[:16]})
+    return events
 
 
 class ThreadDispatcher:

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from rag_orchestrator.aws import AwsClients
-from rag_orchestrator.config import Settings
+from rag_orchestrator.config import Settings, in_lambda
 from rag_orchestrator.conversations.audit_archive import TrailKeeper
 from rag_orchestrator.conversations.cursors import actor_key
 from rag_orchestrator.conversations.s3_objects import ObjectStore
@@ -94,18 +94,18 @@ def run_lifecycle_event(settings: Settings, aws: AwsClients, event: dict[str, An
 
 
 def create_lifecycle(settings: Settings, aws: AwsClients) -> Lifecycle:
-    """The routes' side: jobs on the table, run by LIFECYCLE_FUNCTION or a thread of this process."""
-    from rag_orchestrator.lifecycle.dispatch import LambdaDispatcher, ThreadDispatcher
+    """The routes' side: jobs on the table, handed to LifecycleFunction through the table's stream
+    inside Lambda (a thread would freeze with the response), to a thread of this process elsewhere."""
+    from rag_orchestrator.lifecycle.dispatch import StreamDispatcher, ThreadDispatcher
     from rag_orchestrator.lifecycle.service import Dispatcher
 
+    table = _table(settings, aws)
     dispatcher: Dispatcher
-    if settings.lifecycle_function:
-        dispatcher = LambdaDispatcher(aws.client("lambda"), settings.lifecycle_function)
+    if in_lambda():
+        dispatcher = StreamDispatcher(table)
     else:
         dispatcher = ThreadDispatcher(lambda event: run_lifecycle_event(settings, aws, event))
-    return Lifecycle(
-        ErasureJobs(_table(settings, aws)), exports(settings, aws), dispatcher, actor_key(settings)
-    )
+    return Lifecycle(ErasureJobs(table), exports(settings, aws), dispatcher, actor_key(settings))
 
 
 def create_shares(settings: Settings, aws: AwsClients) -> Shares | None:
