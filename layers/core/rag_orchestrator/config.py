@@ -191,6 +191,7 @@ class Settings(BaseSettings):
 
     archive_after_days: int = Field(30, ge=0)
     deleted_retention_days: int = Field(30, ge=0)
+    conversation_retention_days: int | None = Field(None, ge=1)  # idle longer: deleted (unset: kept)
     audit_retention_days: int = Field(365, ge=1)  # audit records outlive their deleted conversation
 
     port: int = Field(8000, ge=1, le=65535)
