@@ -90,6 +90,8 @@ def build(chat: TestClient, fake_llm, tables: dict, aws_clients, caller: str) ->
     newest = chat.get(f"{BASE}/{live}/messages", headers=headers).json()["items"][-1]["messageId"]
     rated = chat.put(f"{BASE}/{live}/messages/{newest}/feedback", json={"rating": "up"}, headers=headers)
     assert rated.status_code == 200, rated.text
+    shared = chat.post(f"{BASE}/{live}/shares", headers=headers)
+    assert shared.status_code == 201, shared.text
     deleted, _ = conversation(chat, fake_llm, caller, "deleted")
     assert chat.delete(f"{BASE}/{deleted}", headers=headers).status_code == 204
 
@@ -118,7 +120,13 @@ def build(chat: TestClient, fake_llm, tables: dict, aws_clients, caller: str) ->
             )
         ]
     )
-    return {"archived": archived, "purged": purged, "live": live, "deleted": deleted}
+    return {
+        "archived": archived,
+        "purged": purged,
+        "live": live,
+        "deleted": deleted,
+        "share": shared.json()["shareId"],
+    }
 
 
 def readable(value: object) -> str:
@@ -185,6 +193,10 @@ def assert_erased(chat: TestClient, tables: dict, caller: str, made: dict[str, s
         assert all("callerId" not in r and len(r["actorRef"]) == 64 for r in trail["records"])
     listed = chat.get(BASE, headers={"X-Caller-Id": caller}).json()["items"]
     assert listed == []
+    assert chat.get(f"/api/v1/shared/{made['share']}").status_code == 404  # the share went too
+    dynamodb = boto3.client("dynamodb", endpoint_url=tables["endpoint"])
+    key = {"PK": {"S": f"SHARE#{made['share']}"}, "SK": {"S": "META"}}
+    assert "Item" not in dynamodb.get_item(TableName=tables["CONVERSATIONS_TABLE"], Key=key)
 
 
 def test_an_erasure_leaves_nothing_of_the_caller_but_pseudonymous_audit_records(
