@@ -46,3 +46,12 @@ def test_per_thousand_prices_each_part_as_docs_cost_md_redoes_it():
 
 def test_the_memory_is_the_templates():
     assert chat_stream_memory() == 512
+
+
+def test_a_size_without_a_cgroup_has_its_times_divided_by_lambdas_share():
+    from bench.cpu_share import Quota
+
+    unlimited = Quota(512, None)
+    assert unlimited.share == pytest.approx(512 / 1769)
+    assert not unlimited.emulated
+    assert unlimited.scaled(0.29) == pytest.approx(0.29 * 1769 / 512)
