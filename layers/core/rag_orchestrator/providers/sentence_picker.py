@@ -44,6 +44,9 @@ MIN_SCORE = 0.2
 NEIGHBOUR_RATIO = 0.8  # the next sentence joins the quote when it scores this share of the best
 FOLLOWER_RATIO = 0.3  # a next sentence that refers back ("This means…") joins from this share
 SECOND_QUOTE_RATIO = 0.9
+# What a sentence holding the person or place asked, not the words asking it, must cover: between the tune
+# set's unanswerables (0.31 at most) and its answers given in other words (0.40 and up).
+OTHER_WORDS_COVERAGE = 0.35
 
 _LINK = re.compile(r"!\[[^\]]*\]\([^)]*\)|\[([^\]]+)\]\(([^)\s]+)[^)]*\)|`([^`<]+?)\s*<([^>]+)>`__?")
 
@@ -211,6 +214,14 @@ def pick(
 def _nothing_answers(question: Question, ranked: list[Score], unknown_focus: bool) -> bool:
     best = ranked[0]
     if best.value < MIN_SCORE or best.coverage < (FOCUS_COVERAGE if unknown_focus else MIN_COVERAGE):
+        return True
+    # A sentence sharing the question's names but not what it asks of them ("the pool's sauna") does not
+    # answer, unless it holds the person or place asked for and matches the rest of the question well: the
+    # fact said in other words ("in charge" -> "the centre manager"). A price, a time or a number is no such
+    # sign: nearly every passage about a place holds some ("€5.50" is not the price of its parking).
+    checkable = bool(question.kinds) and question.kinds[0] in CHECKABLE
+    other_words = best.answers and not checkable and best.coverage >= OTHER_WORDS_COVERAGE
+    if not best.on_topic and not other_words:
         return True
     if unknown_focus and question.yes_no:
         return True  # "Does it have a gift shop?": what no passage mentions cannot be confirmed
