@@ -12,11 +12,11 @@ import pytest
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.errors import EmbedderUnavailable
-from rag_orchestrator.retrieval.rerankers import HttpReranker, Reranker
-from rag_orchestrator.retrieval.search import Mode, Retriever, SearchQuery
 from rag_orchestrator.retrieval.ingestion import ingest_documents
 from rag_orchestrator.retrieval.knowledge_base import KnowledgeBase
 from rag_orchestrator.retrieval.lexical import LexicalIndex, query_terms
+from rag_orchestrator.retrieval.rerankers import HttpReranker, Reranker
+from rag_orchestrator.retrieval.search import Mode, Retriever, SearchQuery
 from rag_orchestrator.retrieval.vector_store import VectorStore
 from rag_orchestrator.text.hashing import HashingEmbedder
 from rag_orchestrator.tools.rag_search import RagSearchTool

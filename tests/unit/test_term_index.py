@@ -9,7 +9,7 @@ from eval.questions import corpus_documents, question_sets
 from rag_orchestrator.retrieval.chroma_http import QueryRow
 from rag_orchestrator.retrieval.chunking import chunk_document
 from rag_orchestrator.retrieval.filters import UnsupportedFilter, matches, supported
-from rag_orchestrator.retrieval.lexical import B, K1, QueryTerms, idf, query_terms, rank
+from rag_orchestrator.retrieval.lexical import K1, B, QueryTerms, idf, query_terms, rank
 from rag_orchestrator.retrieval.term_index import TermIndex
 from rag_orchestrator.retrieval.vector_store import build_where
 from rag_orchestrator.text.terms import terms
