@@ -69,15 +69,39 @@ class Passage:
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
+    """A sentence of a retrieved passage (`passage_reading.Sentence`) where it was found."""
+
     passage: Passage
     rank: int  # of its passage among the retrieved ones
-    position: int  # among its passage's segments
-    segment: Segment
-    body: str  # the sentence (the command it introduces, a table row written out)
-    context: str | None  # quoted with it: its list's lead-in, or the name its paragraph describes
-    words: frozenset[str]
-    around: frozenset[str]  # what it is read with: its document's title, heading, paragraph's first sentence
-    heading: frozenset[str] = frozenset()  # the terms of its section's heading alone
+    sentence: Sentence
+
+    @property
+    def position(self) -> int:
+        return self.sentence.position
+
+    @property
+    def segment(self) -> Segment:
+        return self.sentence.segment
+
+    @property
+    def body(self) -> str:
+        return self.sentence.body
+
+    @property
+    def context(self) -> str | None:
+        return self.sentence.context
+
+    @property
+    def words(self) -> frozenset[str]:
+        return self.sentence.words
+
+    @property
+    def around(self) -> frozenset[str]:
+        return self.sentence.around
+
+    @property
+    def heading(self) -> frozenset[str]:
+        return self.sentence.heading
 
     @property
     def text(self) -> str:
@@ -106,9 +130,7 @@ def passage_candidates(
             if s.example and quotes_question(s.example, question):
                 continue  # "Try it: curl -d '{"message": "<the question>"}'" shows how to ask, not the answer
             quoted.add(s.key)
-        found.append(
-            Candidate(passage, rank, s.position, s.segment, s.body, s.context, s.words, s.around, s.heading)
-        )
+        found.append(Candidate(passage, rank, s))
     return found
 
 
