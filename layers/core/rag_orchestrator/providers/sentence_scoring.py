@@ -144,7 +144,7 @@ class Score:
     answers: bool | None  # holds the kind of fact asked for (None: no kind asked)
     elsewhere: bool = False  # about another day, or another name, than the question's
     focused: bool = True  # it (or what it is read with) says what the question is about
-    on_topic: bool = True  # it (or its heading) says something the question asks, beyond whom it names
+    on_topic: bool = True  # it (or what it is read with) says something the question asks, beyond names
 
 
 def term_weights(question: Question, pool: Sequence[Scorable]) -> dict[str, float]:
@@ -216,7 +216,7 @@ def score(question: Question, pool: Sequence[Scorable], embed: EmbedBatch | None
                 answers,
                 elsewhere=other_day or other_name,
                 focused=focus <= c.words | c.around,
-                on_topic=not asked or bool(asked & (c.words | c.heading)),
+                on_topic=not asked or bool(asked & (c.words | c.around)),
             )
         )
     return scores
