@@ -86,7 +86,7 @@ class InProcessTurns:
             record.add(outcome.stored(), tokens=tokens, tool_calls=outcome.tool_calls, gone=len(by))
             if outcome.audit is not None:
                 # A JSON document: its round trip is the deep copy that isolates it, at C speed.
-                sealed = seal(json.loads(json.dumps(outcome.audit)), record.audit_head)
+                sealed = seal(json.loads(json.dumps(outcome.audit)), record.audit_head, shelf.actor_key)
                 record.audits.append(sealed)
                 record.audit_head = sealed["hash"]
             if outcome.decided is not None:
