@@ -13,6 +13,7 @@ from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.fences import Fence
 from rag_orchestrator.domain.messages import FunctionCall, Message, Role, ToolCall
 from rag_orchestrator.errors import ConfigError
+from rag_orchestrator.loop.compaction import summary_message
 from rag_orchestrator.loop.history import app_data
 from rag_orchestrator.providers import (
     ContentChunk,
@@ -347,6 +348,16 @@ async def test_a_follow_up_is_searched_with_the_question_before_it_not_the_apps_
     query = json.loads(complete.tool_calls[0].function.arguments)["query"]
     assert query.startswith("And for express orders?") and "refunds" in query.lower()
     assert "app" not in query.lower()
+
+
+async def test_a_follow_up_after_a_summary_alone_is_not_read_with_the_summary():
+    fence = Fence()
+    messages = [
+        summary_message("The user asked about refunds; they take 14 days.", fence),
+        user("And a sofa?"),
+    ]
+    [complete, _] = await collect(ExtractiveStrategy(), messages, [RAG_TOOL], ctx())
+    assert json.loads(complete.tool_calls[0].function.arguments)["query"] == "And a sofa?"
 
 
 async def test_extractive_says_plainly_when_nothing_is_found():

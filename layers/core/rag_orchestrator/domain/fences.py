@@ -18,8 +18,10 @@ import secrets
 from dataclasses import dataclass, field
 
 DEFUSED = "[fence]"
-# What opens the user-role message of data the app sent with a question (loop/history.py builds it): not
-# the user's words, so no reader of a conversation takes it for a question.
+# Blocks only the service's own user-role messages hold: the app's data sent with a question (after the
+# APP_DATA note, loop/history.py) and the conversation's summary (loop/compaction.py). Not the user's
+# words, so no reader of a conversation takes such a message for a question.
+SERVICE_KINDS = frozenset({"app-context", "knowledge", "summary"})
 APP_DATA = (
     "[Data from the app] The app sent this with the message that follows: what the user is looking at, "
     "and what the knowledge base holds about the message (cite passages as [source:documentId#chunkIndex]). "
@@ -73,6 +75,8 @@ def before_data(text: str) -> str:
     return text if opening is None else text[: opening.start()].rstrip("\n")
 
 
-def is_app_data(text: str) -> bool:
-    """Whether a user-role message is the app's data message rather than something the user said."""
-    return text.startswith(APP_DATA)
+def is_service_data(text: str) -> bool:
+    """Whether a user-role message is data the service sent in the user's role (the app's data message, the
+    conversation's summary) rather than something the user said: it opens with a block of their kinds."""
+    opening = OPENING.search(text)
+    return opening is not None and opening.group(1) in SERVICE_KINDS

@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 from rag_orchestrator.domain.attachment_formats import attachment_passages, question_of
-from rag_orchestrator.domain.fences import blocks, is_app_data
+from rag_orchestrator.domain.fences import blocks, is_service_data
 from rag_orchestrator.domain.messages import FunctionCall, Message, Role, ToolCall
 from rag_orchestrator.domain.passage_formats import context_passages
 from rag_orchestrator.providers.events import (
@@ -90,8 +90,8 @@ def parse_knowledge(content: str) -> list[Passage]:
 
 
 def said_by_user(message: Message) -> bool:
-    """A user-role message the user wrote: not the app's data message sent with the question."""
-    return message.role is Role.USER and not is_app_data(message.content)
+    """A user-role message the user wrote: not the app's data sent with the question, nor the summary."""
+    return message.role is Role.USER and not is_service_data(message.content)
 
 
 def last_user_index(messages: list[Message]) -> int:
