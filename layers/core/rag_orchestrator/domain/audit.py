@@ -47,6 +47,15 @@ def seal(entry: Mapping[str, Any], prev_hash: str) -> dict[str, Any]:
     return record | {"hash": record_hash(record)}
 
 
+def sealed_copy(entry: Mapping[str, Any], prev_hash: str) -> dict[str, Any]:
+    """`seal(entry, prev_hash)` as a copy sharing nothing with `entry`, its fields in canonical order:
+    the canonical JSON that is hashed is the one read back, one encoding for both."""
+    text = canonical({**entry, "prevHash": prev_hash})
+    record: dict[str, Any] = json.loads(text)
+    record["hash"] = hashlib.sha256(text).hexdigest()
+    return record
+
+
 @dataclass(frozen=True, slots=True)
 class AuditTrail:
     """A page of a conversation's records, oldest first. `chain_valid`: every record from the first
