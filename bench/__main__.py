@@ -11,7 +11,7 @@ import sys
 import time
 import traceback
 
-from bench.report import ROOT, Section, machine, table, versions, write
+from bench.report import ROOT, Section, detail, machine, table, versions, write
 
 sys.path.insert(0, str(ROOT / "layers" / "core"))
 if str(ROOT) not in sys.path:
@@ -43,6 +43,7 @@ BENCHMARKS = {
     "size": "bench.size",
     "embedders": "bench.embedders",
     "retrieval": "bench.retrieval",
+    "bill": "bench.bill",
 }
 
 
@@ -80,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
             for key, value in section.details.items():
                 if key.startswith("versions") and isinstance(value, dict):
                     print(f"{key}: " + ", ".join(f"{k} {v}" for k, v in value.items()))
+                if key.startswith("table:"):  # a section's own summary, printed whole
+                    print(f"\n{key[6:].strip()}:\n{detail(value)}")
             if (stack := stack_started()) is not None:
                 moto_peak = stack.moto_peak_mib()
                 print(f"moto server: peak RSS so far {moto_peak:.0f} MiB")

@@ -1,7 +1,8 @@
 """Tools from an MCP server (docs/mcp.md): what listing them and calling one costs.
 
-The demo MCP server of `make dev` (devserver/demo_mcp.py: the SDK's MCPServer, stateless, answering
-with SSE streams) in a uvicorn process of its own on loopback; the service's MCP client in this
+The suite's order service (tests/fakes/fake_mcp.py: the SDK's MCPServer, stateless, answering with SSE
+streams; it asks for no caller assertion, which `make dev`'s demo server verifies against the dev
+server's key set) in a uvicorn process of its own on loopback; the service's MCP client in this
 process, as a turn uses it:
 
 1. Loading the SDK, once per process: a fresh interpreter importing tools/mcp_client.py, which is what
@@ -9,7 +10,7 @@ process, as a turn uses it:
 2. A listing, warm: discovering the protocol and listing the tools (McpClient.list_tools), and what a
    turn waits for once per MCP_TOOLS_TTL_SECONDS — the listing checked, embedded (hashing embedder)
    and published (McpTools.refresh with the TTL expired).
-3. One call (demo__get_order_status), warm: as the registry runs it (arguments checked, headers,
+3. One call (orders__lookup_order), warm: as the registry runs it (arguments checked, headers,
    the exchange, the result), with the protocol the listing learned (one request), and, for a server of
    the 2025 revisions, with the initialize handshake.
 """
@@ -24,6 +25,7 @@ import socket
 import subprocess
 import sys
 import time
+from typing import Any
 
 from bench.report import Section
 
@@ -32,14 +34,22 @@ IMPORT = (
     "import time, rag_orchestrator.tools.mcp_endpoint, httpx, starlette.responses, anyio;"
     "t = time.perf_counter(); import rag_orchestrator.tools.mcp_client; print(time.perf_counter() - t)"
 )
-CALL = {"orderId": "A-1001", "accountId": "acct-1001"}
+CALL = {"orderId": "A-1001"}
 
 
-def _serve(port: int) -> subprocess.Popen[bytes]:
+def orders_app() -> Any:
+    """The order service as an ASGI app (uvicorn's factory; lifespan on: the SDK's session manager runs)."""
+    from tests.fakes.fake_mcp import orders_server
+
+    return orders_server().streamable_http_app(stateless_http=True)
+
+
+def serve(port: int) -> subprocess.Popen[bytes]:
+    """The order service in a uvicorn process of its own on `port`, once it accepts connections."""
     from devserver.stack import ROOT
 
-    argv = [sys.executable, "-m", "uvicorn", "--factory", "devserver.demo_mcp:DemoMcpApp"]
-    argv += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", "--lifespan", "off"]
+    argv = [sys.executable, "-m", "uvicorn", "--factory", "bench.mcp:orders_app"]
+    argv += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers" / "core"), str(ROOT)])}
     server = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -48,7 +58,7 @@ def _serve(port: int) -> subprocess.Popen[bytes]:
             return server
         time.sleep(0.1)
     server.kill()
-    raise RuntimeError("the demo MCP server did not start")
+    raise RuntimeError("the MCP server did not start")
 
 
 def _import_seconds(runs: int) -> list[float]:
@@ -75,7 +85,7 @@ async def _measure(url: str, rounds: int) -> dict[str, list[float]]:
     from rag_orchestrator.tools.toolbox import build_toolbox
     from tests.fakes.scripted import MemorySearchTool
 
-    servers = json.dumps([{"name": "demo", "url": url, "identity": "none"}])
+    servers = json.dumps([{"name": "orders", "url": url, "identity": "none"}])
     settings = load_settings(conversation_storage="memory", mcp_servers=servers)
     toolbox = build_toolbox(settings, rag_search=MemorySearchTool([]), embedder=HashingEmbedder(), cache=None)
     assert toolbox.mcp is not None
@@ -83,7 +93,7 @@ async def _measure(url: str, rounds: int) -> dict[str, list[float]]:
     endpoint = mcp.endpoints[0]
     ctx = ToolContext(conversation_id="bench", caller_id="bench", roles=("user",))
     call = ToolCall.model_validate(
-        {"id": "c", "function": {"name": "demo__get_order_status", "arguments": json.dumps(CALL)}}
+        {"id": "c", "function": {"name": "orders__lookup_order", "arguments": json.dumps(CALL)}}
     )
     headers, _ = await endpoint.headers()
     client = McpClient(max_response_bytes=settings.tool_response_max_bytes)
@@ -99,7 +109,7 @@ async def _measure(url: str, rounds: int) -> dict[str, list[float]]:
         result = await registry.execute(call, ctx)
         called = time.perf_counter()
         assert result.success, result.error
-        await client.call_tool(Connection(url, headers, 10, LEGACY), "get_order_status", CALL)
+        await client.call_tool(Connection(url, headers, 10, LEGACY), "lookup_order", CALL)
         legacy = time.perf_counter()
         if n >= 3:  # warm-up
             figures["list"].append((listed - started) * 1000)
@@ -116,13 +126,13 @@ def run(quick: bool = False) -> Section:
     rounds = 20 if quick else 100
     section.add("SDK import, once per process (fresh interpreter)", "s", _import_seconds(3 if quick else 7))
     port = free_port()
-    server = _serve(port)
+    server = serve(port)
     try:
-        figures = asyncio.run(_measure(f"http://127.0.0.1:{port}/", rounds))
+        figures = asyncio.run(_measure(f"http://127.0.0.1:{port}/mcp", rounds))
     finally:
         server.terminate()
         server.wait(10)
-    section.add("listing, warm: discover + tools/list (3 tools)", "ms", figures["list"])
+    section.add("listing, warm: discover + tools/list (9 tools)", "ms", figures["list"])
     section.add(
         "listing as a turn pays it once per TTL: + checks, embedding, publishing", "ms", figures["refresh"]
     )

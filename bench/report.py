@@ -152,13 +152,14 @@ def write(sections: list[Section], options: dict[str, Any]) -> tuple[Path, Path]
     ]
     for section in sections:
         for key, value in section.details.items():
-            md += [f"### {section.bench}: {key}", "", _detail(value), ""]
+            md += [f"### {section.bench}: {key}", "", detail(value), ""]
     md_path = RESULTS / "latest.md"
     md_path.write_text("\n".join(md))
     return json_path, md_path
 
 
-def _detail(value: Any) -> str:
+def detail(value: Any) -> str:
+    """A detail as markdown: a list of records as a table, a dict as a list, anything else as text."""
     if isinstance(value, list) and value and isinstance(value[0], dict):
         keys = list(value[0])
         rows = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
