@@ -32,7 +32,7 @@ fmt: setup
 	@$(VENV)/bin/ruff format .
 
 invoke: setup  ## make invoke FN=archive EVENT=events/schedule.json
-	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<api|chat_stream|archive|ingest|attachments> EVENT=<file>"; exit 2; }
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<api|chat_stream|archive|ingest|attachments|lifecycle> EVENT=<file>"; exit 2; }
 	@$(PY) -m devserver.invoke $(FN) $(EVENT)
 
 bench: setup  ## benchmarks (see bench/README.md)

@@ -36,6 +36,7 @@ BENCHMARKS = {
     "history": "bench.history",
     "concurrency": "bench.concurrency",
     "archival": "bench.archival",
+    "erasure": "bench.erasure",
     "answers": "bench.answers",
     "mcp": "bench.mcp",
     "attachments": "bench.attachments",

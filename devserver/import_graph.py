@@ -33,6 +33,7 @@ LAYERS: list[set[str]] = [
     {"config", "tracing", "otel_tracing"},
     {"providers", "conversations", "stream_log", "retrieval"},
     {"attachments"},
+    {"lifecycle"},
     {"tools"},
     {"loop"},
     {"api", "cli"},

@@ -17,7 +17,7 @@ from devserver import dev_env
 from devserver.event_setup import prepare
 from devserver.stack import ROOT, apply_local_defaults
 
-FUNCTIONS = ("api", "chat_stream", "archive", "ingest", "attachments")
+FUNCTIONS = ("api", "chat_stream", "archive", "ingest", "attachments", "lifecycle")
 
 
 @dataclass

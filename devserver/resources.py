@@ -25,17 +25,24 @@ def table_definition(template_path=ROOT / "template.yaml") -> dict[str, Any]:
         ]
     ttl = props.get("TimeToLiveSpecification")
     definition["_ttl_attribute"] = ttl["AttributeName"] if ttl and ttl.get("Enabled") else None
+    definition["_stream_view_type"] = (props.get("StreamSpecification") or {}).get("StreamViewType")
     return definition
 
 
-def create_resources(table: str, buckets: list[str], session: Any | None = None) -> None:
-    """Create the table (with its TTL) and the buckets unless they exist already."""
+def create_resources(
+    table: str, buckets: list[str], session: Any | None = None, *, stream: bool = False
+) -> None:
+    """Create the table (with its TTL) and the buckets unless they exist already. `stream`: with the
+    template's stream too (a test of the lifecycle hand-over; moto keeps every record, so not by default)."""
     import boto3
 
     session = session or boto3.session.Session()
     dynamodb = session.client("dynamodb")
     definition = table_definition()
     ttl_attribute = definition.pop("_ttl_attribute")
+    stream_spec = definition.pop("_stream_view_type")
+    if stream and stream_spec:
+        definition["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": stream_spec}
     if table not in dynamodb.list_tables()["TableNames"]:
         dynamodb.create_table(TableName=table, **definition)
         dynamodb.get_waiter("table_exists").wait(TableName=table)

@@ -37,7 +37,7 @@ def mocked_aws(table: str, bucket: str, *, versioned: bool = False) -> Iterator[
 def provision(dynamodb: Any, s3: Any, table: str, bucket: str, *, versioned: bool = False) -> None:
     """The table (template.yaml's definition) and the bucket, through these clients; Scan refused."""
     definition = table_definition()
-    definition.pop("_ttl_attribute")
+    definition.pop("_ttl_attribute"), definition.pop("_stream_view_type")
     dynamodb.create_table(TableName=table, **definition)
     s3.create_bucket(Bucket=bucket)
     if versioned:

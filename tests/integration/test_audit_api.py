@@ -34,7 +34,7 @@ def sha(text: str) -> str:
 
 
 def canonical_hash(record: dict) -> str:
-    fields = {k: v for k, v in record.items() if k != "hash"}
+    fields = {k: v for k, v in record.items() if k not in ("hash", "callerId")}  # the plain id is outside
     return sha(json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
 
 
@@ -121,7 +121,8 @@ def test_a_turn_with_two_tool_calls_is_one_record_with_the_right_hashes(chat, fa
         "length": len(answer["content"].encode()),
     }
     assert record["reasoning"]["sha256"] == sha(f"{REASONING} first\n\n{REASONING} second")
-    assert record["actor"] == {"callerId": "alice", "roles": ["user"]}
+    assert record["actor"] == {"roles": ["user"]} and record["callerId"] == "alice"
+    assert len(record["actorRef"]) == 64 and "alice" not in record["actorRef"]  # an HMAC, in the hash
     assert (record["clientRequestId"], record["model"], record["iterations"]) == ("req-42", "qwen-plus", 2)
     assert record["requestId"] == sent.headers["x-request-id"] != "req-42"  # ours, never the client's
     assert (record["outcome"], record["finishReason"]) == ("completed", "stop")

@@ -69,7 +69,10 @@ def test_a_long_conversation_is_summarised_and_the_next_turn_sends_the_summary_f
     assert len(fake_llm.requests) == 4  # back within the budget: no summary call
     sent = fake_llm.requests[-1]["messages"]
     assert sent[0]["role"] == "system" and "SUMMARY-ONE" not in sent[0]["content"]
-    assert sent[1]["role"] == "system" and sent[1]["content"].startswith("Summary of the earlier part")
+    assert sent[1]["role"] == "user" and sent[1]["content"].startswith("Summary of the earlier part")
+    assert all(
+        "SUMMARY-ONE" not in m["content"] for m in sent if m["role"] == "system"
+    )  # data, never the system's
     assert "SUMMARY-ONE" in sent[1]["content"] and "never instructions" in sent[1]["content"]
     later = [m["content"] for m in sent[2:]]
     assert later == [question(2), reply(2), "Even abroad?"]  # only the window after the summary

@@ -257,3 +257,24 @@ def test_guests_spend_their_own_daily_tokens_and_all_guests_theirs(own_tables, f
     refused = assert_error(chat(third), 429)
     assert refused["message"].startswith("Guests have used today's tokens")
     assert int(chat(third).headers["retry-after"]) >= 1
+
+
+def test_a_guest_erases_exports_and_shares_only_its_own(chroma_url, guests, fake_llm):
+    guest, other = bearer(guest_token(guests)), bearer(guest_token(guests))
+    mine = guests.post("/api/v1/chat/conversations", json={}, headers=guest).json()["conversationId"]
+    theirs = guests.post("/api/v1/chat/conversations", json={}, headers=other).json()["conversationId"]
+
+    assert_error(guests.delete("/api/v1/admin/callers/alice", headers=guest), 403)  # nobody else
+    assert_error(guests.post(f"/api/v1/chat/conversations/{theirs}/shares", headers=guest), 404)
+    shared = guests.post(f"/api/v1/chat/conversations/{mine}/shares", headers=guest)
+    assert shared.status_code == 201, shared.text
+    exported = guests.post("/api/v1/me/exports", headers=guest)
+    assert exported.status_code == 202, exported.text
+    assert_error(guests.get(f"/api/v1/me/exports/{exported.json()['exportId']}", headers=other), 404)
+
+    erased = guests.delete("/api/v1/me", headers=guest)  # itself
+    assert erased.status_code == 202, erased.text
+    guests.app.state.services.lifecycle.dispatcher.wait()
+    assert_error(guests.get(f"/api/v1/chat/conversations/{mine}", headers=guest), 404)
+    assert guests.get(f"/api/v1/shared/{shared.json()['shareId']}").status_code == 404
+    assert guests.get(f"/api/v1/chat/conversations/{theirs}", headers=other).status_code == 200

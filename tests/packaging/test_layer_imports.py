@@ -45,6 +45,7 @@ FUNCTIONS = {
     "ChatStreamFunction": ("app", "app", ["uvicorn"]),
     "ArchiveFunction": ("app", "handler", []),
     "IngestFunction": ("app", "handler", []),
+    "LifecycleFunction": ("app", "handler", []),
     # The engines a deployed function may be configured with (rapidocr and pocketsphinx are dev-only).
     "AttachmentFunction": (
         "app",

@@ -30,6 +30,7 @@ FUNCTIONS = {
     "ArchiveFunction": ("functions/archive/", "app.handler"),
     "IngestFunction": ("functions/ingest/", "app.handler"),
     "AttachmentFunction": ("functions/attachments/", "app.handler"),
+    "LifecycleFunction": ("functions/lifecycle/", "app.handler"),
 }
 SHARED_ENV = {
     "CONVERSATIONS_TABLE",
@@ -70,6 +71,8 @@ OWN_MANAGED_POLICIES = {
 ALLOWED_MANAGED_POLICIES = {
     "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
     "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess",
+    # SAM's for a DynamoDB stream event (LifecycleFunction): reading streams and writing logs, no data.
+    "arn:aws:iam::aws:policy/service-role/AWSLambdaDynamoDBExecutionRole",
 }
 
 
@@ -624,9 +627,16 @@ def test_ingest_is_notified_of_new_documents(template, resources):
     assert effective_function(template, "IngestFunction")["Timeout"] == 300
 
 
-@pytest.mark.parametrize("logical_id", ["ArchiveFunction", "IngestFunction", "AttachmentFunction"])
+@pytest.mark.parametrize(
+    "logical_id", ["ArchiveFunction", "IngestFunction", "AttachmentFunction", "LifecycleFunction"]
+)
 def test_async_functions_send_failures_to_an_encrypted_queue(resources, logical_id):
-    config = resources[logical_id]["Properties"]["EventInvokeConfig"]
+    properties = resources[logical_id]["Properties"]
+    if "EventInvokeConfig" in properties:
+        config = properties["EventInvokeConfig"]
+    else:  # a stream's event source: its own retries and failure destination
+        (event,) = properties["Events"].values()
+        config = event["Properties"]
     assert config["MaximumRetryAttempts"] == 2
     on_failure = config["DestinationConfig"]["OnFailure"]
     assert on_failure["Type"] == "SQS"
@@ -705,6 +715,7 @@ READS = {
     "ApiFunction": {*SECRET_PARAMETERS.values(), *TURNS},
     "ChatStreamFunction": {*SECRET_PARAMETERS.values(), *TURNS},
     "ArchiveFunction": {"ChromaTokenParameter"},
+    "LifecycleFunction": {"ChromaTokenParameter"},
     "IngestFunction": {"ChromaTokenParameter", "EmbeddingApiKeyParameter"},
     "AttachmentFunction": {
         "ChromaTokenParameter",
@@ -855,7 +866,7 @@ def test_sample_events_are_realistic():
 def test_snapstart_is_an_option_of_the_functions_whose_hooks_run(template, resources):
     parameter = template["Parameters"]["SnapStart"]
     assert parameter["Default"] == "None" and parameter["AllowedValues"] == ["None", "PublishedVersions"]
-    with_snapstart = {"ApiFunction", "ArchiveFunction", "IngestFunction"}
+    with_snapstart = {"ApiFunction", "ArchiveFunction", "IngestFunction", "LifecycleFunction"}
     for logical_id in FUNCTIONS:
         props = effective_function(template, logical_id)
         if logical_id in with_snapstart:
@@ -865,6 +876,23 @@ def test_snapstart_is_an_option_of_the_functions_whose_hooks_run(template, resou
             assert "snapstart.register(" in code, logical_id
         else:
             assert "SnapStart" not in props, logical_id
+
+
+def test_erasures_run_in_a_function_of_their_own_handed_over_on_the_tables_stream(template, resources):
+    api = effective_function(template, "ApiFunction")
+    assert not any("LIFECYCLE" in name for name in api["Environment"]["Variables"])  # no name passes
+    table = template["Resources"]["ConversationsTable"]["Properties"]
+    assert table["StreamSpecification"] == {"StreamViewType": "KEYS_ONLY"}
+    lifecycle = template["Resources"]["LifecycleFunction"]["Properties"]
+    (event,) = lifecycle["Events"].values()
+    assert event["Type"] == "DynamoDB"
+    assert event["Properties"]["Stream"] == {"Fn::GetAtt": ["ConversationsTable", "StreamArn"]}
+    assert event["Properties"]["MaximumRetryAttempts"] >= 1  # a stopped erasure runs again and resumes
+    failure = event["Properties"]["DestinationConfig"]["OnFailure"]
+    assert failure["Destination"] == {"Fn::GetAtt": ["LifecycleFailureQueue", "Arn"]}
+    (pattern,) = [json.loads(f["Pattern"]) for f in event["Properties"]["FilterCriteria"]["Filters"]]
+    assert pattern == {"eventName": ["INSERT"], "dynamodb": {"Keys": {"SK": {"S": [{"prefix": "RUN#"}]}}}}
+    assert effective_function(template, "LifecycleFunction")["Timeout"] == 900  # beyond API Gateway's 29 s
 
 
 def test_retrieval_parameters_offer_the_modes_and_rerankers(template):

@@ -34,6 +34,7 @@ SHORT_NAMES = {
     "archive": "ArchiveFunction",
     "ingest": "IngestFunction",
     "attachments": "AttachmentFunction",
+    "lifecycle": "LifecycleFunction",
 }
 SECRETS = [
     "DeepSeekApiKeyParameter",

@@ -143,7 +143,8 @@ def test_archive_then_read_back_every_message_in_order(aws, store):
     assert report.bytes_written > 400_000 and not report.stopped_early and report.left == 0
     stored = meta(aws, cid)
     assert stored["status"] == "ARCHIVED" and stored["s3Key"] == transcript_key(ALICE, cid)
-    assert "archivedAt" in stored and "GSI3PK" not in stored and "GSI3SK" not in stored
+    assert "archivedAt" in stored and stored["GSI3PK"] == it.archive_shard(cid, it.IDLE_PREFIX)
+    assert stored["GSI3SK"] == stored["lastMessageAt"]  # where retention finds it, by its last message
     assert [k for k in partition(aws, cid) if k.startswith(it.MSG_PREFIX)] == []
     assert sorted(k for k in partition(aws, cid)) == ["CMID#client-0", "CMID#client-1", "META"]
     assert aws[1].list_objects_v2(Bucket=BUCKET, Prefix=f"contents/{cid}/").get("KeyCount") == 0
@@ -248,7 +249,7 @@ def test_a_crash_between_steps_is_finished_by_the_next_run(aws, store, step):
     assert (again.failures, again.messages_moved) == (0, len(sent))
     assert (again.archived, again.cleaned_up) == ((1, 0) if step == "written" else (0, 1))
     state = meta(aws, cid)
-    assert state["status"] == "ARCHIVED" and "GSI3PK" not in state
+    assert state["status"] == "ARCHIVED" and state["GSI3PK"] == it.archive_shard(cid, it.IDLE_PREFIX)
     assert [k for k in partition(aws, cid) if k.startswith(it.MSG_PREFIX)] == []
     assert transcript(aws, cid) == sent
     assert everything(store, cid) == sent
@@ -413,6 +414,7 @@ def test_run_archival_uses_the_configured_clients_and_emits_metrics(aws, store, 
         "BytesWritten",
         "ArchiveFailures",
         "ConversationsPurged",
+        "ConversationsRetired",
         "AuditTrailsExpired",
         "ArchiveDurationMs",
     }

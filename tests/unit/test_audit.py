@@ -36,7 +36,7 @@ def sha(text: str) -> str:
 
 def canonical_hash(record: dict) -> str:
     """The record's hash, computed here from the definition in docs/audit.md."""
-    fields = {k: v for k, v in record.items() if k != "hash"}
+    fields = {k: v for k, v in record.items() if k not in ("hash", "callerId")}  # the plain id is outside
     return sha(json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
 
 
@@ -90,7 +90,8 @@ async def test_a_turn_with_two_tool_calls_writes_one_record_with_the_right_hashe
     assert record["reasoning"]["sha256"] == sha("I should search twice\n\nfound it")
     assert (record["outcome"], record["finishReason"], record["error"]) == ("completed", "stop", None)
     assert (record["iterations"], record["tokens"], record["model"]) == (2, 20, "scripted-model")
-    assert record["actor"] == {"callerId": "alice", "roles": ["user"]}
+    assert record["actor"] == {"roles": ["user"]} and record["callerId"] == "alice"
+    assert len(record["actorRef"]) == 64 and "alice" not in record["actorRef"]  # an HMAC, in the hash
     assert (record["requestId"], record["conversationId"]) == ("req-1", cid)
     assert record["prevHash"] == GENESIS
     assert record["hash"] == canonical_hash(record) == record_hash(record)
@@ -139,7 +140,7 @@ async def test_failed_and_interrupted_turns_are_audited_too(store_and_cid):
 def test_the_chain_notices_an_altered_a_removed_and_a_reordered_record():
     records, head = [], GENESIS
     for n in range(4):
-        records.append(seal({"recordId": f"{n:026d}", "userMessage": digest(f"q{n}")}, head))
+        records.append(seal({"recordId": f"{n:026d}", "userMessage": digest(f"q{n}")}, head, b"key"))
         head = records[-1]["hash"]
     assert check_chain(records) == check_chain(records, GENESIS)
     assert check_chain(records).valid and check_chain(records).last_hash == head
@@ -156,9 +157,10 @@ def test_the_chain_notices_an_altered_a_removed_and_a_reordered_record():
 
 
 def test_a_sealed_copy_is_the_sealed_record_and_shares_nothing_with_the_entry():
-    entry = {"recordId": "r1", "actor": {"callerId": "ünï", "roles": ["user"]}, "toolCalls": [{"a": 1.5}]}
-    copied = sealed_copy(entry, GENESIS)
-    assert copied == seal(entry, GENESIS) and check_chain([copied]).valid
+    entry = {"recordId": "r1", "callerId": "ünï", "actor": {"roles": ["user"]}, "toolCalls": [{"a": 1.5}]}
+    copied = sealed_copy(entry, GENESIS, b"key")
+    assert copied == seal(entry, GENESIS, b"key") and check_chain([copied]).valid
+    assert copied["callerId"] == "ünï" and copied["actorRef"]
     entry["actor"]["roles"].append("admin")
     entry["toolCalls"][0]["a"] = 2
     assert copied["actor"]["roles"] == ["user"] and copied["toolCalls"] == [{"a": 1.5}]

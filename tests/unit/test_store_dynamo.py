@@ -129,10 +129,10 @@ async def test_a_conversation_sits_in_the_indexes_its_state_calls_for(aws, store
     assert 0 <= int(item["GSI3PK"]["S"].removeprefix("ARCHIVE#")) < 16
 
     archive(cid)
-    assert "GSI3PK" not in meta_item(aws, cid)
+    assert meta_item(aws, cid)["GSI3PK"]["S"].startswith("IDLE#")  # archived: where retention finds it
     await store.soft_delete(cid, ALICE)
     deleted = meta_item(aws, cid)
-    assert "GSI1PK" not in deleted
+    assert deleted["GSI1PK"]["S"] == f"GONE#{ALICE}"  # out of the listing; where an erasure finds it
     assert deleted["GSI3PK"]["S"].startswith("PURGE#")  # found by the archival job's purge
     assert deleted["status"]["S"] == "DELETED"
     assert int(deleted["expiresAt"]["N"]) > 0

@@ -96,6 +96,7 @@ class Settings(BaseSettings):
     aws_endpoint_url: str | None = None
     max_request_bytes: int = Field(1_048_576, ge=1024)
     cursor_secret: SecretStr | None = None  # signs page cursors; derived from the table name when unset
+    audit_actor_secret: SecretStr | None = None  # keys audit records' actorRef; derived when unset
 
     chroma_url: str = "http://127.0.0.1:8001"
     chroma_token: SecretStr | None = None
@@ -190,6 +191,7 @@ class Settings(BaseSettings):
 
     archive_after_days: int = Field(30, ge=0)
     deleted_retention_days: int = Field(30, ge=0)
+    conversation_retention_days: int | None = Field(None, ge=1)  # idle longer: deleted (unset: kept)
     audit_retention_days: int = Field(365, ge=1)  # audit records outlive their deleted conversation
 
     port: int = Field(8000, ge=1, le=65535)

@@ -48,6 +48,8 @@ ROUTERS: dict[str, str] = {
     "documents": "rag_orchestrator.api.documents:router",
     "memory": "rag_orchestrator.api.memory:router",
     "mcp": "rag_orchestrator.api.mcp:router",
+    "lifecycle": "rag_orchestrator.api.lifecycle:router",
+    "shares": "rag_orchestrator.api.shares:router",
 }
 
 API_ROUTERS = (
@@ -68,6 +70,8 @@ API_ROUTERS = (
     "usage",
     "memory",
     "mcp",
+    "lifecycle",
+    "shares",
 )
 STREAM_ROUTERS = (
     "health",

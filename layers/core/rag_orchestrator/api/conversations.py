@@ -17,7 +17,7 @@ from typing import Literal
 from fastapi import APIRouter, Depends, Query, Response
 
 from rag_orchestrator.api.auth import FOR_ANOTHER_CALLER, check_claimed, get_owner
-from rag_orchestrator.api.deps import get_memory, get_store
+from rag_orchestrator.api.deps import get_memory, get_shares_or_none, get_store
 from rag_orchestrator.api.path_ids import conversation_id
 from rag_orchestrator.conversations.cursors import MAX_CURSOR_CHARS
 from rag_orchestrator.conversations.listing import Listing
@@ -36,6 +36,7 @@ from rag_orchestrator.domain.conversations import (
     new_conversation,
 )
 from rag_orchestrator.errors import BadRequest
+from rag_orchestrator.lifecycle.sharing import Shares
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.fragments import FragmentIndex
 
@@ -173,8 +174,11 @@ async def delete_conversation(
     caller: Caller = Depends(get_owner),
     store: ConversationStore = Depends(get_store),
     memory: FragmentIndex | None = Depends(get_memory),
+    shares: Shares | None = Depends(get_shares_or_none),
 ) -> Response:
     await store.soft_delete(conversation_id, caller.caller_id)
+    if shares is not None:  # a share of a deleted conversation reads as 404 already; this removes them
+        await asyncio.to_thread(shares.revoke_all, conversation_id)
     if memory is not None:
         await _forget(memory, conversation_id)
     return Response(status_code=204)

@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # imported where built: a function that never runs a turn nev
     from rag_orchestrator.conversations.dynamo import DynamoConversationStore
     from rag_orchestrator.conversations.in_process import InProcessStore
     from rag_orchestrator.conversations.window_counters import WindowCounter
+    from rag_orchestrator.lifecycle.service import Lifecycle
+    from rag_orchestrator.lifecycle.sharing import Shares
     from rag_orchestrator.loop.configuration import LoopConfig, StreamConfig
     from rag_orchestrator.loop.control import RunningTurns
     from rag_orchestrator.loop.orchestrator import Orchestrator
@@ -82,6 +84,20 @@ class Services:
         from rag_orchestrator.conversations.factory import create_store
 
         return create_store(self.settings, self.aws, self.tracer)
+
+    @cached_property
+    def lifecycle(self) -> Lifecycle:
+        """Erasures and exports (lifecycle/): started here, run by LifecycleFunction or a thread of this process."""
+        from rag_orchestrator.lifecycle.runner import create_lifecycle
+
+        return create_lifecycle(self.settings, self.aws)
+
+    @cached_property
+    def shares(self) -> Shares | None:
+        """Read-only snapshots of conversations (lifecycle/sharing.py); None with in-process storage."""
+        from rag_orchestrator.lifecycle.runner import create_shares
+
+        return create_shares(self.settings, self.aws)
 
     @cached_property
     def attachments(self) -> Attachments:
@@ -317,6 +333,10 @@ def get_strategy(request: Request) -> ModelStrategy:
 
 def get_orchestrator(request: Request) -> Orchestrator:
     return services(request).orchestrator
+
+
+def get_shares_or_none(request: Request) -> Shares | None:
+    return services(request).shares
 
 
 def get_memory(request: Request) -> FragmentIndex | None:

@@ -16,6 +16,11 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 _MESSAGE_ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 
 
+def is_uuid(value: str) -> bool:
+    """A lower-case UUID, as the service makes every id but messages' (erasures, exports, shares)."""
+    return _UUID.fullmatch(value) is not None
+
+
 def checked_id(value: str) -> str:
     """A well-formed conversation id, else the same 404 as for an unknown one."""
     if not _UUID.fullmatch(value.lower()):

@@ -3,7 +3,8 @@
 Candidates come from the sparse, sharded ByArchive index, never a Scan. Its partitions, per shard:
 CLEANUP# (archived, message items not yet all removed: an earlier run stopped), PURGE# (DELETED, by
 deletedAt), EXPIRE# (guests' conversations, by lastMessageAt), RETAIN# (purged conversations' audit
-trails, by the end of their retention) and ARCHIVE# (ACTIVE, by lastMessageAt), read in that order:
+trails, by the end of their retention), with CONVERSATION_RETENTION_DAYS set IDLE# (ARCHIVED) and
+ARCHIVE# (ACTIVE) by lastMessageAt for retention.py, and ARCHIVE# for archival, read in that order:
 work left half done first, then retention, then archival. The steps per conversation are in
 archive_steps.py.
 
@@ -33,6 +34,7 @@ from rag_orchestrator.conversations.archive_steps import (
     Result,
 )
 from rag_orchestrator.conversations.keys import iso
+from rag_orchestrator.conversations.retention import Retirer
 from rag_orchestrator.conversations.table import Table
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.observability import logger, metrics
@@ -48,6 +50,7 @@ class ArchivalReport:
     cleaned_up: int = 0  # archived by an earlier run that stopped before removing the message items
     purged: int = 0  # deleted conversations past their retention, and guests' past their reach
     trails_expired: int = 0  # audit trails of purged conversations past AUDIT_RETENTION_DAYS
+    retired: int = 0  # idle past CONVERSATION_RETENTION_DAYS: deleted, purged later
     skipped: int = 0  # changed while being archived, a turn running, or no longer due
     failures: int = 0
     messages_moved: int = 0
@@ -69,6 +72,8 @@ class ArchivalReport:
                 self.purged += 1
             case Outcome.EXPIRED:
                 self.trails_expired += 1
+            case Outcome.RETIRED:
+                self.retired += 1
             case Outcome.SKIPPED:
                 self.skipped += 1
         if result.outcome not in (Outcome.PURGED, Outcome.EXPIRED):
@@ -101,6 +106,7 @@ class ArchivalJob:
         retention: timedelta,
         forget: Forget,
         guest_ttl: timedelta = timedelta(hours=24),
+        idle_retention: timedelta | None = None,
         audit_retention: timedelta = AUDIT_RETENTION,
         checkpoint: Checkpoint | None = None,
         workers: int = WORKERS,
@@ -120,6 +126,8 @@ class ArchivalJob:
         self._archive_after = archive_after
         self._retention = retention
         self._guest_ttl = guest_ttl
+        self._idle_retention = idle_retention
+        self._retirer = Retirer(table, forget, retention)
         self._workers = workers
         self._margin_ms = margin_ms
 
@@ -156,11 +164,19 @@ class ArchivalJob:
         its last message, since no guest token lives longer."""
         archive_before, purge_before = iso(now - self._archive_after), iso(now - self._retention)
         guest_before, retained_before = iso(now - self._guest_ttl), iso(now)
+        retire = []
+        if self._idle_retention is not None:  # before archival: what is past both goes, not to S3
+            idle_before = iso(now - self._idle_retention)
+            retire = [
+                Phase(it.IDLE_PREFIX, idle_before, self._retirer.retire, idle_before),
+                Phase(it.ARCHIVE_PREFIX, idle_before, self._retirer.retire, idle_before),
+            ]
         return [
             Phase(it.CLEANUP_PREFIX, None, self._archiver.archive, archive_before),
             Phase(it.PURGE_PREFIX, purge_before, self._archiver.purge, purge_before),
             Phase(it.EXPIRE_PREFIX, guest_before, self._archiver.purge, guest_before),
             Phase(it.RETAIN_PREFIX, retained_before, self._archiver.expire, retained_before),
+            *retire,
             Phase(it.ARCHIVE_PREFIX, archive_before, self._archiver.archive, archive_before),
         ]
 
@@ -221,8 +237,9 @@ def run_archival(
     workers: int = WORKERS,
     margin_ms: int = SAFETY_MARGIN_MS,
 ) -> ArchivalReport:
-    """Archive what has been idle ARCHIVE_AFTER_DAYS, purge what was deleted DELETED_RETENTION_DAYS ago
-    and guests' conversations out of reach, remove audit trails kept AUDIT_RETENTION_DAYS."""
+    """Archive what has been idle ARCHIVE_AFTER_DAYS, delete what has been idle
+    CONVERSATION_RETENTION_DAYS, purge what was deleted DELETED_RETENTION_DAYS ago and guests'
+    conversations out of reach, remove audit trails kept AUDIT_RETENTION_DAYS."""
     if settings.conversation_storage != "dynamodb":
         logger.info("archival skipped: CONVERSATION_STORAGE is not dynamodb")
         return ArchivalReport()
@@ -235,6 +252,11 @@ def run_archival(
         archive_after=timedelta(days=settings.archive_after_days),
         retention=timedelta(days=settings.deleted_retention_days),
         guest_ttl=timedelta(hours=settings.guest_ttl_hours),
+        idle_retention=(
+            timedelta(days=settings.conversation_retention_days)
+            if settings.conversation_retention_days
+            else None
+        ),
         audit_retention=timedelta(days=settings.audit_retention_days),
         # Also with MEMORY_ENABLED=false: fragments indexed before it was turned off go too.
         forget=fragment_eraser(settings),
@@ -256,6 +278,7 @@ def emit(report: ArchivalReport) -> None:
         ("BytesWritten", "Bytes", report.bytes_written),
         ("ArchiveFailures", "Count", report.failures),
         ("ConversationsPurged", "Count", report.purged),
+        ("ConversationsRetired", "Count", report.retired),
         ("AuditTrailsExpired", "Count", report.trails_expired),
         ("ArchiveDurationMs", "Milliseconds", report.duration_ms),
     ):

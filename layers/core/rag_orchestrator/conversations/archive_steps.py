@@ -10,7 +10,8 @@ Archive (an ACTIVE conversation idle past the cutoff, or an ARCHIVED one in the 
      s3Key (and auditS3Key), archivedAt and re-keys the ByArchive entry from ARCHIVE#<shard> to
      CLEANUP#<shard>;
   4. delete the message and audit items read in 1, then the messages' offloaded contents;
-  5. remove the CLEANUP# entry (conditional: a conversation continued meanwhile is in ARCHIVE# again).
+  5. re-key the CLEANUP# entry to IDLE#<shard>, still by lastMessageAt, where retention finds it
+     (conditional: a conversation continued meanwhile is in ARCHIVE# again).
 
 A crash before 3 leaves the conversation ACTIVE and an object nothing points at, which the next run
 overwrites; after 3, the CLEANUP# entry leads the next run back to 4 (writing nothing: the transcript
@@ -61,6 +62,7 @@ class Outcome(StrEnum):
     CLEANED = "cleaned"  # message items removed after an earlier run stopped past step 3
     PURGED = "purged"
     EXPIRED = "expired"  # a purged conversation's audit trail, past its retention, removed
+    RETIRED = "retired"  # idle past CONVERSATION_RETENTION_DAYS: deleted, to be purged like any other
     SKIPPED = "skipped"  # changed since read, a turn running, not due (any more), or gone
 
 
@@ -229,10 +231,13 @@ class ConversationArchiver:
             self._table.call(
                 "update_item",
                 Key=meta_key(conversation_id),
-                UpdateExpression="REMOVE GSI3PK, GSI3SK",
+                UpdateExpression="SET GSI3PK = :idle",
                 ConditionExpression="GSI3PK = :cleanup",
                 ExpressionAttributeValues=it.to_attributes(
-                    {":cleanup": it.archive_shard(conversation_id, it.CLEANUP_PREFIX)}
+                    {
+                        ":cleanup": it.archive_shard(conversation_id, it.CLEANUP_PREFIX),
+                        ":idle": it.archive_shard(conversation_id, it.IDLE_PREFIX),
+                    }
                 ),
             )
         except ConditionFailed:

@@ -53,22 +53,32 @@ class TrailKeeper:
         return key, self._objects.put_verified(key, trail_jsonl(merged))
 
     def retain(self, conversation_id: str, meta: dict[str, Any], stored: list[dict[str, Any]]) -> None:
-        """Keep the trail past the purge of META (idempotent: a purge run again writes the same)."""
+        """Keep the trail past the purge of META (idempotent: a purge run again writes the same); in the
+        caller's TRAIL# partition of ByCaller while `meta` names the caller (an erasure's does not)."""
         if not stored and not meta.get("auditS3Key"):
             return
         deleted = meta.get("deletedAt") or iso(utcnow())  # a guest's conversation expires undeleted
         until = datetime.fromisoformat(deleted.replace("Z", "+00:00")) + self._retention
         ttl = it.epoch(until + it.TTL_GRACE)
-        head = {field: meta[field] for field in HEAD_FIELDS if meta.get(field)} | {
-            "PK": it.pk(conversation_id),
-            "SK": AUDIT_HEAD,
-            "entity": "auditHead",
-            "conversationId": conversation_id,
-            "deletedAt": deleted,
-            "GSI3PK": it.archive_shard(conversation_id, it.RETAIN_PREFIX),
-            "GSI3SK": iso(until),
-            "expiresAt": ttl,
-        }
+        caller = (
+            {"GSI1PK": it.TRAIL_PREFIX + meta["callerId"], "GSI1SK": conversation_id}
+            if meta.get("callerId")
+            else {}
+        )
+        head = (
+            caller
+            | {field: meta[field] for field in HEAD_FIELDS if meta.get(field)}
+            | {
+                "PK": it.pk(conversation_id),
+                "SK": AUDIT_HEAD,
+                "entity": "auditHead",
+                "conversationId": conversation_id,
+                "deletedAt": deleted,
+                "GSI3PK": it.archive_shard(conversation_id, it.RETAIN_PREFIX),
+                "GSI3SK": iso(until),
+                "expiresAt": ttl,
+            }
+        )
         self._table.call("put_item", Item=it.to_attributes(head))
         self._table.batch_put([it.to_attributes(v | {"expiresAt": ttl}) for v in stored])
 

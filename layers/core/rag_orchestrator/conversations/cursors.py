@@ -41,6 +41,18 @@ def cursor_key(settings: Settings) -> bytes:
     return hashlib.sha256(material.encode()).digest()
 
 
+def actor_key(settings: Settings) -> bytes:
+    """AUDIT_ACTOR_SECRET when set; else derived from CURSOR_SECRET, else from the table name
+    (docs/privacy.md): a deployment with a cursor secret pseudonymises under a key no one can guess."""
+    if secret := settings.secret("audit_actor_secret"):
+        material = secret
+    elif cursor := settings.secret("cursor_secret"):
+        material = f"rag-orchestrator/actor/{cursor}"
+    else:
+        material = f"rag-orchestrator/actor/{settings.conversations_table or 'memory'}"
+    return hashlib.sha256(material.encode()).digest()
+
+
 class CursorCodec:
     def __init__(self, key: bytes) -> None:
         self._key = key

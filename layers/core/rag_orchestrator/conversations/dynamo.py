@@ -24,7 +24,7 @@ from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.approvals import ApprovalWrites
 from rag_orchestrator.conversations.contents import ContentOffloader
-from rag_orchestrator.conversations.cursors import CursorCodec, cursor_key
+from rag_orchestrator.conversations.cursors import CursorCodec, actor_key, cursor_key
 from rag_orchestrator.conversations.dynamo_audit import AuditReads
 from rag_orchestrator.conversations.dynamo_conversations import DynamoConversations
 from rag_orchestrator.conversations.dynamo_listing import list_page
@@ -60,6 +60,7 @@ class DynamoConversationStore:
         dynamodb: Any,
         s3: Any,
         cursor_secret: bytes,
+        actor_key: bytes = b"",
         deleted_retention_days: int = 30,
         guest_ttl_hours: int = 24,
         tracer: Tracer = NO_TRACER,
@@ -71,7 +72,7 @@ class DynamoConversationStore:
         self._conversations = DynamoConversations(shared, items, timedelta(days=deleted_retention_days))
         self._messages = DynamoMessages(shared, items, S3Transcripts(s3, bucket), self._cursors)
         self._titles = TitleWrites(shared)
-        self._turns = TurnWrites(shared, items)
+        self._turns = TurnWrites(shared, items, actor_key or cursor_secret)
         self._revisions = RevisionWrites(shared, items, self._turns)
         self._approvals = ApprovalWrites(shared)
         self._usage = UsageReads(shared)
@@ -89,6 +90,7 @@ class DynamoConversationStore:
             dynamodb=aws.client("dynamodb"),
             s3=aws.lazy("s3"),  # for large contents and transcripts: most turns never need it
             cursor_secret=cursor_key(settings),
+            actor_key=actor_key(settings),
             deleted_retention_days=settings.deleted_retention_days,
             guest_ttl_hours=settings.guest_ttl_hours,
             tracer=tracer,

@@ -30,6 +30,43 @@ def read_owned(table: Table, conversation_id: str, caller_id: str) -> Conversati
     return it.conversation_from_item(values)
 
 
+def deletion(
+    conversation_id: str,
+    caller_id: str,
+    retention: timedelta,
+    *,
+    condition: str = "",
+    values: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The update_item arguments that mark the caller's conversation DELETED (not already so, and
+    `condition` with its `values` when given): purged `retention` later, by the archival job."""
+    now = utcnow()
+    bound: dict[str, Any] = {
+        ":deleted": DELETED,
+        ":now": iso(now),
+        ":caller": caller_id,
+        ":gone": it.GONE_PREFIX + caller_id,
+        ":gone_key": f"{iso(now)}#{conversation_id}",
+    }
+    expression = (
+        "SET #status = :deleted, deletedAt = :now, updatedAt = :now, GSI1PK = :gone, GSI1SK = :gone_key"
+    )
+    if not is_guest(caller_id):
+        expression += ", expiresAt = :ttl, GSI3PK = :purge, GSI3SK = :now"
+        bound |= {
+            ":ttl": it.epoch(now + retention + it.TTL_GRACE),
+            ":purge": it.archive_shard(conversation_id, it.PURGE_PREFIX),
+        }
+    return {
+        "Key": meta_key(conversation_id),
+        "UpdateExpression": expression,
+        "ConditionExpression": "callerId = :caller AND #status <> :deleted"
+        + (f" AND {condition}" if condition else ""),
+        "ExpressionAttributeNames": {"#status": "status"},
+        "ExpressionAttributeValues": it.to_attributes(bound | (values or {})),
+    }
+
+
 class DynamoConversations:
     def __init__(self, table: Table, items: MessageItems, retention: timedelta) -> None:
         self._table = table
@@ -60,24 +97,10 @@ class DynamoConversations:
         return read_owned(self._table, conversation_id, caller_id)
 
     def soft_delete(self, conversation_id: str, caller_id: str) -> None:
-        """Into PURGE# for the retention period; a guest's stays in EXPIRE#, with its own TTL."""
-        now = utcnow()
-        values: dict[str, Any] = {":deleted": DELETED, ":now": iso(now), ":caller": caller_id}
-        expression = "SET #status = :deleted, deletedAt = :now, updatedAt = :now"
-        if not is_guest(caller_id):
-            expression += ", expiresAt = :ttl, GSI3PK = :purge, GSI3SK = :now"
-            values |= {
-                ":ttl": it.epoch(now + self._retention + it.TTL_GRACE),
-                ":purge": it.archive_shard(conversation_id, it.PURGE_PREFIX),
-            }
+        """Into PURGE# for the retention period; a guest's stays in EXPIRE#, with its own TTL. Out of
+        the caller's listing, into the caller's GONE# partition (where an erasure finds it)."""
+        update = deletion(conversation_id, caller_id, self._retention)
         try:
-            self._table.call(
-                "update_item",
-                Key=meta_key(conversation_id),
-                UpdateExpression=expression + " REMOVE GSI1PK, GSI1SK",
-                ConditionExpression="callerId = :caller AND #status <> :deleted",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=it.to_attributes(values),
-            )
+            self._table.call("update_item", **update)
         except ConditionFailed:
             raise ConversationNotFound(conversation_id) from None

@@ -52,9 +52,10 @@ CHAIN_ATTEMPTS = 3  # the head moves under a turn only when its lock's lease ran
 
 
 class TurnWrites:
-    def __init__(self, table: Table, items: MessageItems) -> None:
+    def __init__(self, table: Table, items: MessageItems, actor_key: bytes) -> None:
         self._table = table
         self._items = items
+        self._actor_key = actor_key
 
     @holding_guests_day
     def start_turn(
@@ -150,7 +151,7 @@ class TurnWrites:
         extra_actions += [ledger_update(outcome.usage)] if outcome.usage else []
         head = (context.audit_head if context else None) or GENESIS
         for _ in range(CHAIN_ATTEMPTS):
-            record = seal(audit, head) if audit is not None else None
+            record = seal(audit, head, self._actor_key) if audit is not None else None
             update = MetaUpdate(
                 conversation_id,
                 counts=(len(outcome.messages) - len(supersede), tokens, outcome.tool_calls),

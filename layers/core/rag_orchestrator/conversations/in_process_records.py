@@ -7,6 +7,7 @@ fresh copies of what is mutable in them, in and out: the model itself, `metadata
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ class Shelf:
     def __init__(self, cursors: CursorCodec, clock: Callable[[], float]) -> None:
         self.cursors = cursors
         self.clock = clock
+        self.actor_key = os.urandom(32)  # audit actorRefs: this process's own, like everything here
         self.records: dict[str, StoredConversation] = {}
         self.ratings: dict[tuple[str, str], FeedbackEntry] = {}  # (conversationId, messageId)
         self.days: dict[tuple[str, str], list[int]] = {}  # (callerId, day) -> [used, committed]

@@ -84,7 +84,9 @@ class InProcessTurns:
             tokens = outcome.tokens
             record.add(outcome.stored(), tokens=tokens, tool_calls=outcome.tool_calls, gone=len(by))
             if outcome.audit is not None:
-                sealed = sealed_copy(outcome.audit, record.audit_head)  # isolated from the caller's
+                sealed = sealed_copy(
+                    outcome.audit, record.audit_head, shelf.actor_key
+                )  # isolated from the caller's
                 record.audits.append(sealed)
                 record.audit_head = sealed["hash"]
             if outcome.decided is not None:

@@ -38,9 +38,13 @@ ARCHIVE_SHARDS = 16
 # ByArchive partitions: ACTIVE conversations by lastMessageAt, ARCHIVED ones whose message items
 # are still being removed, DELETED ones by deletedAt (see archival.py); guests' conversations by
 # lastMessageAt (never archived: purged once no guest token can reach them); the audit trails of
-# purged conversations by the end of their retention.
+# purged conversations by the end of their retention; ARCHIVED ones by lastMessageAt, where
+# CONVERSATION_RETENTION_DAYS finds them.
 ARCHIVE_PREFIX, CLEANUP_PREFIX, PURGE_PREFIX = "ARCHIVE#", "CLEANUP#", "PURGE#"
-EXPIRE_PREFIX, RETAIN_PREFIX = "EXPIRE#", "RETAIN#"
+EXPIRE_PREFIX, RETAIN_PREFIX, IDLE_PREFIX = "EXPIRE#", "RETAIN#", "IDLE#"
+# ByCaller partitions besides CALLER#<id> (the listing): a caller's DELETED conversations not yet
+# purged, and the audit trails kept of purged ones; what an erasure looks for (docs/privacy.md).
+GONE_PREFIX, TRAIL_PREFIX = "GONE#", "TRAIL#"
 # DynamoDB TTL (`expiresAt`) is a backstop this long after the archival job's own removal is due.
 TTL_GRACE = timedelta(days=7)
 

@@ -40,8 +40,8 @@ class ObjectStore:
             raise StorageUnavailable(f"The stored object {key} does not match what was written")
         return len(body)
 
-    def delete_versions(self, prefix: str, *, exact: bool) -> None:
-        """Every version and delete marker of `prefix` (the key itself when `exact`)."""
+    def delete_versions(self, prefix: str, *, exact: bool) -> int:
+        """Every version and delete marker of `prefix` (the key itself when `exact`); how many there were."""
         found = []
         try:
             for page in self._s3.get_paginator("list_object_versions").paginate(
@@ -53,6 +53,7 @@ class ObjectStore:
         except (ClientError, BotoCoreError) as exc:
             raise StorageUnavailable("Could not list the objects to purge") from exc
         self.delete_objects(found)
+        return len(found)
 
     def delete_objects(self, objects: Iterable[dict[str, str]]) -> None:
         pending = list(objects)

@@ -2,14 +2,17 @@
 
 A record holds who asked, when, and the SHA-256 and length of every text the turn handled — the
 user message, each tool call's arguments and result, the answer, the reasoning trace — never the
-texts themselves. Its `hash` is the SHA-256 of its canonical JSON (every field but `hash`, keys
-sorted, no spaces, UTF-8), `prevHash` included, so a record altered, removed or reordered breaks
-the chain from there on.
+texts themselves. Its `hash` is the SHA-256 of its canonical JSON (every field but `hash` and the
+plain `callerId`, keys sorted, no spaces, UTF-8), `prevHash` included, so a record altered, removed
+or reordered breaks the chain from there on. Who asked is in the hash as `actorRef`, an HMAC of the
+caller id under a service key: erasing a caller removes the plain `callerId` beside it and the
+chain still checks out (docs/privacy.md).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Role
 
 GENESIS = "0" * 64  # the prevHash of a conversation's first record
+UNHASHED = frozenset({"hash", "callerId"})  # the plain caller id is outside the hash: erasure removes it
 Outcome = Literal["completed", "interrupted", "failed"]
 
 
@@ -32,8 +36,8 @@ def digest(text: str) -> dict[str, Any]:
 
 
 def canonical(record: Mapping[str, Any]) -> bytes:
-    """The bytes a record's hash covers: every field except `hash`, as compact sorted JSON."""
-    fields = {key: value for key, value in record.items() if key != "hash"}
+    """The bytes a record's hash covers: every field except `hash` and `callerId`, as compact sorted JSON."""
+    fields = {key: value for key, value in record.items() if key not in UNHASHED}
     return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
@@ -41,19 +45,39 @@ def record_hash(record: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(record)).hexdigest()
 
 
-def seal(entry: Mapping[str, Any], prev_hash: str) -> dict[str, Any]:
-    """The entry as a chained record: `prevHash` set, then its own `hash`."""
-    record = {**entry, "prevHash": prev_hash}
+def actor_ref(key: bytes, caller_id: str) -> str:
+    """The pseudonym of a caller in audit records: HMAC-SHA-256 of the id under the service's key."""
+    return hmac.new(key, caller_id.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def seal(entry: Mapping[str, Any], prev_hash: str, actor_key: bytes) -> dict[str, Any]:
+    """The entry as a chained record: `actorRef` (of its `callerId`) and `prevHash` set, then its own `hash`."""
+    record = _chained(entry, prev_hash, actor_key)
     return record | {"hash": record_hash(record)}
 
 
-def sealed_copy(entry: Mapping[str, Any], prev_hash: str) -> dict[str, Any]:
-    """`seal(entry, prev_hash)` as a copy sharing nothing with `entry`, its fields in canonical order:
-    the canonical JSON that is hashed is the one read back, one encoding for both."""
-    text = canonical({**entry, "prevHash": prev_hash})
-    record: dict[str, Any] = json.loads(text)
-    record["hash"] = hashlib.sha256(text).hexdigest()
+def sealed_copy(entry: Mapping[str, Any], prev_hash: str, actor_key: bytes) -> dict[str, Any]:
+    """`seal(entry, prev_hash, actor_key)` as a copy sharing nothing with `entry`, its hashed fields in
+    canonical order: the canonical JSON that is hashed is the one read back, one encoding for both."""
+    record = _chained(entry, prev_hash, actor_key)
+    text = canonical(record)
+    copied: dict[str, Any] = json.loads(text)
+    if "callerId" in record:  # outside the hash, so outside the text: a string, kept as it is
+        copied["callerId"] = record["callerId"]
+    copied["hash"] = hashlib.sha256(text).hexdigest()
+    return copied
+
+
+def _chained(entry: Mapping[str, Any], prev_hash: str, actor_key: bytes) -> dict[str, Any]:
+    record = {**entry, "prevHash": prev_hash}
+    if entry.get("callerId"):
+        record["actorRef"] = actor_ref(actor_key, str(entry["callerId"]))
     return record
+
+
+def pseudonymous(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The record without its plain caller id (an erasure): its hash still checks out."""
+    return {key: value for key, value in record.items() if key != "callerId"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +150,8 @@ def turn_entry(facts: TurnFacts) -> dict[str, Any]:
         "time": facts.moment.isoformat().replace("+00:00", "Z"),
         "requestId": facts.request_id,
         "clientRequestId": facts.client_request_id,
-        "actor": {"callerId": facts.actor.caller_id, "roles": list(facts.actor.roles)},
+        "callerId": facts.actor.caller_id,
+        "actor": {"roles": list(facts.actor.roles)},
         "outcome": facts.outcome,
         "finishReason": facts.finish_reason,
         "error": facts.error,

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag_orchestrator.domain.conversations import ConversationMessage
+from rag_orchestrator.domain.fences import Fence
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.sanitize import sanitize_for_prompt
 
@@ -73,6 +74,8 @@ def after_summary(messages: Sequence[ConversationMessage], through: str | None) 
     return [m for m in messages if m.message_id > through]
 
 
-def summary_message(summary: str) -> Message:
-    """The summary as the history's first message: enclosed as data, sanitized like other stored text."""
-    return Message(role=Role.SYSTEM, content=SUMMARY_NOTE + sanitize_for_prompt(summary, SUMMARY_MAX_CHARS))
+def summary_message(summary: str, fence: Fence) -> Message:
+    """The summary as the history's first message: a user-role message of data enclosed in the turn's
+    fence, as it is written from messages the user (and tools) wrote, never a system message."""
+    text = sanitize_for_prompt(summary, SUMMARY_MAX_CHARS)
+    return Message(role=Role.USER, content=SUMMARY_NOTE + fence.enclose(text, "summary"))

@@ -135,7 +135,7 @@ class Turn:
             case _:
                 assert_never(opening)
         system = Message(role=Role.SYSTEM, content=toolset.system_prompt)
-        summary = [summary_message(context.summary)] if context.summary else []
+        summary = [summary_message(context.summary, toolset.fence)] if context.summary else []
         state.messages = [system, *summary, *well_formed(state.messages)]
         found = None
         if prelude.found is not None and RAG_SEARCH in toolset.names:

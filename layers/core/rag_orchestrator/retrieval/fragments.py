@@ -247,6 +247,19 @@ class FragmentIndex:
         """Delete every fragment of the conversation: its turns and its attachments' segments."""
         self.store.delete({"conversationId": conversation_id})
 
+    def of_caller(self, caller_id: str) -> list[dict[str, object]]:
+        """Every fragment of the caller, turns' (both kinds) and segments', `{id, text, metadata}` (an export)."""
+        rows = self.store.entries({"callerId": caller_id})
+        return [{"id": row.id, "text": row.document or "", "metadata": row.metadata} for row in rows]
+
+    def erase_caller(self, caller_id: str) -> int:
+        """Delete every fragment of the caller, turns' and segments' (an erasure); how many there were."""
+        where = {"callerId": caller_id}
+        found = self.store.count(where=where)
+        if found:
+            self.store.delete(where)
+        return found
+
 
 def create_fragment_index(settings: Settings, embedder: Embedder) -> FragmentIndex:
     """CHROMA_MEMORY_COLLECTION with the embedder that fills and searches it."""

@@ -176,6 +176,8 @@ class VectorStore:
             where = {"documentId": document_id}
         if where is None:
             return self._call(lambda c: c.count())
+        if self._resolve()[1] is None:  # no collection holds nothing, and counting creates none
+            return 0
         return len(self._call(lambda c: c.get(where=where, include=[]))["ids"])
 
     # ----------------------------------------------------------------- reads (no chromadb)
