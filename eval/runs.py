@@ -21,6 +21,8 @@ class Asker:
 
         self.settings = settings
         self.services = Services(settings)
+        # A warm process searches by its term index; built now, no answer depends on when a build ends.
+        self.services.retriever.lexical.sync()
 
     async def ranked(self, question: str) -> list[str]:
         from rag_orchestrator.retrieval.search import SearchQuery

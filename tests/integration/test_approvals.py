@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from devserver.stack import LOCAL_DEFAULTS
-from rag_orchestrator.loop.history import APP_DATA
+from rag_orchestrator.domain.fences import APP_DATA
 from tests.fakes.fake_llm import FakeLLM
 from tests.fakes.fake_tool_api import FakeToolAPI
 from tests.fakes.llm_script import text_reply, tool_call_reply

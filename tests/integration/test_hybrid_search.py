@@ -1,5 +1,5 @@
-"""Hybrid search on a real Chroma server: BM25 over the collection's documents (Chroma's `$regex` document
-filter as the term index) fused with the nearest neighbours, the three RETRIEVAL_MODEs, the rerankers (an
+"""Hybrid search on a real Chroma server: BM25 over the collection's chunks (a term index in memory, read
+from Chroma; Chroma's `$regex` document filter until it is built) fused with the nearest neighbours, the three RETRIEVAL_MODEs, the rerankers (an
 HTTP rerank API on loopback), and a follow-up searched with its conversation."""
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ import pytest
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.errors import EmbedderUnavailable
+from rag_orchestrator.retrieval.ingestion import ingest_documents
+from rag_orchestrator.retrieval.knowledge_base import KnowledgeBase
+from rag_orchestrator.retrieval.lexical import LexicalIndex, query_terms
 from rag_orchestrator.retrieval.rerankers import HttpReranker, Reranker
 from rag_orchestrator.retrieval.search import Mode, Retriever, SearchQuery
 from rag_orchestrator.retrieval.vector_store import VectorStore
@@ -118,6 +121,47 @@ async def test_a_hybrid_search_outlives_its_embedder_and_a_dense_one_does_not(se
 async def test_a_deleted_document_leaves_the_lexical_ranking(settings):
     knowledge(settings).store.delete_document("cafe")
     assert await found(retriever(settings, "lexical"), "veggie burger kcal") == []
+
+
+async def test_the_term_index_ranks_as_the_scan_of_chroma_did(settings):
+    index = LexicalIndex(VectorStore(settings, None))
+    index.sync()
+    questions = ["HARBOUR CAFE", "How many calories are in it?", "server port", "Saturday opening", "art"]
+    for question in questions:
+        for where in (None, {"source": "town"}):
+            indexed = await index.search(question, 3, where)
+            scanned = await index.scan(query_terms(question), 3, where)
+            assert indexed.passages == scanned.passages, (question, where)
+    assert (await index.search("art", 3)).passages == []
+
+
+async def test_the_term_index_reads_this_process_writes_before_its_next_search(settings):
+    searching = retriever(settings, "lexical")
+    searching.lexical.sync()
+    base = KnowledgeBase(searching.embedder, searching.knowledge, knowledge(settings).registry, 800, 120)
+    doc = {"documentId": "bakery", "title": "Hilltop Bakery", "text": "A sourdough loaf costs €4.90."}
+    ingest_documents([doc], base)
+    assert await found(searching, "sourdough loaf") == ["bakery"]
+    searching.knowledge.delete_document("cafe")
+    assert await found(searching, "veggie burger kcal") == []
+
+
+async def test_the_term_index_reads_other_processes_writes_within_its_refresh(settings):
+    index = LexicalIndex(VectorStore(settings, None), refresh_seconds=3600.0)
+    index.sync()
+    bakery = {"documentId": "bakery", "title": "Hilltop Bakery", "text": "A sourdough loaf costs €4.90."}
+    ingest([bakery], settings)  # another process's store: this index learns of it only by syncing
+    knowledge(settings).store.delete_document("cafe")
+
+    async def ids() -> list[str]:
+        return [p.document_id for p in (await index.search("sourdough loaf burger", 3)).passages]
+
+    assert await ids() == ["cafe"] and index.syncing is None  # fresh enough: no sync
+    index.refresh_seconds = 0.0
+    assert await ids() == ["cafe"]  # a stale index answers, and a sync starts beside the search
+    assert index.syncing is not None
+    index.syncing.join(timeout=30)
+    assert await ids() == ["bakery"]
 
 
 async def test_a_follow_up_is_searched_with_the_question_before_it(settings):

@@ -10,8 +10,11 @@ import sys
 import pytest
 
 from rag_orchestrator.config import load_settings
+from rag_orchestrator.domain.fences import Fence
 from rag_orchestrator.domain.messages import FunctionCall, Message, Role, ToolCall
 from rag_orchestrator.errors import ConfigError
+from rag_orchestrator.loop.compaction import summary_message
+from rag_orchestrator.loop.history import app_data
 from rag_orchestrator.providers import (
     ContentChunk,
     FinalResponse,
@@ -330,6 +333,31 @@ async def test_extractive_quotes_matching_sentences_with_citations():
     assert "".join(e.content for e in events if isinstance(e, ContentChunk)) == final.content
     assert len([e for e in events if isinstance(e, ContentChunk)]) > 5  # word by word
     assert events[-1] == IterationComplete(events[-1].usage)
+
+
+async def test_a_follow_up_is_searched_with_the_question_before_it_not_the_apps_data_message():
+    data = app_data(Fence(), None, None, KB)
+    assert data is not None
+    messages = [
+        user("How long do refunds take?"),
+        assistant("Refunds are issued within 14 days of the return. [source:refund-policy#0]"),
+        data,  # the app's data message comes just before the question it was sent with
+        user("And for express orders?"),
+    ]
+    [complete, _] = await collect(ExtractiveStrategy(), messages, [RAG_TOOL], ctx())
+    query = json.loads(complete.tool_calls[0].function.arguments)["query"]
+    assert query.startswith("And for express orders?") and "refunds" in query.lower()
+    assert "app" not in query.lower()
+
+
+async def test_a_follow_up_after_a_summary_alone_is_not_read_with_the_summary():
+    fence = Fence()
+    messages = [
+        summary_message("The user asked about refunds; they take 14 days.", fence),
+        user("And a sofa?"),
+    ]
+    [complete, _] = await collect(ExtractiveStrategy(), messages, [RAG_TOOL], ctx())
+    assert json.loads(complete.tool_calls[0].function.arguments)["query"] == "And a sofa?"
 
 
 async def test_extractive_says_plainly_when_nothing_is_found():

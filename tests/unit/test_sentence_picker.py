@@ -19,6 +19,7 @@ from rag_orchestrator.providers.sentence_rules import (
 from rag_orchestrator.providers.sentence_scoring import read_question
 from rag_orchestrator.text.hashing import HashingEmbedder
 from rag_orchestrator.text.sentences import Segment, segments
+from rag_orchestrator.text.terms import terms
 
 
 def one(text: str) -> Segment:
@@ -334,4 +335,29 @@ def test_memory_results_quote_what_was_said_with_its_date_and_never_an_earlier_a
     assert "seven" not in compose_answer("When does the vault open?", passages)
     assert compose_answer("What is my vault code?", passages) == (
         "You said on 2026-11-20: My vault code is 8080. [source:conversation:c1#2]"
+    )
+
+
+POOL = Passage(
+    "pool",
+    0,
+    "# Riverside Pool\n\nThe Riverside Pool has six lanes and a learner pool. An adult swim costs €5.50 and a "
+    "child pays €3.20.\n\nThe manager of the Riverside Pool is Priya Nair.",
+    title="Riverside Pool",
+)
+
+
+def test_a_sentence_that_shares_only_the_questions_names_does_not_answer():
+    embed = HashingEmbedder().embed_batch
+    assert compose_answer("How much is parking at the Riverside Pool?", [POOL], embed) == NOTHING_FOUND
+    assert compose_answer("When does the Riverside Pool sauna open?", [POOL], embed) == NOTHING_FOUND
+    assert "€5.50" in compose_answer("How much is an adult swim at the Riverside Pool?", [POOL], embed)
+
+
+def test_the_fact_asked_for_in_other_words_still_answers():
+    # "in charge" is not said, but a person is, with most of the rest of the question
+    answer = compose_answer("Who is in charge of the Riverside Pool?", [POOL], HashingEmbedder().embed_batch)
+    assert answer.startswith("The manager of the Riverside Pool is Priya Nair.")
+    assert read_question("How much is parking at the Riverside Pool?").asked_terms() == frozenset(
+        terms("parking")
     )

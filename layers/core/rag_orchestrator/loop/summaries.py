@@ -17,9 +17,9 @@ from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.loop.compaction import SUMMARY_MAX_CHARS, select
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.request import TurnRequest
-from rag_orchestrator.loop.short_calls import short_reply
 from rag_orchestrator.loop.titles import ANSWERED
 from rag_orchestrator.observability import logger
+from rag_orchestrator.providers.short_calls import short_reply
 from rag_orchestrator.providers.strategies import ModelStrategy
 from rag_orchestrator.sanitize import truncate
 from rag_orchestrator.text.sentences import segments

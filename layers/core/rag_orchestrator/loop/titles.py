@@ -17,8 +17,8 @@ from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.errors import ConversationNotFound
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.request import TurnRequest
-from rag_orchestrator.loop.short_calls import short_reply
 from rag_orchestrator.observability import logger
+from rag_orchestrator.providers.short_calls import short_reply
 from rag_orchestrator.providers.strategies import ModelStrategy
 
 TITLE_MAX_TOKENS = 32

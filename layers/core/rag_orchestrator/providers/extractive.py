@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 from rag_orchestrator.domain.attachment_formats import attachment_passages, question_of
-from rag_orchestrator.domain.fences import blocks
+from rag_orchestrator.domain.fences import blocks, is_service_data
 from rag_orchestrator.domain.messages import FunctionCall, Message, Role, ToolCall
 from rag_orchestrator.domain.passage_formats import context_passages
 from rag_orchestrator.providers.events import (
@@ -89,8 +89,13 @@ def parse_knowledge(content: str) -> list[Passage]:
     return blocks or parse_results(content)
 
 
+def said_by_user(message: Message) -> bool:
+    """A user-role message the user wrote: not the app's data sent with the question, nor the summary."""
+    return message.role is Role.USER and not is_service_data(message.content)
+
+
 def last_user_index(messages: list[Message]) -> int:
-    return max((i for i, m in enumerate(messages) if m.role is Role.USER), default=-1)
+    return max((i for i, m in enumerate(messages) if said_by_user(m)), default=-1)
 
 
 def rag_results_after(messages: list[Message], start: int) -> list[Message]:
@@ -122,7 +127,7 @@ class ExtractiveStrategy:
         start = last_user_index(messages)
         asked = messages[start].content if start >= 0 else ""
         question = question_of(asked)
-        earlier = previous_question([question_of(m.content) for m in messages[:start] if m.role is Role.USER])
+        earlier = previous_question([question_of(m.content) for m in messages[:start] if said_by_user(m)])
         prompt_chars = sum(len(m.content) for m in messages)
         results = rag_results_after(messages, start)
         offered = {tool.get("function", tool).get("name") for tool in tools}

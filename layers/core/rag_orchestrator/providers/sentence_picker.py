@@ -16,15 +16,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from rag_orchestrator.providers.passage_reading import Sentence, read_passage
 from rag_orchestrator.providers.sentence_rules import (
     action_in,
-    context_of,
-    example_after,
-    heading_of,
-    is_cut_off,
     quotes_question,
     refers_back,
-    skip_reason,
+    repeats_question,
     wants_steps,
 )
 from rag_orchestrator.providers.sentence_scoring import (
@@ -37,10 +34,7 @@ from rag_orchestrator.providers.sentence_scoring import (
     score,
 )
 from rag_orchestrator.text.answer_kinds import CHECKABLE
-from rag_orchestrator.text.sentences import Segment, segments
-from rag_orchestrator.text.tables import rows
-from rag_orchestrator.text.terms import terms
-from rag_orchestrator.text.words import normalize
+from rag_orchestrator.text.sentences import Segment
 
 NOTHING_FOUND = "I could not find anything about that in the knowledge base."
 MAX_SENTENCE_CHARS = 400
@@ -50,6 +44,9 @@ MIN_SCORE = 0.2
 NEIGHBOUR_RATIO = 0.8  # the next sentence joins the quote when it scores this share of the best
 FOLLOWER_RATIO = 0.3  # a next sentence that refers back ("This means…") joins from this share
 SECOND_QUOTE_RATIO = 0.9
+# What a sentence holding the person or place asked, not the words asking it, must cover: between the tune
+# set's unanswerables (0.31 at most) and its answers given in other words (0.40 and up).
+OTHER_WORDS_COVERAGE = 0.35
 
 _LINK = re.compile(r"!\[[^\]]*\]\([^)]*\)|\[([^\]]+)\]\(([^)\s]+)[^)]*\)|`([^`<]+?)\s*<([^>]+)>`__?")
 
@@ -72,15 +69,39 @@ class Passage:
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
+    """A sentence of a retrieved passage (`passage_reading.Sentence`) where it was found."""
+
     passage: Passage
     rank: int  # of its passage among the retrieved ones
-    position: int  # among its passage's segments
-    segment: Segment
-    body: str  # the sentence (the command it introduces, a table row written out)
-    context: str | None  # quoted with it: its list's lead-in, or the name its paragraph describes
-    words: frozenset[str]
-    around: frozenset[str]  # what it is read with: its document's title, heading, paragraph's first sentence
-    heading: frozenset[str] = frozenset()  # the terms of its section's heading alone
+    sentence: Sentence
+
+    @property
+    def position(self) -> int:
+        return self.sentence.position
+
+    @property
+    def segment(self) -> Segment:
+        return self.sentence.segment
+
+    @property
+    def body(self) -> str:
+        return self.sentence.body
+
+    @property
+    def context(self) -> str | None:
+        return self.sentence.context
+
+    @property
+    def words(self) -> frozenset[str]:
+        return self.sentence.words
+
+    @property
+    def around(self) -> frozenset[str]:
+        return self.sentence.around
+
+    @property
+    def heading(self) -> frozenset[str]:
+        return self.sentence.heading
 
     @property
     def text(self) -> str:
@@ -96,86 +117,21 @@ class Candidate:
         return action_in(self.text)
 
 
-def passage_candidates(passage: Passage, rank: int, question: str, quoted: set[str]) -> list[Candidate]:
-    """The candidates of one passage; `quoted` (sentences met in better-ranked passages) grows."""
-    parts = segments(passage.text)
-    around = _Around(passage, parts)
+def passage_candidates(
+    passage: Passage, rank: int, question: str, quoted: set[str], read: Iterable[Sentence] | None = None
+) -> list[Candidate]:
+    """The candidates of one passage (its sentences `read` already, if given); `quoted` (sentences met in
+    better-ranked passages) grows."""
     found = []
-    table: list[Segment] = []
-    for position, segment in enumerate([*parts, None]):
-        if segment is not None and segment.kind == "table":
-            table.append(segment)
-            continue
-        if table:
-            first = position - len(table)
-            lines = [passage.text[s.start : s.end] for s in table]
-            found += [
-                Candidate(
-                    passage,
-                    rank,
-                    first,
-                    table[0],
-                    row,
-                    None,
-                    frozenset(terms(row)),
-                    around.of(first),
-                    around.heading(first),
-                )
-                for row in rows(lines)
-            ]
-            table = []
-        if segment is None:
-            break
-        key = " ".join(normalize(segment.text).split())
-        example = example_after(segment, parts[position + 1] if position + 1 < len(parts) else None)
-        cut = not passage.whole and is_cut_off(
-            segment, passage.text, position == 0, position == len(parts) - 1
-        )
-        if key in quoted or cut or skip_reason(segment, question, example):
-            continue
-        if example and quotes_question(example, question):
-            continue  # "Try it: curl -d '{"message": "<the question>"}'" shows how to ask, not the answer
-        quoted.add(key)
-        body = f"{segment.text} {example}" if example else segment.text
-        context = context_of(parts, position)
-        words = frozenset(terms(f"{context or ''} {body}"))
-        found.append(
-            Candidate(
-                passage,
-                rank,
-                position,
-                segment,
-                body,
-                context,
-                words,
-                around.of(position),
-                around.heading(position),
-            )
-        )
+    for s in read_passage(passage.text, passage.title, passage.whole) if read is None else read:
+        if s.key is not None:
+            if s.key in quoted or repeats_question(s.segment, question):
+                continue
+            if s.example and quotes_question(s.example, question):
+                continue  # "Try it: curl -d '{"message": "<the question>"}'" shows how to ask, not the answer
+            quoted.add(s.key)
+        found.append(Candidate(passage, rank, s))
     return found
-
-
-class _Around:
-    """The terms a passage's sentences are read with (its title, heading, paragraph's first sentence),
-    each text read once however many sentences share it."""
-
-    def __init__(self, passage: Passage, parts: list[Segment]) -> None:
-        self.parts = parts
-        self.title = frozenset(terms(passage.title))
-        self._read: dict[str, frozenset[str]] = {}
-
-    def of(self, position: int) -> frozenset[str]:
-        segment = self.parts[position]
-        opener = next((p.text for p in self.parts[:position] if p.block == segment.block), "")
-        return self.title | self.heading(position) | self._terms(opener)
-
-    def heading(self, position: int) -> frozenset[str]:
-        return self._terms(heading_of(self.parts, position))
-
-    def _terms(self, text: str) -> frozenset[str]:
-        if text not in self._read:
-            self._read[text] = frozenset(terms(text))
-        return self._read[text]
 
 
 def candidates(question: str, passages: Iterable[Passage]) -> list[Candidate]:
@@ -280,6 +236,14 @@ def pick(
 def _nothing_answers(question: Question, ranked: list[Score], unknown_focus: bool) -> bool:
     best = ranked[0]
     if best.value < MIN_SCORE or best.coverage < (FOCUS_COVERAGE if unknown_focus else MIN_COVERAGE):
+        return True
+    # A sentence sharing the question's names but not what it asks of them ("the pool's sauna") does not
+    # answer, unless it holds the person or place asked for and matches the rest of the question well: the
+    # fact said in other words ("in charge" -> "the centre manager"). A price, a time or a number is no such
+    # sign: nearly every passage about a place holds some ("€5.50" is not the price of its parking).
+    checkable = bool(question.kinds) and question.kinds[0] in CHECKABLE
+    other_words = best.answers and not checkable and best.coverage >= OTHER_WORDS_COVERAGE
+    if not best.on_topic and not other_words:
         return True
     if unknown_focus and question.yes_no:
         return True  # "Does it have a gift shop?": what no passage mentions cannot be confirmed

@@ -123,12 +123,17 @@ def heading_of(parts: list[Segment], position: int) -> str:
 
 def skip_reason(segment: Segment, question: str, example: str | None = None) -> str | None:
     """Why a sentence cannot answer the question by itself (with the command it introduces), or None."""
+    if repeats_question(segment, question):
+        return "repeats the question"
+    return unquotable(segment, example)
+
+
+def unquotable(segment: Segment, example: str | None = None) -> str | None:
+    """Why a sentence answers no question by itself (with the command it introduces), or None."""
     if segment.kind not in ANSWERING_KINDS:
         return segment.kind
     if is_lead_in(segment) and example is None:
         return "lead-in"
-    if repeats_question(segment, question):
-        return "repeats the question"
     if is_mostly_links(segment.text):
         return "link"
     if segment.kind == "prose" and reads_as_code(segment.text):

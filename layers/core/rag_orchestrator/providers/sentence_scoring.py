@@ -91,6 +91,13 @@ class Question:
         ]
         return bool(self.focus - known) or bool(unsaid)
 
+    def asked_terms(self) -> frozenset[str]:
+        """The message's own terms that say what it asks about something ("the sauna", "a taxi"): not the
+        names it gives, not the words of the kind of fact it asks for ("how much", "open")."""
+        named = frozenset().union(*(name.terms for name in self.names))
+        kind_words = frozenset().union(*KIND_WORDS.values())
+        return frozenset(t for t, w in self.weights.items() if w == 1.0) - named - kind_words
+
 
 def read_question(message: str, earlier: str | None = None, *, steps: bool = False) -> Question:
     """The question a message asks; a follow-up reads the earlier question's words and kind of fact too."""
@@ -137,6 +144,7 @@ class Score:
     answers: bool | None  # holds the kind of fact asked for (None: no kind asked)
     elsewhere: bool = False  # about another day, or another name, than the question's
     focused: bool = True  # it (or what it is read with) says what the question is about
+    on_topic: bool = True  # it (or what it is read with) says something the question asks, beyond names
 
 
 def term_weights(question: Question, pool: Sequence[Scorable]) -> dict[str, float]:
@@ -174,6 +182,7 @@ def score(question: Question, pool: Sequence[Scorable], embed: EmbedBatch | None
     acts = {id(c): coverage(weights, frozenset(terms(c.action))) for c in pool if question.steps and c.action}
     acting = any(value >= ACTION_COVERAGE for value in acts.values())
     focus = question.focus & frozenset().union(*(c.words | c.around for c in pool))  # those said somewhere
+    asked = question.asked_terms()
     similar = [0.0] * len(pool)
     if embed is not None and pool:
         vectors = embed([question.text, *(c.text for c in pool)])
@@ -207,6 +216,7 @@ def score(question: Question, pool: Sequence[Scorable], embed: EmbedBatch | None
                 answers,
                 elsewhere=other_day or other_name,
                 focused=focus <= c.words | c.around,
+                on_topic=not asked or bool(asked & (c.words | c.around)),
             )
         )
     return scores

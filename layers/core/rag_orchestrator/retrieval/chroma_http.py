@@ -83,6 +83,7 @@ def get_body(
     where: dict[str, Any] | None = None,
     where_document: dict[str, Any] | None = None,
     limit: int | None = None,
+    offset: int | None = None,
     include: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The JSON body of `POST .../collections/{id}/get`, as chromadb-client builds it."""
@@ -91,7 +92,7 @@ def get_body(
         "where": where,
         "where_document": where_document,
         "limit": limit,
-        "offset": None,
+        "offset": offset,
         "include": list(include),
     }
 

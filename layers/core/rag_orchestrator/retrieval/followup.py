@@ -11,15 +11,12 @@ not for its words alone ("And on Saturdays?" finds nothing by itself):
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
-from contextlib import aclosing
 from typing import TYPE_CHECKING, Protocol
 
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.domain.passages import CITATION
-from rag_orchestrator.observability import logger
-from rag_orchestrator.providers import events as se
+from rag_orchestrator.providers.short_calls import short_reply
 from rag_orchestrator.retrieval.query_vector import MAX_QUERY_CHARS
 from rag_orchestrator.text.follow_ups import previous_question, standalone
 
@@ -87,23 +84,8 @@ class FollowUps:
             Message(role=Role.SYSTEM, content=PROMPT),
             Message(role=Role.USER, content=f"{conversation}\n\nLast message: {message[:EXCERPT_CHARS]}"),
         ]
-        ctx = se.IterationContext(
-            conversation_id="follow-up",
-            iteration=1,
-            max_iterations=1,
-            streaming_mode=se.StreamingMode.FINAL_ONLY,
-            allow_tools=False,
-            max_tokens=CONDENSE_MAX_TOKENS,
-        )
-        text = ""
-        try:
-            async with asyncio.timeout(CONDENSE_SECONDS):
-                async with aclosing(self.strategy.run_iteration(messages, [], ctx)) as events:
-                    async for event in events:
-                        if isinstance(event, se.FinalResponse):
-                            text = event.content
-        except Exception as exc:
-            logger.warning("follow-up not condensed by the model", extra={"error_type": type(exc).__name__})
+        text = await short_reply(self.strategy, "follow-up", messages, CONDENSE_MAX_TOKENS, CONDENSE_SECONDS)
+        if text is None:
             return None
         query = " ".join(text.split()).strip("\"'“”")[:MAX_QUERY_CHARS]
         return query or None

@@ -1,23 +1,25 @@
-"""Lexical search: BM25 over a collection's own documents, with Chroma's full-text filter as the term index.
+"""Lexical search: BM25 over a collection's own chunks, from an inverted index held in memory.
 
 Chroma's own BM25 (a sparse-vector index) and the Search API that ranks by it exist only in distributed and
 hosted Chroma: the single-node server `make dev` runs and most deployments use refuses a sparse index
 ("Sparse vector indexing is not enabled in local") and any search ("Search operation is not implemented
-for local executor"), up to Chroma's newest release (docs/retrieval.md, "Hybrid search"). So the index
-is the one every Chroma server has: the stored documents and the `$regex` document filter.
+for local executor"), up to Chroma's newest release (docs/retrieval.md, "Hybrid search"). So each process
+keeps a term index of the collection's chunks (`term_index.py`: postings per term, chunk lengths), read
+from Chroma, the one store: nothing is written anywhere else.
 
-A search asks Chroma, once per query term and all at once, for the ids of the chunks holding a word that
-starts with the term or a synonym of it (`text/terms.py`: case, accents and "kcal"/"calories" aside):
-those are the term's postings, their number its document frequency. The chunks holding the most of the
-rarest terms are fetched in one more request and scored with BM25 on their own terms (which a prefix
-match cannot fool: "art" is not in "start"). Nothing is stored beside Chroma, and a document is found
-lexically as soon as its chunks are upserted.
+The index is built by a thread beside the first search, which meanwhile scans Chroma as before: it asks,
+once per query term and all at once, for the ids of the chunks holding a word that starts with the term or
+a synonym of it (Chroma's `$regex` document filter), fetches the chunks holding the most of the rarest
+terms and scores them with BM25 on their own terms. Once built, the index follows the collection: this
+process's own writes are read before its next search, other processes' by a sync beside a search at most
+REFRESH_SECONDS after the last one (it lists the chunks' `ingestedAt` and reads only those written since).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import threading
 import time
 from collections import Counter
 from collections.abc import Collection, Sequence
@@ -25,7 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag_orchestrator.domain.passages import Passage
-from rag_orchestrator.retrieval.chroma_http import QueryRow
+from rag_orchestrator.observability import logger
+from rag_orchestrator.retrieval.chroma_http import ChromaReader, QueryRow
+from rag_orchestrator.retrieval.filters import supported
+from rag_orchestrator.retrieval.term_index import TermIndex
 from rag_orchestrator.retrieval.vector_store import VectorStore, passage_of
 from rag_orchestrator.text.terms import search_pattern, terms
 
@@ -35,6 +40,10 @@ MIN_TERM_CHARS = 2
 POSTINGS_LIMIT = 500  # ids per term: a term in more chunks than this tells little, and its df is a floor
 FETCH_MARGIN = 10  # chunks fetched beyond top_k: the shortlist's order is only a guess at BM25's
 SIZE_TTL_SECONDS = 60.0  # the collection's size only weighs terms: a minute old is good enough
+REFRESH_SECONDS = 10.0  # another process's writes are found by words this late at most, after a search
+PAGE = 1000  # chunks a sync reads a request
+INCLUDE = ["documents", "metadatas"]
+NONE: list[QueryRow] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +67,16 @@ class QueryTerms:
 class LexicalResult:
     passages: list[Passage]  # best first by BM25; each scored by its coverage of the query
     terms: QueryTerms
-    read: dict[str, frozenset[str]] = field(default_factory=dict)  # the terms of each chunk fetched, by id
+    read: dict[str, frozenset[str]] = field(default_factory=dict)  # the terms of chunks read, by id
+    complete: bool = False  # `read` holds every chunk holding a query term (the term index's)
 
     def coverage(self, passage: Passage) -> float:
-        """The passage's coverage of the query, its terms read again only if it was not fetched."""
+        """The passage's coverage of the query, its terms read again only if they are not known."""
         key = f"{passage.document_id}#{passage.chunk_index}"
-        return self.terms.coverage(self.read.get(key) or frozenset(terms(passage.text)))
+        known = self.read.get(key)
+        if known is None:
+            known = frozenset() if self.complete else frozenset(terms(passage.text))
+        return self.terms.coverage(known)
 
 
 def query_terms(query: str) -> list[str]:
@@ -75,16 +88,98 @@ def idf(size: int, frequency: int) -> float:
 
 
 class LexicalIndex:
-    """BM25 over one collection (a `VectorStore`); blocking Chroma calls run in worker threads."""
+    """BM25 over one collection (a `VectorStore`): from the term index in memory once it is built, by
+    scanning Chroma's documents until then; blocking Chroma calls run in worker threads."""
 
-    def __init__(self, store: VectorStore) -> None:
+    def __init__(self, store: VectorStore, refresh_seconds: float = REFRESH_SECONDS) -> None:
         self.store = store
-        self._size: tuple[float, int] | None = None  # (when read, entries)
+        self.refresh_seconds = refresh_seconds
+        self._index = TermIndex()
+        self._lock = threading.Lock()  # around the index: a sync writes it while searches read it
+        self._sync_lock = threading.Lock()  # one sync at a time
+        self._synced: tuple[float, int] | None = None  # (when, the store's generation then)
+        self._size: tuple[float, int] | None = None  # (when read, entries): the scan's collection size
+        self.syncing: threading.Thread | None = None  # the last sync started beside a search
 
     async def search(self, query: str, top_k: int, where: dict[str, Any] | None = None) -> LexicalResult:
         wanted = query_terms(query)
         if not wanted:
             return LexicalResult([], QueryTerms({}))
+        synced = self._synced
+        if synced is None or not supported(where):
+            self._sync_aside()  # the first build runs beside the searches, which scan meanwhile
+            return await self.scan(wanted, top_k, where)
+        if synced[1] != self.store.generation:
+            await asyncio.to_thread(self.sync)  # this process wrote: its own writes are read at once
+        elif time.monotonic() - synced[0] > self.refresh_seconds:
+            self._sync_aside()  # other processes' writes: read by a sync beside, this search goes on
+        return self._from_index(wanted, top_k, where)
+
+    def sync(self) -> None:
+        """Bring the term index up to Chroma's collection: chunks written since read and indexed, chunks
+        deleted dropped (a chunk's `ingestedAt` says whether it was written again)."""
+        with self._sync_lock:
+            started, generation = time.monotonic(), self.store.generation
+            listed = {row.id: row for row in self._pages(["metadatas"] if self._synced else INCLUDE)}
+            with self._lock:
+                gone = [i for i in self._index.chunks if i not in listed]
+                changed = [
+                    i for i, row in listed.items() if self._index.stamp(i) != _stamp(row) or not _stamp(row)
+                ]
+            rows = [listed[i] for i in changed] if not self._synced else self._fetch(changed)
+            read = [(row, terms(row.document or "")) for row in rows]
+            with self._lock:
+                for chunk_id in gone:
+                    self._index.remove(chunk_id)
+                for row, row_terms in read:
+                    self._index.add(row, row_terms)
+            self._synced = (started, generation)
+            logger.debug(
+                "lexical index synced",
+                extra={
+                    "chunks": len(listed),
+                    "read": len(read),
+                    "dropped": len(gone),
+                    "ms": round((time.monotonic() - started) * 1000, 1),
+                },
+            )
+
+    def _sync_aside(self) -> None:
+        if not self._sync_lock.locked():
+            self.syncing = threading.Thread(target=self._sync_quietly, name="lexical-index-sync", daemon=True)
+            self.syncing.start()
+
+    def _sync_quietly(self) -> None:
+        try:
+            self.sync()
+        except Exception as exc:  # a sync beside a search fails alone: the next search tries again
+            logger.warning("lexical index not synced", extra={"error_type": type(exc).__name__})
+
+    def _pages(self, include: list[str]) -> list[QueryRow]:
+        rows: list[QueryRow] = []
+        while True:
+
+            def page_at(reader: ChromaReader, cid: str, at: int = len(rows)) -> list[QueryRow]:
+                return reader.get(cid, include=include, limit=PAGE, offset=at)
+
+            page = self.store.read(page_at, NONE)
+            rows += page
+            if len(page) < PAGE:
+                return rows
+
+    def _fetch(self, ids: list[str]) -> list[QueryRow]:
+        return [row for first in range(0, len(ids), PAGE) for row in self._rows(ids[first : first + PAGE])]
+
+    def _from_index(self, wanted: list[str], top_k: int, where: dict[str, Any] | None) -> LexicalResult:
+        with self._lock:
+            size = len(self._index)
+            weights = QueryTerms({t: idf(size, self._index.frequency(t)) for t in wanted})
+            hits, held = self._index.search(weights.idf, top_k, where, K1, B)
+        passages = [passage_of(hit.row, score=weights.coverage(hit.held)) for hit in hits]
+        return LexicalResult(passages, weights, held, complete=True)
+
+    async def scan(self, wanted: list[str], top_k: int, where: dict[str, Any] | None) -> LexicalResult:
+        """BM25 from Chroma's `$regex` document filter: the term index's stand-in until it is built."""
         # One gather: a search cancelled half way (a follow-up searched again) leaves no call unawaited.
         counted, postings = await asyncio.gather(
             asyncio.to_thread(self._collection_size),
@@ -105,23 +200,24 @@ class LexicalIndex:
 
     def _postings(self, term: str, where: dict[str, Any] | None) -> list[str]:
         pattern = {"$regex": search_pattern(term)}
-        none: list[QueryRow] = []
         found = self.store.read(
             lambda reader, cid: reader.get(cid, where=where, where_document=pattern, limit=POSTINGS_LIMIT),
-            none,
+            NONE,
         )
         return [row.id for row in found]
 
     def _rows(self, ids: list[str]) -> list[QueryRow]:
-        include = ["documents", "metadatas"]
-        none: list[QueryRow] = []
-        return self.store.read(lambda reader, cid: reader.get(cid, ids=ids, include=include), none)
+        return self.store.read(lambda reader, cid: reader.get(cid, ids=ids, include=INCLUDE), NONE)
 
     def _collection_size(self) -> int:
         now = time.monotonic()
         if self._size is None or now - self._size[0] > SIZE_TTL_SECONDS:
             self._size = (now, self.store.read(lambda reader, cid: reader.count(cid), 0))
         return self._size[1]
+
+
+def _stamp(row: QueryRow) -> object:
+    return row.metadata.get("ingestedAt")
 
 
 def rank(

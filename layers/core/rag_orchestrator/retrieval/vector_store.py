@@ -95,6 +95,7 @@ class VectorStore:
         self._read_collection: CollectionInfo | None = None
         self._lock = threading.Lock()
         self._read_lock = threading.Lock()  # apart from the write lock, so a search never waits on chromadb
+        self.generation = 0  # counts this process's writes: what reads it kept (the lexical index) is older
 
     def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]]) -> None:
         if len(chunks) != len(embeddings):
@@ -114,6 +115,7 @@ class VectorStore:
                 )
 
             self._call(put)
+            self.generation += 1
 
     def delete_document(self, document_id: str, *, keep_first: int = 0) -> None:
         """Delete the document's chunks, or only those from chunkIndex `keep_first` on (a re-ingested tail)."""
@@ -126,12 +128,14 @@ class VectorStore:
         """Delete these entries; a collection that does not exist holds nothing and is not created."""
         if ids and self._resolve()[1] is not None:
             self._call(lambda c: c.delete(ids=list(ids)))
+            self.generation += 1
 
     def delete(self, where: dict[str, Any]) -> None:
         """Delete what matches `where`; a collection that does not exist holds nothing and is not created."""
         if self._resolve()[1] is None:
             return
         self._call(lambda c: c.delete(where=where))
+        self.generation += 1
 
     def query(
         self,

@@ -134,7 +134,8 @@ _HOLDS: dict[Kind, re.Pattern[str]] = {
         r"\bnothing\b",
     ),
     "time": _either(
-        r"\b\d{1,2}[:.]\d{2}\b",
+        # "€5.50" and "3.20 euros" are prices, not times
+        r"(?<![€$£¥])(?<![€$£¥] )\b\d{1,2}[:.]\d{2}\b(?!\s?(?:€|eur\b|euros?\b|usd\b|dollars?\b|pounds?\b))",
         r"\b\d{1,2}\s?(am|pm|a\.m\.|p\.m\.)",
         r"\bnoon\b",
         r"\bmidnight\b",

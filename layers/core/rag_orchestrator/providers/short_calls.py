@@ -1,4 +1,5 @@
-"""One short model call after a turn (a title, a summary): no tools, a small token cap, a time limit."""
+"""One short model call beside a turn (a title, a summary, a follow-up made a standalone query): no tools,
+a small token cap, a time limit, and None instead of an error, so its caller can go on without it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from rag_orchestrator.providers.strategies import ModelStrategy
 async def short_reply(
     strategy: ModelStrategy, conversation_id: str, messages: list[Message], max_tokens: int, seconds: float
 ) -> str | None:
-    """The model's final text, or None on any failure or when it runs out of `seconds` (logged)."""
+    """The model's final text, or None on any failure or when it runs out of `seconds` (logged with the
+    `conversation_id` given, which names the purpose when there is no conversation: "follow-up")."""
     ctx = se.IterationContext(
         conversation_id=conversation_id,
         iteration=1,
@@ -31,6 +33,9 @@ async def short_reply(
                     if isinstance(event, se.FinalResponse):
                         text = event.content
     except Exception as exc:
-        logger.warning("short model call failed", extra={"error_type": type(exc).__name__})
+        logger.warning(
+            "short model call failed",
+            extra={"error_type": type(exc).__name__, "conversation_id": conversation_id},
+        )
         return None
     return text
