@@ -166,24 +166,32 @@ def _put_secrets() -> None:
         ssm.put_parameter(Name=name, Value="bench-secret", Type="SecureString", Overwrite=True)
 
 
-class ChatStreamProcess:
-    """`functions/chat_stream/run.sh` as the Lambda Web Adapter starts it: uvicorn serving app:app."""
+class UvicornProcess:
+    """uvicorn serving `app` on a free loopback port, in a process of its own; without `site`, started
+    with `-S` (nothing but PYTHONPATH, as in the Lambda layout)."""
 
     def __init__(
-        self, layout: Layout, env: dict[str, str], preexec: Callable[[], None] | None = None
+        self,
+        app: str,
+        cwd: Path,
+        env: dict[str, str],
+        *,
+        app_dir: Path | None = None,
+        site: bool = True,
+        preexec: Callable[[], None] | None = None,
     ) -> None:
         """`preexec` runs in the child before uvicorn starts (bench/cpu_share.py: joining a cgroup)."""
         from devserver.stack import free_port
 
         self.port = free_port()
-        function_dir = layout.function_dir("chat_stream")
-        argv = [sys.executable, "-S", "-m", "uvicorn", "--app-dir", str(function_dir), "--host", "127.0.0.1"]
-        argv += ["--port", str(self.port), "--no-access-log", "--timeout-keep-alive", "60", "app:app"]
+        argv = [sys.executable, *([] if site else ["-S"]), "-m", "uvicorn", "--host", "127.0.0.1"]
+        argv += [*(["--app-dir", str(app_dir)] if app_dir else []), "--port", str(self.port)]
+        argv += ["--no-access-log", "--timeout-keep-alive", "60", app]
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop())
         self.started = time.monotonic()
         self.process = subprocess.Popen(
             argv,
-            cwd=function_dir,
+            cwd=cwd,
             env=env,
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -196,13 +204,13 @@ class ChatStreamProcess:
         deadline = self.started + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"chat-stream process exited:\n{self.output()}")
+                raise RuntimeError(f"uvicorn process exited:\n{self.output()}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
                     return time.monotonic() - self.started
             except OSError:
                 time.sleep(0.002)
-        raise TimeoutError(f"chat-stream process did not listen within {timeout}s:\n{self.output()}")
+        raise TimeoutError(f"uvicorn process did not listen within {timeout}s:\n{self.output()}")
 
     def output(self) -> str:
         self.log.seek(0)
@@ -217,6 +225,16 @@ class ChatStreamProcess:
                 self.process.kill()
                 self.process.wait(5)
         self.log.close()
+
+
+class ChatStreamProcess(UvicornProcess):
+    """`functions/chat_stream/run.sh` as the Lambda Web Adapter starts it: uvicorn serving app:app."""
+
+    def __init__(
+        self, layout: Layout, env: dict[str, str], preexec: Callable[[], None] | None = None
+    ) -> None:
+        function_dir = layout.function_dir("chat_stream")
+        super().__init__("app:app", function_dir, env, app_dir=function_dir, site=False, preexec=preexec)
 
 
 @dataclass

@@ -80,7 +80,7 @@ def test_a_stateless_turn_reads_the_history_runs_tools_previews_and_stores_nothi
     trail = httpx.get(f"{dev_app.url}/api/v1/admin/audit", params={"conversationId": audit_id}, headers=ADMIN)
     (record,) = trail.json()["records"]
     assert trail.json()["chainValid"] and record["outcome"] == "completed"
-    assert record["actor"]["callerId"] == "alice-agent-chat" and len(record["toolCalls"]) == 2
+    assert record["callerId"] == "alice-agent-chat" and len(record["toolCalls"]) == 2
 
 
 def test_a_failed_turn_ends_with_an_error_event_that_leaks_nothing(dev_app):

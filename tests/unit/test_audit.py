@@ -9,7 +9,7 @@ import json
 import pytest
 
 from rag_orchestrator.conversations.in_process import InProcessStore
-from rag_orchestrator.domain.audit import GENESIS, check_chain, digest, record_hash, seal
+from rag_orchestrator.domain.audit import GENESIS, check_chain, digest, record_hash, seal, sealed_copy
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.passages import Passage
@@ -154,6 +154,16 @@ def test_the_chain_notices_an_altered_a_removed_and_a_reordered_record():
     assert not check_chain([records[1], records[0], *records[2:]]).valid
     rehashed = dict(altered[1]) | {"hash": record_hash(altered[1])}  # altered and re-hashed
     assert not check_chain([records[0], rehashed, *records[2:]]).valid
+
+
+def test_a_sealed_copy_is_the_sealed_record_and_shares_nothing_with_the_entry():
+    entry = {"recordId": "r1", "callerId": "ünï", "actor": {"roles": ["user"]}, "toolCalls": [{"a": 1.5}]}
+    copied = sealed_copy(entry, GENESIS, b"key")
+    assert copied == seal(entry, GENESIS, b"key") and check_chain([copied]).valid
+    assert copied["callerId"] == "ünï" and copied["actorRef"]
+    entry["actor"]["roles"].append("admin")
+    entry["toolCalls"][0]["a"] = 2
+    assert copied["actor"]["roles"] == ["user"] and copied["toolCalls"] == [{"a": 1.5}]
 
 
 async def test_pages_carry_the_check_from_one_to_the_next(store_and_cid):

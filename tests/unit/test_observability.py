@@ -1,5 +1,6 @@
 """Log levels as a deployment sets them: TRACE (by name or as 5) shows the reasoning audit lines."""
 
+import logging
 import os
 import subprocess
 import sys
@@ -86,3 +87,36 @@ def test_a_handlers_metrics_are_published_once_even_when_it_fails(enabled_metric
     (line,) = emf_lines(capsys.readouterr().out)
     assert '"DocumentsFailed":[1.0]' in line or '"DocumentsFailed":1.0' in line
     assert enabled_metrics.metric_set == {}
+
+
+@pytest.mark.parametrize(
+    ("message", "args"),
+    [
+        ("turn usage", ()),
+        ("tool failed", ()),
+        ('{"x": [1, 2]}', ()),
+        ("  [1, 2] ", ()),
+        ("true", ()),
+        ("tru", ()),
+        (" -5", ()),
+        ("NaN", ()),
+        ("Infinity", ()),
+        ('"quoted"', ()),
+        ("", ()),
+        ("a %s b", ("x",)),
+        ({"a": 1}, ()),
+    ],
+)
+def test_the_log_formatter_writes_what_powertools_would(message, args):
+    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+
+    from rag_orchestrator.observability import logger
+
+    ours = logger.registered_formatter
+    theirs = LambdaPowertoolsFormatter(service=logger.service, sampling_rate=logger.sampling_rate)
+    theirs.log_format = dict(ours.log_format)
+    record = logging.LogRecord("x", logging.INFO, "f.py", 7, message, args, None, "f")
+    record.caller_id, record.tokens = "alice", 3
+    assert type(ours) is not LambdaPowertoolsFormatter
+    assert ours.format(record) == theirs.format(record)
+    assert ours.keys_combined == theirs.keys_combined  # what clear_state goes back to

@@ -19,6 +19,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "rag-orchestrator")
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "RagOrchestrator")
@@ -35,7 +36,26 @@ def _numeric_level() -> int | None:
     return int(raw) if raw.isdigit() else None
 
 
+_JSON_STARTS = frozenset('{["-0123456789')
+_JSON_WORDS = frozenset({"true", "false", "null", "NaN", "Infinity"})
+
+
+class _Formatter(LambdaPowertoolsFormatter):
+    """Powertools' JSON formatter, line for line, without its try at reading every message as JSON:
+    a plain message such as "turn usage" paid for a JSONDecodeError raised and caught on each line."""
+
+    def _extract_log_message(self, log_record: logging.LogRecord) -> Any:
+        message = log_record.msg
+        if isinstance(message, str) and not log_record.args:
+            text = message.strip(" \t\n\r")  # what json.loads skips around a document
+            if text[:1] not in _JSON_STARTS and text not in _JSON_WORDS:
+                return message  # no JSON document starts so: json.loads would raise
+        return super()._extract_log_message(log_record)
+
+
 logger = Logger(service=SERVICE, level=_numeric_level())
+# The same options as the formatter Powertools made (its defaults and these keys), so clear_state keeps them.
+logger.registered_handler.setFormatter(_Formatter(service=logger.service, sampling_rate=logger.sampling_rate))
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
 
 # The id of the request being served: per task, where the logger's correlation id is per process.

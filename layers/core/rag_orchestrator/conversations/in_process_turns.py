@@ -4,7 +4,6 @@ store's dynamo_writes, approvals, dynamo_versions and usage)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from datetime import date
 
@@ -14,7 +13,7 @@ from rag_orchestrator.conversations.keys import iso
 from rag_orchestrator.conversations.turn_data import LOCK_HELD, Claim, TurnOutcome
 from rag_orchestrator.conversations.versions import Revision, StoredMessage, last_exchange, revision
 from rag_orchestrator.domain.approvals import OUTCOMES, PENDING, Decision, Resolution
-from rag_orchestrator.domain.audit import seal
+from rag_orchestrator.domain.audit import sealed_copy
 from rag_orchestrator.domain.budgets import Spend, exhausted
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.usage import UsageLine, days
@@ -85,8 +84,9 @@ class InProcessTurns:
             tokens = outcome.tokens
             record.add(outcome.stored(), tokens=tokens, tool_calls=outcome.tool_calls, gone=len(by))
             if outcome.audit is not None:
-                # A JSON document: its round trip is the deep copy that isolates it, at C speed.
-                sealed = seal(json.loads(json.dumps(outcome.audit)), record.audit_head, shelf.actor_key)
+                sealed = sealed_copy(
+                    outcome.audit, record.audit_head, shelf.actor_key
+                )  # isolated from the caller's
                 record.audits.append(sealed)
                 record.audit_head = sealed["hash"]
             if outcome.decided is not None:

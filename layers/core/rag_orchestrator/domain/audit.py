@@ -52,10 +52,27 @@ def actor_ref(key: bytes, caller_id: str) -> str:
 
 def seal(entry: Mapping[str, Any], prev_hash: str, actor_key: bytes) -> dict[str, Any]:
     """The entry as a chained record: `actorRef` (of its `callerId`) and `prevHash` set, then its own `hash`."""
+    record = _chained(entry, prev_hash, actor_key)
+    return record | {"hash": record_hash(record)}
+
+
+def sealed_copy(entry: Mapping[str, Any], prev_hash: str, actor_key: bytes) -> dict[str, Any]:
+    """`seal(entry, prev_hash, actor_key)` as a copy sharing nothing with `entry`, its hashed fields in
+    canonical order: the canonical JSON that is hashed is the one read back, one encoding for both."""
+    record = _chained(entry, prev_hash, actor_key)
+    text = canonical(record)
+    copied: dict[str, Any] = json.loads(text)
+    if "callerId" in record:  # outside the hash, so outside the text: a string, kept as it is
+        copied["callerId"] = record["callerId"]
+    copied["hash"] = hashlib.sha256(text).hexdigest()
+    return copied
+
+
+def _chained(entry: Mapping[str, Any], prev_hash: str, actor_key: bytes) -> dict[str, Any]:
     record = {**entry, "prevHash": prev_hash}
     if entry.get("callerId"):
         record["actorRef"] = actor_ref(actor_key, str(entry["callerId"]))
-    return record | {"hash": record_hash(record)}
+    return record
 
 
 def pseudonymous(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -36,7 +36,10 @@ async def call_model(
     state.partial = partial
     tracer, metadata = deps.tracer, deps.strategy.metadata
     sent = fenced(state.messages, state.fence)  # tool results are data (stored as the tools gave them)
-    with tracer.span(f"chat {metadata.model}", chat_attributes(deps, state), "client") as span:
+    name, attributes = (
+        (f"chat {metadata.model}", chat_attributes(deps, state)) if tracer.enabled else ("chat", {})
+    )
+    with tracer.span(name, attributes, "client") as span:
         async with aclosing(deps.strategy.run_iteration(sent, offered, ctx)) as stream:
             while (item := await wait(anext(stream, None))) is not None:
                 match item:

@@ -28,7 +28,9 @@ async def open_turn(deps: TurnDeps, state: TurnState) -> tuple[TurnContext, Tool
         case Question():
             prelude = state.prelude
             assert prelude is not None  # a question's starts with its claim
-            return await state.control.wait(asyncio.gather(window, prelude.toolset))
+            # The toolset is a task already running beside the read: awaiting one after the other
+            # overlaps them as a gather would, without the gather's task for the read.
+            return await state.control.wait(window), await state.control.wait(prelude.toolset)
         case Continuation():
             context = await state.control.wait(window)
             state.request = resumed_request(state.request, context.messages)

@@ -73,7 +73,8 @@ class Turn:
 
     async def events(self) -> AsyncGenerator[ev.StreamEvent, None]:
         deps, state = self.deps, self.state
-        with deps.tracer.span("invoke_agent", agent_attributes(deps, state)) as span:
+        traced = deps.tracer.enabled  # off: no span attributes are built at all
+        with deps.tracer.span("invoke_agent", agent_attributes(deps, state) if traced else {}) as span:
             try:
                 try:
                     async for event in self._run():
@@ -97,7 +98,8 @@ class Turn:
                 if state.prelude is not None:
                     state.prelude.cancel()
                 state.control.close()
-                span.set(totals(state.record))
+                if traced:
+                    span.set(totals(state.record))
 
     async def after(self) -> None:
         await after(self.deps, self.state)

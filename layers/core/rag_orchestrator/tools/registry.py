@@ -12,6 +12,7 @@ from rag_orchestrator.domain.messages import ToolCall, ToolResult
 from rag_orchestrator.domain.text import InvalidText
 from rag_orchestrator.observability import logger
 from rag_orchestrator.tools.base import Tool, ToolContext, definition, failure
+from rag_orchestrator.tools.schema_fit import Fits, quick_fit
 
 MAX_RESULT_CHARS = 20_000
 
@@ -24,24 +25,27 @@ def _validator(schema_json: str) -> Any:
 
 
 # Tool schemas live as long as their tools: look their validators up by identity first, so a call
-# does not serialise its schema again (~40 µs a call) to find the validator.
-_by_identity: dict[int, tuple[dict[str, Any], Any]] = {}
+# does not serialise its schema again (~40 µs a call) to find the validator; each beside its quick
+# check (tools/schema_fit.py), which spares jsonschema the calls that plainly fit.
+_by_identity: dict[int, tuple[dict[str, Any], Any, Fits | None]] = {}
 
 
-def _validator_of(schema: dict[str, Any]) -> Any:
+def _checks_of(schema: dict[str, Any]) -> tuple[Any, Fits | None]:
     entry = _by_identity.get(id(schema))
     if entry is not None and entry[0] is schema:
-        return entry[1]
-    validator = _validator(json.dumps(schema, sort_keys=True))
+        return entry[1], entry[2]
+    validator, fits = _validator(json.dumps(schema, sort_keys=True)), quick_fit(schema)
     if len(_by_identity) >= 256:
         _by_identity.clear()
-    _by_identity[id(schema)] = (schema, validator)  # holding the schema keeps its id from being reused
-    return validator
+    _by_identity[id(schema)] = (schema, validator, fits)  # holding the schema keeps its id from being reused
+    return validator, fits
 
 
 def schema_errors(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
     """Why `arguments` do not fit `schema` (empty when they do)."""
-    validator = _validator_of(schema)
+    validator, fits = _checks_of(schema)
+    if fits is not None and fits(arguments):
+        return []
     return [
         f"{'.'.join(str(p) for p in error.absolute_path) or 'arguments'}: {error.message}"
         for error in validator.iter_errors(arguments)
