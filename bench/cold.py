@@ -5,9 +5,14 @@
    (time.monotonic() is system-wide, so the child's clock reading compares with the parent's).
    One more run with `-X importtime` gives the top imports by cumulative time.
 2. A fresh chat-stream process (uvicorn, as run.sh starts it) until it listens, and until the first
-   ResponseChunk of a turn sent as soon as it listens (JWT auth, DynamoDB on moto, Chroma, fake LLM).
+   ResponseChunk of a turn sent as soon as it listens (JWT auth, DynamoDB on moto, Chroma, fake LLM),
+   alternated process by process with the same function at BASELINE_COMMIT (bench/layout.py: the code
+   before the third wave's cold-start work) on the same dependencies: wall time and the process's CPU
+   time, and their ratios pair by pair.
 3. Peak resident memory (the kernel's VmHWM): of each function once its app module is imported, and
    of the chat-stream process over its first turn, after-turn memory indexing included.
+4. What the first turn's imports and clients cost on their own, and what a stream app on Starlette alone
+   would leave out (FastAPI's import beyond Starlette and pydantic, and its route building), in CPU time.
 """
 
 from __future__ import annotations
@@ -16,13 +21,16 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 from bench import layout as lambda_layout
 from bench import stack as local
+from bench.memory_use import cpu_seconds
 from bench.report import Section, versions
 
 READY_GOAL_S = 0.5
 FIRST_TOKEN_GOAL_S = 0.8
+BASELINE_RATIO_GOAL = 0.7  # issue 35: listening and first token each at most 0.7x the pinned baseline's
 CHILD = "import app, time; print('@@READY', time.monotonic(), open('/proc/self/status').read())"
 TOP_IMPORTS = 15
 LAYOUT_PACKAGES = [
@@ -94,11 +102,49 @@ FIRST_TURN_COSTS = {
         "import boto3\nsession = boto3.session.Session()\nfor s in ('dynamodb', 'ssm'): session.client(s)"
     ),
     "import jwt with its RSA algorithms (cryptography)": "import jwt.algorithms",
+    "import botocore + DynamoDB and SSM clients from one botocore Session (boto3 left out)": (
+        "import botocore.session\nsession = botocore.session.get_session()\n"
+        "for s in ('dynamodb', 'ssm'): session.create_client(s, region_name='us-east-1')"
+    ),
 }
+# What a stream app on Starlette alone would leave out of a cold start: FastAPI's import (its OpenAPI
+# models, params and routing on top of Starlette and pydantic), and the routes FastAPI builds (each
+# APIRoute analyses its endpoint's dependencies and makes its body and response fields).
+STARLETTE_ALTERNATIVE = {
+    "import fastapi (pydantic and starlette with it)": "import fastapi",
+    "import pydantic and starlette's app, routing, requests and responses (what a Starlette app needs)": (
+        "import pydantic, starlette.applications, starlette.routing, starlette.requests, starlette.responses"
+    ),
+}
+ROUTE_BUILDING = """import time
+import fastapi.routing
+
+spent = 0.0
+build = fastapi.routing.APIRoute.__init__
+
+
+def timed(self, *args, **kwargs):
+    global spent
+    started = time.process_time()
+    build(self, *args, **kwargs)
+    spent += time.process_time() - started
+
+
+fastapi.routing.APIRoute.__init__ = timed
+import app
+
+print(len(app.app.routes), spent)
+"""
 
 
 def _cost_once(layout: lambda_layout.Layout, statement: str) -> float:
-    code = f"import time\nstarted = time.perf_counter()\n{statement}\nprint(time.perf_counter() - started)"
+    # CPU time: on a machine shared with other work, wall time measures the queue as much as the import
+    code = f"import time\nstarted = time.process_time()\n{statement}\nprint(time.process_time() - started)"
+    return float(_child(layout, code).split()[-1])
+
+
+def _child(layout: lambda_layout.Layout, code: str) -> str:
+    """What a fresh chat-stream interpreter running `code` prints."""
     proc = subprocess.run(
         [sys.executable, "-S", "-c", code],
         cwd=layout.function_dir("chat_stream"),
@@ -108,24 +154,69 @@ def _cost_once(layout: lambda_layout.Layout, statement: str) -> float:
         timeout=120,
     )
     if proc.returncode != 0:
-        raise RuntimeError(f"{statement!r} failed\n{proc.stderr[-2000:]}")
-    return float(proc.stdout.split()[-1])
+        raise RuntimeError(f"{code!r} failed\n{proc.stderr[-2000:]}")
+    return proc.stdout
 
 
-def _first_token_once(layout: lambda_layout.Layout, stack: local.LocalStack) -> tuple[float, float, float]:
+@dataclass(frozen=True)
+class Result:
+    """A fresh chat-stream process: seconds and its CPU seconds until it listens and until its first
+    ResponseChunk, and its peak RSS (MiB) over the turn."""
+
+    listening: float
+    first_chunk: float
+    listening_cpu: float
+    first_chunk_cpu: float
+    peak: float
+
+
+def _first_token_once(layout: lambda_layout.Layout, stack: local.LocalStack) -> Result:
     conversation = stack.conversation()
     token = stack.token()
     process = local.ChatStreamProcess(layout, stack.stream_env(layout))
     try:
         ready = process.wait_listening()
-        turn = local.stream_turn(process.port, conversation, token, "How do I run the test suite?")
+        ready_cpu = cpu_seconds(process.process.pid)
+        at_first: list[float] = []
+        turn = local.stream_turn(
+            process.port,
+            conversation,
+            token,
+            "How do I run the test suite?",
+            on_first_chunk=lambda: at_first.append(cpu_seconds(process.process.pid)),
+        )
         if turn.status != 200 or turn.first_chunk_at is None or turn.events[-1:] != ["Completed"]:
             raise RuntimeError(f"turn failed: {turn.status} {turn.events}\n{process.output()}")
         with open(f"/proc/{process.process.pid}/status") as status:
             peak = peak_mib(status.read())
-        return ready, turn.first_chunk_at - process.started, peak
+        return Result(ready, turn.first_chunk_at - process.started, ready_cpu, at_first[0], peak)
     finally:
         process.stop()
+
+
+def _against_baseline(section: Section, pairs: list[tuple[Result, Result]]) -> None:
+    """Baseline and today's process alternated, one pair at a time: each pair's ratio, so that the
+    machine's drift (it moves by tens of percent within minutes) cancels out; and the same on the
+    process's CPU time, which other work on the machine moves far less than its wall time."""
+    commit = lambda_layout.BASELINE_COMMIT[:7]
+    measures = (
+        ("listening", "fresh process until it listens", "s"),
+        ("first_chunk", "fresh process until it sends the first ResponseChunk", "s"),
+        ("listening_cpu", "CPU until it listens", "s CPU"),
+        ("first_chunk_cpu", "CPU until it sends the first ResponseChunk", "s CPU"),
+    )
+    for field, what, unit in measures:
+        before = [getattr(b, field) for b, _ in pairs]
+        now = [getattr(n, field) for _, n in pairs]
+        if field.endswith("_cpu"):
+            section.add(f"chat_stream: {what}", unit, now)
+        section.add(f"chat_stream baseline ({commit}): {what}", unit, before)
+        ratio = section.add(
+            f"chat_stream: {what}, today ÷ baseline ({commit}), pair by pair",
+            "x",
+            [n / b for b, n in zip(before, now, strict=True)],
+        )
+        ratio.goal, ratio.met = f"<= {BASELINE_RATIO_GOAL} median", ratio.median <= BASELINE_RATIO_GOAL
 
 
 def run(quick: bool = False) -> Section:
@@ -154,19 +245,47 @@ def run(quick: bool = False) -> Section:
 
     stack = local.shared()
     stack.llm.default = text_reply("Run make test [source:guide#0].", chunks=5)
+    baseline = lambda_layout.prepare_baseline(layout)
     _first_token_once(layout, stack)  # warms the servers' caches, not the process under test
-    results = [_first_token_once(layout, stack) for _ in range(max(3, runs // 2))]
-    ready = section.add("chat_stream: fresh uvicorn process until it listens", "s", [r[0] for r in results])
+    _first_token_once(baseline, stack)
+    pairs = [(_first_token_once(baseline, stack), _first_token_once(layout, stack)) for _ in range(runs)]
+    results = [now for _, now in pairs]
+    ready = section.add(
+        "chat_stream: fresh uvicorn process until it listens", "s", [r.listening for r in results]
+    )
     ready.goal, ready.met = f"<= {READY_GOAL_S} s median", ready.median <= READY_GOAL_S
     first = section.add(
-        "chat_stream: fresh process until the first ResponseChunk", "s", [r[1] for r in results]
+        "chat_stream: fresh process until the first ResponseChunk", "s", [r.first_chunk for r in results]
     )
     first.goal, first.met = f"<= {FIRST_TOKEN_GOAL_S} s median", first.median <= FIRST_TOKEN_GOAL_S
+    _against_baseline(section, pairs)
     section.add(
-        "chat_stream: peak RSS over its first turn (memory indexing included)", "MiB", [r[2] for r in results]
+        "chat_stream: peak RSS over its first turn (memory indexing included)",
+        "MiB",
+        [r.peak for r in results],
     )
-    section.details["first-turn costs in a fresh process (median of 5, ms)"] = {
+    section.details["first-turn costs in a fresh process (median of 5, ms of CPU)"] = {
         name: round(statistics.median(_cost_once(layout, code) for _ in range(5)) * 1000)
         for name, code in FIRST_TURN_COSTS.items()
     }
+    _starlette_alternative(section, layout)
     return section
+
+
+def _starlette_alternative(section: Section, layout: lambda_layout.Layout) -> None:
+    """What a Starlette-only stream app would save at most: FastAPI's import beyond Starlette and pydantic,
+    and the route building FastAPI does while the app module loads."""
+    imports = {
+        name: statistics.median(_cost_once(layout, code) for _ in range(5)) * 1000
+        for name, code in STARLETTE_ALTERNATIVE.items()
+    }
+    builds = [_child(layout, ROUTE_BUILDING).split()[-2:] for _ in range(5)]
+    routes, building = int(builds[0][0]), statistics.median(float(b[1]) for b in builds) * 1000
+    fastapi_ms, starlette_ms = imports.values()
+    section.details["a Starlette-only stream app (fresh processes, median of 5, ms of CPU)"] = {
+        **{name: round(ms) for name, ms in imports.items()},
+        f"FastAPI building the stream app's {routes} routes (APIRoute, while app.py loads)": round(building),
+        "at most saved before listening (FastAPI's import beyond them + route building)": round(
+            fastapi_ms - starlette_ms + building
+        ),
+    }

@@ -76,6 +76,7 @@ def _copy_sources(source: Path, target: Path) -> None:
 class Layout:
     root: Path
     runtime: Path
+    shared_layer: Path | None = None  # the dependencies, when root's layer holds only rag_orchestrator
 
     @property
     def layer(self) -> Path:
@@ -85,7 +86,8 @@ class Layout:
         return self.root / "functions" / name
 
     def pythonpath(self, function: str) -> str:
-        return os.pathsep.join(str(p) for p in (self.function_dir(function), self.layer, self.runtime))
+        paths = (self.function_dir(function), self.layer, self.shared_layer, self.runtime)
+        return os.pathsep.join(str(p) for p in paths if p is not None)
 
     def env(self, function: str, **extra: str) -> dict[str, str]:
         """The environment of a deployed function (template.yaml's Globals, Lambda's own variables)."""
@@ -125,3 +127,47 @@ def prepare() -> Layout:
             ]
             subprocess.run([*command, "-r", str(target / "requirements.txt")], check=True, cwd=ROOT)
     return layout
+
+
+# The code before the third wave's cold-start work (issue 35): main as that work began. The cold
+# benchmark runs its chat-stream function beside today's, process by process, on the same dependencies.
+BASELINE_COMMIT = "579d73d7bf98b4fdc91c4b03c996a5e78fbd48f7"
+BASELINE_PATHS = ("layers/core/rag_orchestrator", "functions/chat_stream")
+
+
+def prepare_baseline(layout: Layout, commit: str = BASELINE_COMMIT) -> Layout:
+    """BASELINE_COMMIT's rag_orchestrator and chat-stream function (from git, byte-compiled as the layer
+    ships them), over `layout`'s dependencies and runtime."""
+    root = BASE / f"baseline-{commit[:12]}"
+    layer = root / "opt" / "python"
+    if not (root / ".stamp").is_file():
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", commit, *BASELINE_PATHS],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+        layer.mkdir(parents=True)
+        (root / "layers" / "core" / "rag_orchestrator").rename(layer / "rag_orchestrator")
+        (root / "functions" / "chat_stream").rename(root / "chat_stream")
+        shutil.rmtree(root / "functions")
+        (root / "functions").mkdir()
+        (root / "chat_stream").rename(root / "functions" / "chat_stream")
+        shutil.rmtree(root / "layers")
+        _compile_layer(layer)
+        (root / ".stamp").write_text(commit)
+    return Layout(root=root, runtime=layout.runtime, shared_layer=layout.layer)
+
+
+def _compile_layer(layer: Path) -> None:
+    """rag_orchestrator's bytecode as layers/core/build_layer.py makes it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_layer", ROOT / "layers" / "core" / "build_layer.py")
+    assert spec is not None and spec.loader is not None
+    build_layer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_layer)
+    build_layer.compile_bytecode(layer)

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -170,8 +171,16 @@ class UvicornProcess:
     with `-S` (nothing but PYTHONPATH, as in the Lambda layout)."""
 
     def __init__(
-        self, app: str, cwd: Path, env: dict[str, str], *, app_dir: Path | None = None, site: bool = True
+        self,
+        app: str,
+        cwd: Path,
+        env: dict[str, str],
+        *,
+        app_dir: Path | None = None,
+        site: bool = True,
+        preexec: Callable[[], None] | None = None,
     ) -> None:
+        """`preexec` runs in the child before uvicorn starts (bench/cpu_share.py: joining a cgroup)."""
         from devserver.stack import free_port
 
         self.port = free_port()
@@ -181,7 +190,13 @@ class UvicornProcess:
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop())
         self.started = time.monotonic()
         self.process = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=preexec,  # writes one file before the exec
         )
 
     def wait_listening(self, timeout: float = 60.0) -> float:
@@ -215,9 +230,11 @@ class UvicornProcess:
 class ChatStreamProcess(UvicornProcess):
     """`functions/chat_stream/run.sh` as the Lambda Web Adapter starts it: uvicorn serving app:app."""
 
-    def __init__(self, layout: Layout, env: dict[str, str]) -> None:
+    def __init__(
+        self, layout: Layout, env: dict[str, str], preexec: Callable[[], None] | None = None
+    ) -> None:
         function_dir = layout.function_dir("chat_stream")
-        super().__init__("app:app", function_dir, env, app_dir=function_dir, site=False)
+        super().__init__("app:app", function_dir, env, app_dir=function_dir, site=False, preexec=preexec)
 
 
 @dataclass
@@ -231,9 +248,15 @@ class StreamedTurn:
 
 
 def stream_turn(
-    port: int, conversation_id: str, token: str, message: str, timeout: float = 30.0
+    port: int,
+    conversation_id: str,
+    token: str,
+    message: str,
+    timeout: float = 30.0,
+    on_first_chunk: Callable[[], None] | None = None,
 ) -> StreamedTurn:
-    """POST the stream route over a plain socket and note when the first ResponseChunk arrives.
+    """POST the stream route over a plain socket and note when the first ResponseChunk arrives (and
+    call `on_first_chunk` then).
 
     A plain socket keeps the client's own cost out of the measurement (no HTTP library on top).
     """
@@ -256,6 +279,8 @@ def stream_turn(
                 break
             if first is None and b"event: ResponseChunk" in received[-32:] + data:
                 first = time.monotonic()
+                if on_first_chunk is not None:
+                    on_first_chunk()
             if completed is None and b"event: Completed" in received[-32:] + data:
                 completed = time.monotonic()
             received += data

@@ -5,7 +5,8 @@
   the bench's moto server, a reader taking the events as they come. A botocore hook counts each request
   and sizes each item the log writes, as DynamoDB bills them (write request units, 1 KB each).
 - resume: a chat-stream process (as in ttft) has streamed a turn; a plain-socket client reconnects with
-  `Last-Event-ID` half way: request sent -> first replayed event.
+  `Last-Event-ID` half way: request sent -> first replayed event; in alternating rounds with a process
+  of the pinned baseline code (bench/layout.py), whose ratio must not show it slower.
 - cancel: two chat-stream processes; a turn streams on one, held mid-answer by the fake LLM's Gate; the
   cancel is sent to the same process or the other, at a random moment of the turn's half-second report
   cycle (as a person's would be): request sent -> Completed on the turn's stream.
@@ -19,6 +20,7 @@ import json
 import math
 import random
 import socket
+import statistics
 import time
 from collections import Counter
 from typing import Any
@@ -27,6 +29,7 @@ from urllib.request import Request, urlopen
 from bench import layout as lambda_layout
 from bench import stack as local
 from bench.report import Section
+from rag_orchestrator.providers.strategies import StrategyMetadata
 
 CHUNKS_PER_SECOND = 50
 LENGTHS = (50, 500, 2000)
@@ -61,6 +64,7 @@ class PacedStrategy:
     """Streams `chunks` one-word chunks at `per_second`, then answers."""
 
     name = "paced"
+    metadata = StrategyMetadata("paced", "paced-model", reasoning=False)  # what a turn's spans name
 
     def __init__(self, chunks: int, per_second: float) -> None:
         self.chunks, self.pause = chunks, 1 / per_second
@@ -101,6 +105,8 @@ def log_writes(section: Section, quick: bool) -> dict[int, dict[str, float]]:
             units["log"] += math.ceil(item_size(params["Item"]) / 1024)
         elif model.name == "UpdateItem":
             units["log"] += 1  # the turn's entry: well under 1 KB before and after
+        elif model.name == "GetItem" and params["Key"]["SK"]["S"].startswith("TURN#"):
+            units["log reads"] += 1  # a running turn asking its entry about a cancel: consistent, < 4 KB
 
     client.meta.events.register("provide-client-params.dynamodb", written)
     store, log = create_store(settings, aws), create_event_log(settings, aws)
@@ -127,10 +133,17 @@ def log_writes(section: Section, quick: bool) -> dict[int, dict[str, float]]:
         seconds = chunks / rate
         section.add(f"{chunks} chunks ({seconds:g} s): event log writes", "requests", float(writes))
         section.add(f"{chunks} chunks: event log write units", "WRU", float(units["log"]))
+        section.add(f"{chunks} chunks: event log read units", "RRU", float(units["log reads"]))
         section.details[f"{chunks} chunks: requests"] = ", ".join(
             f"{k} x{n}" for k, n in sorted(taken.items())
         )
-        found[chunks] = {"writes": writes, "units": units["log"], "store": store_requests, "seconds": seconds}
+        found[chunks] = {
+            "writes": writes,
+            "units": units["log"],
+            "read units": units["log reads"],
+            "store": store_requests,
+            "seconds": seconds,
+        }
     aws.reset()
     return found
 
@@ -164,7 +177,8 @@ def _turn_id(received: bytes) -> str:
     return received.split(b'"turnId":"', 1)[1].split(b'"', 1)[0].decode()
 
 
-def _resume(section: Section, stack: Any, port: int, quick: bool) -> None:
+def _resume(stack: Any, port: int, quick: bool) -> list[float]:
+    """ms from a reconnect with Last-Event-ID half way through a finished turn to its first replayed event."""
     from tests.fakes.llm_script import text_reply
 
     stack.llm.default = text_reply("word " * 40, chunks=40)
@@ -184,7 +198,7 @@ def _resume(section: Section, stack: Any, port: int, quick: bool) -> None:
         with _send(port, head) as sock:
             first, _ = _read_until(sock, b"\nid: ")
         samples.append((first - sent) * 1000)
-    section.add("resume: reconnect with Last-Event-ID -> first replayed event", "ms", samples)
+    return samples
 
 
 def _cancel(section: Section, stack: Any, ports: tuple[int, int], quick: bool) -> None:
@@ -221,22 +235,44 @@ def run(quick: bool = False) -> Section:
     section = Section("turns", packages=["boto3", "botocore", "moto", "uvicorn"])
     found = log_writes(section, quick)
     for chunks, counts in found.items():
-        dollars = counts["units"] * PRICES["write"] / 1e6 * 1000
+        dollars = (counts["units"] * PRICES["write"] + counts["read units"] * PRICES["read"]) / 1e6 * 1000
         section.add(f"{chunks} chunks: event log cost per 1,000 turns", "USD", dollars)
     section.details["prices"] = (
         f"on-demand, us-east-1, USD per million: writes {PRICES['write']}, reads {PRICES['read']} "
         "(looked up 2026-11-23); the log's items live an hour, so storage is negligible; TTL deletes are free"
     )
     layout = lambda_layout.prepare()
+    baseline = lambda_layout.prepare_baseline(layout)
     stack = local.shared()
     processes = [local.ChatStreamProcess(layout, stack.stream_env(layout)) for _ in range(2)]
+    processes.append(local.ChatStreamProcess(baseline, stack.stream_env(baseline)))
     try:
         for process in processes:
             process.wait_listening()
-        _resume(section, stack, processes[0].port, quick)
+        _resume_against_baseline(section, stack, processes[0].port, processes[2].port, quick)
         _cancel(section, stack, (processes[0].port, processes[1].port), quick)
     finally:
         for process in processes:
             process.stop()
         stack.llm.default = None
     return section
+
+
+def _resume_against_baseline(
+    section: Section, stack: Any, port: int, baseline_port: int, quick: bool
+) -> None:
+    """A reconnect's first replayed event, today's process beside the baseline's (bench/layout.py), in
+    alternating rounds: fewer, larger log items must not make it slower."""
+    commit = lambda_layout.BASELINE_COMMIT[:7]
+    today, before = [], []
+    for _ in range(2 if quick else 3):
+        today += _resume(stack, port, quick)
+        before += _resume(stack, baseline_port, quick)
+    section.add("resume: reconnect with Last-Event-ID -> first replayed event", "ms", today)
+    section.add(f"resume (baseline {commit}): the same", "ms", before)
+    ratio = section.add(
+        f"resume: first replayed event, today ÷ baseline ({commit}), medians",
+        "x",
+        statistics.median(today) / statistics.median(before),
+    )
+    ratio.goal, ratio.met = "<= 1.1 (not slower, within noise)", ratio.median <= 1.1

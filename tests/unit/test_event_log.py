@@ -90,7 +90,9 @@ async def test_a_report_answers_whether_a_cancel_was_asked_for(log):
     await log.request_cancel("conv-1", "01TURN", "alice")
     assert await log.report(turn, 5) is True
     found = await log.get("conv-1", "01TURN", "alice")
-    assert (found.last_seq, found.cancel_requested, found.status) == (5, True, "running")
+    assert (found.last_seq, found.cancel_requested, found.status) == (0, True, "running")
+    assert await log.report(turn, 7, ended=True) is True
+    assert (await log.get("conv-1", "01TURN", "alice")).last_seq == 7  # written once, at the end
 
 
 async def test_an_ended_turn_cannot_be_cancelled_and_others_cannot_cancel_at_all(log):
@@ -168,11 +170,12 @@ async def test_dynamodb_request_counts(aws, clock):
     turn = entry()
     await log.open(turn)
     await log.append(turn, batch(1, 40))
-    await log.report(turn, 40)
+    await log.report(turn, 40)  # running: a read, a fifth of a write's price
+    await log.report(turn, 40, ended=True)
     await log.get("conv-1", "01TURN", "alice")
     await log.events("conv-1", "01TURN")
     await log.running("conv-1", "alice")
-    assert counts == Counter({"PutItem": 3, "UpdateItem": 1, "GetItem": 3, "Query": 1})
+    assert counts == Counter({"PutItem": 3, "UpdateItem": 1, "GetItem": 4, "Query": 1})
 
 
 def test_the_entry_expires_an_hour_after_its_deadline():

@@ -108,7 +108,7 @@ async def test_without_a_model_a_follow_up_borrows_the_earlier_questions_words()
 async def test_with_a_model_one_short_call_condenses_the_follow_up():
     model = ScriptedStrategy([answer("When does the Riverside Pool open on Saturdays?")])
     assert (
-        await FollowUps(model).query("And on Saturdays?", WINDOW)
+        await FollowUps(lambda: model).query("And on Saturdays?", WINDOW)
         == "When does the Riverside Pool open on Saturdays?"
     )
     [(messages, tools, ctx)] = model.requests
@@ -120,9 +120,11 @@ async def test_with_a_model_one_short_call_condenses_the_follow_up():
 async def test_a_failing_condensing_call_falls_back_to_the_borrowed_words():
     model = ScriptedStrategy([[RuntimeError("model down")]])
     assert (
-        await FollowUps(model).query("And on Saturdays?", WINDOW) == "And on Saturdays? Riverside Pool open"
+        await FollowUps(lambda: model).query("And on Saturdays?", WINDOW)
+        == "And on Saturdays? Riverside Pool open"
     )
     silent = ScriptedStrategy([answer("   ")])
     assert (
-        await FollowUps(silent).query("And on Saturdays?", WINDOW) == "And on Saturdays? Riverside Pool open"
+        await FollowUps(lambda: silent).query("And on Saturdays?", WINDOW)
+        == "And on Saturdays? Riverside Pool open"
     )

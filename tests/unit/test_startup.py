@@ -86,3 +86,41 @@ def test_the_mcp_sdk_loads_only_where_mcp_servers_is_set_and_then_at_first_use()
     built, listed = _sdk_modules(MCP_SERVERS=servers)
     assert not {"mcp", "mcp_types", "httpx2", "rag_orchestrator.tools.mcp_client"} & set(built)
     assert {"mcp", "mcp_types", "rag_orchestrator.tools.mcp_client"} <= set(listed)
+
+
+BOTO_AT_START = """
+import json, sys
+from rag_orchestrator.api.app import STREAM_ROUTERS, create_app
+from rag_orchestrator.aws import AwsClients
+aws = AwsClients()
+create_app(STREAM_ROUTERS, aws=aws).state.services.toolbox
+print(json.dumps([aws.made, sorted(set(sys.modules) & {"boto3", "botocore.session", "botocore.client"})]))
+"""
+
+
+def test_the_stream_app_makes_no_aws_client_before_its_first_request():
+    """botocore's session, a client and an SSM call are a large part of a cold start: the first turn
+    pays them, not the start-up before the function listens (Powertools imports botocore's top module
+    alone)."""
+    environ = os.environ | {
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "CONVERSATION_STORAGE": "dynamodb",
+        "CONVERSATIONS_TABLE": "conversations",
+        "TRANSCRIPTS_BUCKET": "transcripts",
+        # deployed, with a model whose key is in SSM: building its strategy would fetch the key
+        "AWS_LAMBDA_FUNCTION_NAME": "rag-orchestrator-test-ChatStreamFunction",
+        "AUTH_MODE": "jwt",
+        "JWT_ISSUER": "https://issuer.example.com",
+        "JWT_AUDIENCE": "aud",
+        "JWT_JWKS_URL": "https://issuer.example.com/jwks.json",
+        "CONDENSE_FOLLOW_UPS": "true",  # the default deployed (the suite turns it off)
+        "MODEL_STRATEGY": "openai_compatible",
+        "OPENAI_COMPATIBLE_BASE_URL": "https://models.example/v1",
+        "OPENAI_COMPATIBLE_MODEL": "m",
+        "OPENAI_COMPATIBLE_API_KEY_PARAM": "/rag/model-key",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", BOTO_AT_START], capture_output=True, text=True, env=environ, check=True
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [0, []]

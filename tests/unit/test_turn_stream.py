@@ -142,6 +142,22 @@ async def test_a_reader_that_leaves_does_not_stop_the_turn():
     assert logged[: len(seen)] == seen and logged[-1].type == "Completed"
 
 
+async def test_what_a_leaving_reader_was_sent_is_logged_at_once_for_its_reconnect():
+    strategy = HeldStrategy(["one ", "two "], ["three"])
+    stream, _store, log, cid = await streamed(strategy, stream_log_flush_ms=5000)  # no timed write soon
+    async with aclosing(stream.frames()) as frames:
+        seen = [await anext(frames) for _ in range(2)]
+    await strategy.held.wait()
+    logged: list = []
+    for _ in range(100):  # the flusher's turns of the event loop, not a timer's
+        if len(logged := await log.events(cid, stream.turn_id)) >= len(seen):
+            break
+        await asyncio.sleep(0)
+    assert logged[: len(seen)] == seen and stream.turn.control.reason is None  # still running
+    strategy.go.set()
+    await stream.finished()
+
+
 async def test_with_stop_on_disconnect_a_leaving_reader_cancels_the_turn():
     stream, store, log, cid = await streamed(HeldStrategy(["one "], ["two"]), turn_stop_on_disconnect=True)
     turn = stream.turn

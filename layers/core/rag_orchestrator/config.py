@@ -73,11 +73,12 @@ class Settings(BaseSettings):
 
     # Durable turns (docs/streams.md): a turn ends this long before its function's deadline; with no
     # deadline known (a dev server) it may run for the default budget. The event log is written at most
-    # once per STREAM_LOG_FLUSH_MS; idle streams get a comment line every SSE_KEEPALIVE_SECONDS.
+    # once per STREAM_LOG_FLUSH_MS (each write bills a write unit, and a second of chunks fits in one:
+    # docs/cost.md); idle streams get a comment line every SSE_KEEPALIVE_SECONDS.
     turn_deadline_margin_seconds: float = Field(3.0, ge=0, le=60)
     turn_default_budget_seconds: float = Field(300.0, gt=0, le=900)
     turn_stop_on_disconnect: bool = False
-    stream_log_flush_ms: int = Field(250, ge=10, le=5000)
+    stream_log_flush_ms: int = Field(1000, ge=10, le=5000)
     sse_keepalive_seconds: float = Field(15.0, gt=0, le=300)
 
     # Approvals and budgets (docs/approvals.md, docs/usage.md): a held tool call undecided this long is

@@ -213,7 +213,7 @@ class Services:
         the earlier questions' words."""
         from rag_orchestrator.retrieval.followup import FollowUps
 
-        return FollowUps(self.strategy if self.settings.condense_follow_ups else None)
+        return FollowUps((lambda: self.strategy) if self.settings.condense_follow_ups else None)
 
     @cached_property
     def answer_template(self) -> Template:

@@ -3,9 +3,10 @@
 The turn no longer belongs to the HTTP response: when the client goes away the task runs on to the
 turn's end (or its deadline), and the event log keeps what a reconnecting client replays
 (docs/streams.md). TURN_STOP_ON_DISCONNECT=true cancels the turn instead. A flusher task writes the
-log at most once per STREAM_LOG_FLUSH_MS and asks about a cancel about every CHECK_SECONDS (the
-log's report answers it), so a cancel made in another process stops the turn within a second.
-Failures of the log are logged and never stop the turn.
+log at most once per STREAM_LOG_FLUSH_MS, and at once when the reader leaves (what it was sent is then
+logged for its reconnect); it asks about a cancel every CHECK_SECONDS, whatever the flush interval (a
+read of the log's entry), so a cancel made in another process stops the turn within a second. Failures of the log are logged and
+never stop the turn.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class TurnStream:
         self._pending: list[LoggedEvent] = []
         self._seq = 0
         self._ended = asyncio.Event()
+        self._flush_now = asyncio.Event()  # the turn ended or its reader left: write what is pending
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -63,6 +65,7 @@ class TurnStream:
                     yield item
         finally:
             if self._relay.detached and self._task is not None and not self._task.done():
+                self._flush_now.set()
                 if self._stop_on_disconnect:
                     self.turn.control.cancel()
                 _detached.add(self._task)
@@ -88,6 +91,7 @@ class TurnStream:
             self._running.remove(self.turn_id)
             self._relay.end()
             self._ended.set()
+            self._flush_now.set()
             await asyncio.shield(flusher)
             await self.turn.after()  # the after-turn hooks, once the log has the terminal event
 
@@ -103,13 +107,19 @@ class TurnStream:
             )
             self._log = None
             return
-        every = max(1, round(CHECK_SECONDS / self._flush_seconds))  # ticks between two reports
+        tick_seconds = min(self._flush_seconds, CHECK_SECONDS)
+        writes_every = max(1, round(self._flush_seconds / tick_seconds))  # ticks between two writes
+        reports_every = max(1, round(CHECK_SECONDS / tick_seconds))  # ticks between two cancel checks
         for tick in itertools.count(1):
             with suppress(TimeoutError):
-                await asyncio.wait_for(self._ended.wait(), self._flush_seconds)
+                await asyncio.wait_for(self._flush_now.wait(), tick_seconds)
             ended = self._ended.is_set()  # as of now: events that come during the writes go next round
-            await self._safely(self._write)
-            if ended or tick % every == 0:
+            now = self._flush_now.is_set()
+            if not ended:
+                self._flush_now.clear()
+            if now or tick % writes_every == 0:
+                await self._safely(self._write)
+            if ended or tick % reports_every == 0:
                 await self._safely(self._report, ended)
             if ended:
                 return

@@ -11,7 +11,7 @@ not for its words alone ("And on Saturdays?" finds nothing by itself):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from rag_orchestrator.domain.messages import Message, Role
@@ -55,10 +55,10 @@ def earlier_questions(message: str, window: Sequence[Said]) -> list[str]:
 class FollowUps:
     """Makes a chat message a search query of its own; built once, with the turn's model strategy."""
 
-    def __init__(self, strategy: ModelStrategy | None = None) -> None:
-        self.strategy = (
-            strategy if strategy is not None and strategy.metadata.provider != "extractive" else None
-        )
+    def __init__(self, model: Callable[[], ModelStrategy] | None = None) -> None:
+        # The strategy is asked for on the first follow-up, not here: the stream function builds this at
+        # start-up, and the strategy would fetch its API key (an SSM call) before the function listens.
+        self._model = model
 
     async def query(self, message: str, window: Sequence[Said]) -> str:
         """What to search for this message; the message itself on a conversation's first turn."""
@@ -66,12 +66,12 @@ class FollowUps:
         if not earlier:
             return message
         words = standalone(message, previous_question(earlier))
-        if self.strategy is None:
+        strategy = self._model() if self._model is not None else None
+        if strategy is None or strategy.metadata.provider == "extractive":
             return words
-        return await self._condensed(message, window) or words
+        return await self._condensed(strategy, message, window) or words
 
-    async def _condensed(self, message: str, window: Sequence[Said]) -> str | None:
-        assert self.strategy is not None  # only called with a model
+    async def _condensed(self, strategy: ModelStrategy, message: str, window: Sequence[Said]) -> str | None:
         exchanges = [m for m in window if m.role in (Role.USER, Role.ASSISTANT) and m.content.strip()]
         if exchanges and exchanges[-1].role is Role.USER and exchanges[-1].content.strip() == message.strip():
             exchanges.pop()
@@ -84,7 +84,7 @@ class FollowUps:
             Message(role=Role.SYSTEM, content=PROMPT),
             Message(role=Role.USER, content=f"{conversation}\n\nLast message: {message[:EXCERPT_CHARS]}"),
         ]
-        text = await short_reply(self.strategy, "follow-up", messages, CONDENSE_MAX_TOKENS, CONDENSE_SECONDS)
+        text = await short_reply(strategy, "follow-up", messages, CONDENSE_MAX_TOKENS, CONDENSE_SECONDS)
         if text is None:
             return None
         query = " ".join(text.split()).strip("\"'“”")[:MAX_QUERY_CHARS]

@@ -135,4 +135,6 @@ def create_registry(settings: Settings, aws: AwsClients | None) -> DocumentRegis
         return MemoryDocumentRegistry()
     if aws is None:
         raise ConfigError("the document registry in DynamoDB was given no AWS clients")
-    return DynamoDocumentRegistry(aws.client("dynamodb"), settings.conversations_table)
+    # Lazy: the chat-stream function builds its toolbox (and so this) before it listens, and would
+    # otherwise import botocore and make the client there, ahead of the first turn that needs them.
+    return DynamoDocumentRegistry(aws.lazy("dynamodb"), settings.conversations_table)

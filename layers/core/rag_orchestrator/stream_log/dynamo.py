@@ -1,9 +1,10 @@
 """EventLog on the conversations table (key design in stream_log/items.py).
 
 Every method runs in a worker thread (boto3 blocks). Request counts: open is two writes (the entry,
-then the conversation's newest-turn item); append, report and request_cancel one each (report an
-UpdateItem that returns the entry, which is how a running turn learns of a cancel without a read of
-its own); get is one GetItem, running two; events one Query (more past 1 MB).
+then the conversation's newest-turn item); append, report and request_cancel one each; get is one
+GetItem, running two; events one Query (more past 1 MB). A running turn's report is a consistent
+GetItem of its entry (a read unit, a fifth of a write's price: it only asks about a cancel); the last
+report, at the turn's end, an UpdateItem that marks the entry ended.
 """
 
 from __future__ import annotations
@@ -47,20 +48,18 @@ class DynamoEventLog:
 
     @in_worker_thread
     def report(self, entry: TurnEntry, last_seq: int, *, ended: bool = False) -> bool:
-        values: dict[str, Any] = {":seq": last_seq}
-        expression = "SET lastSeq = :seq"
-        if ended:
-            expression += ", #status = :ended"
-            values[":ended"] = "ended"
+        key = ti.turn_key(entry.conversation_id, entry.turn_id)
+        if not ended:
+            return bool(self._item(key).get("cancelRequested"))
         try:
             response = self._table.call(
                 "update_item",
-                Key=to_attributes(ti.turn_key(entry.conversation_id, entry.turn_id)),
-                UpdateExpression=expression,
+                Key=to_attributes(key),
+                UpdateExpression="SET lastSeq = :seq, #status = :ended",
                 ConditionExpression="attribute_exists(PK)",
-                ExpressionAttributeValues=to_attributes(values),
+                ExpressionAttributeValues=to_attributes({":seq": last_seq, ":ended": "ended"}),
+                ExpressionAttributeNames={"#status": "status"},
                 ReturnValues="ALL_NEW",
-                **({"ExpressionAttributeNames": {"#status": "status"}} if ended else {}),
             )
         except ConditionFailed:
             return False  # the entry is gone (expired): nobody can have asked

@@ -44,9 +44,8 @@ class InProcessEventLog:
             turn = self._live(entry.conversation_id, entry.turn_id)
             if turn is None:
                 return False
-            turn.entry = replace(
-                turn.entry, last_seq=last_seq, status="ended" if ended else turn.entry.status
-            )
+            if ended:  # as the DynamoDB log: a running turn's report only asks
+                turn.entry = replace(turn.entry, last_seq=last_seq, status="ended")
             return turn.entry.cancel_requested
 
     async def request_cancel(self, conversation_id: str, turn_id: str, caller_id: str) -> None:

@@ -1,7 +1,7 @@
 """The EventLog contract: a short-lived record of a streamed turn and its numbered events.
 
-The running turn opens its entry, appends its events in batches and reports how far it got (the
-report's answer says whether a cancel was asked for); a reconnecting client reads the entry and the
+The running turn opens its entry, appends its events in batches and reports while it runs (the
+report's answer says whether a cancel was asked for) and once more when it ends (how far it got); a reconnecting client reads the entry and the
 events after the last one it saw, or asks for the conversation's running turn (opening a turn also
 makes it its conversation's newest). Ownership is part of every read: an unknown, expired or another
 caller's turn raises the same TurnNotFound. Entries and events expire LOG_TTL_SECONDS after the
@@ -38,7 +38,7 @@ class TurnEntry:
     caller_id: str
     deadline: float  # epoch seconds by which the turn ends
     status: TurnStatus = "running"
-    last_seq: int = 0  # the last event reported as logged
+    last_seq: int = 0  # the turn's last event, reported when it ended
     cancel_requested: bool = False
 
     @property
@@ -57,7 +57,7 @@ class EventLog(Protocol):
         ...
 
     async def report(self, entry: TurnEntry, last_seq: int, *, ended: bool = False) -> bool:
-        """Record how far the turn got (and that it ended); True when a cancel has been asked for."""
+        """True when a cancel has been asked for; with `ended`, also record that and the last event."""
         ...
 
     async def request_cancel(self, conversation_id: str, turn_id: str, caller_id: str) -> None:
