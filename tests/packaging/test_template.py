@@ -384,6 +384,9 @@ def test_api_routes_public_ones_and_guests_without_the_authorizer_everything_els
         ("ANY", "/api/v1/chat/{proxy+}"),
         ("GET", "/api/v1/agent/tools"),
         ("POST", "/mcp"),
+        ("DELETE", "/api/v1/me"),  # a guest erases itself
+        ("ANY", "/api/v1/me/{proxy+}"),  # and exports its data
+        ("GET", "/api/v1/shared/{shareId}"),  # a share's link, read with no token
     }
     for route in public:
         assert routes.get(route) == "NONE", route
@@ -790,9 +793,13 @@ def test_guests_reach_the_app_past_api_gateway_after_the_sam_transform(transform
         ("/api/v1/chat/{proxy+}", any_method),
         ("/api/v1/agent/tools", "get"),
         ("/mcp", "post"),
+        ("/api/v1/me", "delete"),  # a guest erases itself with its own token
+        ("/api/v1/me/{proxy+}", any_method),  # and exports
+        ("/api/v1/shared/{shareId}", "get"),  # a share is read with no token at all
     ):
         assert paths[path][method]["security"] == [{"NONE": []}], path
     assert "/api/v1/documents" not in paths and "/api/v1/admin/audit" not in paths  # behind the authorizer
+    assert not any(path.startswith("/api/v1/admin") for path in paths)  # erasing others: the authorizer too
 
 
 def test_no_wildcard_actions_after_the_sam_transform(transformed):
