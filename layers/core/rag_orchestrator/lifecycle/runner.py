@@ -29,16 +29,14 @@ def _table(settings: Settings, aws: AwsClients) -> Table:
 
 
 def caller_eraser(settings: Settings, aws: AwsClients, checkpoint: Checkpoint | None = None) -> CallerEraser:
-    from rag_orchestrator.retrieval.fragments import FragmentIndex
-    from rag_orchestrator.retrieval.vector_store import VectorStore
+    from rag_orchestrator.retrieval.fragments import unembedded_memory
 
     table, s3 = _table(settings, aws), aws.client("s3")
     objects = ObjectStore(s3, settings.transcripts_bucket or "")
     attachments = ObjectStore(s3, settings.attachments_bucket) if settings.attachments_bucket else None
     trails = S3AuditTrails(s3, settings.transcripts_bucket or "")
     retention = timedelta(days=settings.audit_retention_days)
-    # No embedder: erasing embeds nothing (nor reads its key); also with MEMORY_ENABLED=false.
-    memory = FragmentIndex(VectorStore(settings, None, collection=settings.chroma_memory_collection), None)
+    memory = unembedded_memory(settings)
     conversations = ConversationEraser(
         table,
         objects,
@@ -68,12 +66,11 @@ def exports(settings: Settings, aws: AwsClients) -> Exports:
 def build_export(settings: Settings, aws: AwsClients, export_id: str) -> dict[str, Any]:
     from rag_orchestrator.attachments.objects import AttachmentObjects
     from rag_orchestrator.conversations.dynamo import DynamoConversationStore
-    from rag_orchestrator.retrieval.fragments import FragmentIndex
-    from rag_orchestrator.retrieval.vector_store import VectorStore
+    from rag_orchestrator.retrieval.fragments import unembedded_memory
 
     bucket = settings.attachments_bucket
     files = AttachmentObjects(aws.client("s3"), bucket) if bucket else None
-    memory = FragmentIndex(VectorStore(settings, None, collection=settings.chroma_memory_collection), None)
+    memory = unembedded_memory(settings)
     document = ExportDocument(
         _table(settings, aws),
         DynamoConversationStore.from_settings(settings, aws),

@@ -267,8 +267,12 @@ def create_fragment_index(settings: Settings, embedder: Embedder) -> FragmentInd
     return FragmentIndex(store, embedder)
 
 
+def unembedded_memory(settings: Settings) -> FragmentIndex:
+    """Conversation memory with no embedder made, for work that embeds nothing (nor reads the
+    embedder's key): purging, erasing and exporting, also with MEMORY_ENABLED=false."""
+    return FragmentIndex(VectorStore(settings, None, collection=settings.chroma_memory_collection), None)
+
+
 def fragment_eraser(settings: Settings) -> Callable[[str], None]:
-    """`forget_conversation` with no embedder made: the archival purge embeds nothing (nor reads its key)."""
-    return FragmentIndex(
-        VectorStore(settings, None, collection=settings.chroma_memory_collection), None
-    ).forget_conversation
+    """`forget_conversation` for the archival purge."""
+    return unembedded_memory(settings).forget_conversation
