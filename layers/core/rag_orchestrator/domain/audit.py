@@ -35,14 +35,17 @@ def digest(text: str) -> dict[str, Any]:
     return {"sha256": hashlib.sha256(data).hexdigest(), "length": len(data)}
 
 
-def canonical(record: Mapping[str, Any]) -> bytes:
-    """The bytes a record's hash covers: every field except `hash` and `callerId`, as compact sorted JSON."""
-    fields = {key: value for key, value in record.items() if key not in UNHASHED}
-    return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+# json.dumps builds an encoder per call for any option it is given; one made once writes the same text.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical(record: Mapping[str, Any]) -> str:
+    """Every field except `hash` and `callerId`, as compact sorted JSON: the text a record's hash covers."""
+    return _CANONICAL.encode({key: value for key, value in record.items() if key not in UNHASHED})
 
 
 def record_hash(record: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical(record)).hexdigest()
+    return hashlib.sha256(canonical(record).encode("utf-8")).hexdigest()
 
 
 def actor_ref(key: bytes, caller_id: str) -> str:
@@ -61,10 +64,10 @@ def sealed_copy(entry: Mapping[str, Any], prev_hash: str, actor_key: bytes) -> d
     canonical order: the canonical JSON that is hashed is the one read back, one encoding for both."""
     record = _chained(entry, prev_hash, actor_key)
     text = canonical(record)
-    copied: dict[str, Any] = json.loads(text)
+    copied: dict[str, Any] = json.loads(text)  # from the text: no detecting the bytes' encoding
     if "callerId" in record:  # outside the hash, so outside the text: a string, kept as it is
         copied["callerId"] = record["callerId"]
-    copied["hash"] = hashlib.sha256(text).hexdigest()
+    copied["hash"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return copied
 
 
