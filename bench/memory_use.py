@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from bench import layout as lambda_layout
@@ -133,6 +134,20 @@ def cpu_seconds(pid: int) -> float:
     """utime + stime of a process, from /proc/<pid>/stat."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def settled_cpu_seconds(pid: int, quiet: float = 1.0, limit: float = 30.0) -> float:
+    """The process's CPU seconds once they have not grown for `quiet` seconds (its work done, it idles)."""
+    deadline = time.monotonic() + limit
+    last, since = cpu_seconds(pid), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = cpu_seconds(pid)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return now
+    raise RuntimeError(f"process {pid} still busy after {limit:g} s")
 
 
 def _chat_stream_cpu(
