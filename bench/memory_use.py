@@ -188,9 +188,7 @@ def _report(section: Section, name: str, found: dict[str, float]) -> None:
 
 
 def run(quick: bool = False) -> Section:
-    section = Section(
-        "memory_use", packages=["pypdf", "rapidocr", "onnxruntime", "pocketsphinx", "chromadb-client"]
-    )
+    section = Section("memory_use", packages=["pypdf", "rapidocr", "onnxruntime", "pocketsphinx", "chromadb"])
     layout = lambda_layout.prepare()
     stack = local.shared()
     for pages in PAGES:

@@ -99,12 +99,8 @@ class VectorStore:
                 part: Sequence[Chunk] = part,
                 vectors: Sequence[Sequence[float]] = vectors,
             ) -> None:
-                ids, texts, metadatas = (
-                    [c.id for c in part],
-                    [c.text for c in part],
-                    [c.metadata for c in part],
-                )
-                client.upsert(collection_id, ids, vectors, texts, metadatas)
+                texts, metadatas = [c.text for c in part], [c.metadata for c in part]
+                client.upsert(collection_id, [c.id for c in part], vectors, texts, metadatas)
 
             self._write(put)
             self.generation += 1
@@ -150,7 +146,7 @@ class VectorStore:
         """The `top_k` nearest entries matching `where`, best first, as Chroma returns them."""
         none: list[QueryRow] = []
         return self.read(
-            lambda reader, collection_id: reader.query(collection_id, embedding, top_k, where), none
+            lambda client, collection_id: client.query(collection_id, embedding, top_k, where), none
         )
 
     def entries(self, where: dict[str, Any]) -> list[QueryRow]:
@@ -162,7 +158,7 @@ class VectorStore:
         none: list[QueryRow] = []
         include = ["documents", "metadatas"]
         return self.read(
-            lambda reader, collection_id: reader.get(collection_id, ids=ids, where=where, include=include),
+            lambda client, collection_id: client.get(collection_id, ids=ids, where=where, include=include),
             none,
         )
 
