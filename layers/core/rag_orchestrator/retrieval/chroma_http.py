@@ -9,9 +9,11 @@ collection by name, upsert, delete by ids or filter; they wait up to WRITE_TIMEO
 Errors come back as `{"error": "<ChromaError class name>", "message": ...}`; a missing collection is
 `NotFoundError` (HTTP 404), whether its name, its id or its database is missing.
 
-    timeout (CHROMA_TIMEOUT_SECONDS) -> VectorStoreUnavailable("Chroma did not answer within N s")
+    timeout (CHROMA_TIMEOUT_SECONDS;
+      a write's WRITE_TIMEOUT)       -> VectorStoreUnavailable("Chroma did not answer within N s")
     httpx.TransportError             -> VectorStoreUnavailable("Chroma could not be reached")
-    NotFoundError                    -> ChromaNotFound (the caller decides what a missing collection means)
+    NotFoundError                    -> ChromaNotFound (the caller decides: a search finds nothing, a write
+                                        creates the collection again once; on get-or-create: no database)
     any other non-2xx answer         -> VectorStoreUnavailable("Chroma refused the request (HTTP n)"); Chroma's
                                         own error and message go to the log only
 """
