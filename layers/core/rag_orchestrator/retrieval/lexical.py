@@ -28,7 +28,7 @@ from typing import Any
 
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.observability import logger
-from rag_orchestrator.retrieval.chroma_http import ChromaReader, QueryRow
+from rag_orchestrator.retrieval.chroma_http import ChromaClient, QueryRow
 from rag_orchestrator.retrieval.filters import supported
 from rag_orchestrator.retrieval.term_index import TermIndex
 from rag_orchestrator.retrieval.vector_store import VectorStore, passage_of
@@ -159,7 +159,7 @@ class LexicalIndex:
         rows: list[QueryRow] = []
         while True:
 
-            def page_at(reader: ChromaReader, cid: str, at: int = len(rows)) -> list[QueryRow]:
+            def page_at(reader: ChromaClient, cid: str, at: int = len(rows)) -> list[QueryRow]:
                 return reader.get(cid, include=include, limit=PAGE, offset=at)
 
             page = self.store.read(page_at, NONE)
