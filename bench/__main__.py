@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import importlib
 import io
 import os
@@ -66,14 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     from bench.stack import started as stack_started
     from bench.stack import stop_shared
 
+    lock = _one_run_per_checkout()
     sections: list[Section] = []
     moto_peak: float | None = None
     try:
         for name in chosen:
             print(f"\n== {name} ...", flush=True)
             started = time.monotonic()
-            if (stack := stack_started()) is not None:
-                stack.fresh_table()  # each benchmark starts from an empty store
             section = _run_one(name, args.quick)
             sections.append(section)
             print(table([section]), flush=True)
@@ -90,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"({time.monotonic() - started:.0f} s)", flush=True)
     finally:
         stop_shared()
+        lock.close()
 
     options: dict[str, object] = {
         "only": chosen,
@@ -106,10 +107,32 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if any(s.error for s in sections) else 0
 
 
+def _one_run_per_checkout() -> io.TextIOWrapper:
+    """Hold this checkout's bench lock: a second run here would wipe the first one's Chroma data and
+    rebuild the Lambda layout under its processes (both live under .local/bench)."""
+    path = ROOT / ".local" / "bench" / "run.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.open("a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        sys.exit(f"another `python -m bench` is running in this checkout (pid {lock.read().strip() or '?'})")
+    lock.truncate(0)
+    lock.write(str(os.getpid()))
+    lock.flush()
+    return lock
+
+
 def _run_one(name: str, quick: bool) -> Section:
-    """One benchmark; its stdout (the service's metric and log lines) is kept out of the report."""
+    """One benchmark, on an empty store; its stdout (the service's metric and log lines) is kept out
+    of the report. A store that cannot be emptied fails this benchmark, not the run."""
+    from bench.stack import started as stack_started
+
     captured = io.StringIO()
     try:
+        if (stack := stack_started()) is not None:
+            stack.fresh_table()
         module = importlib.import_module(BENCHMARKS[name])
         with contextlib.redirect_stdout(captured):
             return module.run(quick=quick)
