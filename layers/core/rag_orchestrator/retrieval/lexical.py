@@ -22,7 +22,7 @@ import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,7 +67,7 @@ class QueryTerms:
 class LexicalResult:
     passages: list[Passage]  # best first by BM25; each scored by its coverage of the query
     terms: QueryTerms
-    read: dict[str, frozenset[str]] = field(default_factory=dict)  # the terms of chunks read, by id
+    read: Mapping[str, frozenset[str]] = field(default_factory=dict)  # the terms of chunks read, by id
     complete: bool = False  # `read` holds every chunk holding a query term (the term index's)
 
     def coverage(self, passage: Passage) -> float:
