@@ -51,11 +51,9 @@ build: setup validate  ## sam build: the layer needs .venv's python3.12 and uv (
 	@sam build
 
 lock:  ## re-pin requirements/*.lock from requirements/*.in
-	@cd requirements && ../$(VENV)/bin/uv pip compile --quiet --python-version 3.12 --no-header \
-	  --no-emit-package chromadb-client dev.in -o dev.lock
+	@cd requirements && ../$(VENV)/bin/uv pip compile --quiet --python-version 3.12 --no-header dev.in -o dev.lock
 	@cd requirements && ../$(VENV)/bin/uv pip compile --quiet --python-version 3.12 --no-header sam.in -o sam.lock
-	@cd requirements && ../$(VENV)/bin/uv pip compile --quiet --python-version 3.12 --no-header \
-	  --no-emit-package chromadb-client bench.in -o bench.lock
+	@cd requirements && ../$(VENV)/bin/uv pip compile --quiet --python-version 3.12 --no-header bench.in -o bench.lock
 
 clean:
 	rm -rf .aws-sam .local .pytest_cache .ruff_cache

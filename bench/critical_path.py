@@ -132,7 +132,7 @@ def run(quick: bool = False) -> Section:
         stack.llm.default = text_reply("Run make test.")
         ingest_documents(
             [{"documentId": "guide", "title": "Guide", "text": GUIDE}],
-            create_knowledge_base(_settings(stack, embeddings.url, stack.env["CHROMA_URL"], collection)),
+            create_knowledge_base(_settings(stack, embeddings.url, stack.env["CHROMA_URL"], collection), aws),
         )
         moto, embedder, chroma = (f"http://127.0.0.1:{port}" for port in proxies.ports)
         os.environ["AWS_ENDPOINT_URL"] = moto

@@ -77,6 +77,7 @@ class Layout:
     root: Path
     runtime: Path
     shared_layer: Path | None = None  # the dependencies, when root's layer holds only rag_orchestrator
+    own_packages: Path | None = None  # what root's code needs that the shared layer no longer ships
 
     @property
     def layer(self) -> Path:
@@ -86,7 +87,7 @@ class Layout:
         return self.root / "functions" / name
 
     def pythonpath(self, function: str) -> str:
-        paths = (self.function_dir(function), self.layer, self.shared_layer, self.runtime)
+        paths = (self.function_dir(function), self.layer, self.shared_layer, self.own_packages, self.runtime)
         return os.pathsep.join(str(p) for p in paths if p is not None)
 
     def env(self, function: str, **extra: str) -> dict[str, str]:
@@ -133,6 +134,9 @@ def prepare() -> Layout:
 # benchmark runs its chat-stream function beside today's, process by process, on the same dependencies.
 BASELINE_COMMIT = "579d73d7bf98b4fdc91c4b03c996a5e78fbd48f7"
 BASELINE_PATHS = ("layers/core/rag_orchestrator", "functions/chat_stream")
+# The baseline writes to Chroma through chromadb-client, which the layer no longer ships: it gets its own
+# copy (behind the shared layer, at dev.lock's versions), so its first turn pays what it paid then.
+BASELINE_PACKAGES = ("chromadb-client==1.5.9",)
 
 
 def prepare_baseline(layout: Layout, commit: str = BASELINE_COMMIT) -> Layout:
@@ -159,7 +163,10 @@ def prepare_baseline(layout: Layout, commit: str = BASELINE_COMMIT) -> Layout:
         shutil.rmtree(root / "layers")
         _compile_layer(layer)
         (root / ".stamp").write_text(commit)
-    return Layout(root=root, runtime=layout.runtime, shared_layer=layout.layer)
+    own = BASE / "baseline-packages"
+    constraints = ["-c", str(ROOT / "requirements" / "dev.lock")]
+    _install(own, [*BASELINE_PACKAGES, *constraints], "\n".join(BASELINE_PACKAGES) + sys.version)
+    return Layout(root=root, runtime=layout.runtime, shared_layer=layout.layer, own_packages=own)
 
 
 def _compile_layer(layer: Path) -> None:

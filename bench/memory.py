@@ -6,9 +6,9 @@ conversation of the same caller, so the memory holds two more fragments each tim
 knowledge base, the caller's attachment segments and turn fragments at once; "Completed -> end of
 response" is the after-turn work (embed and upsert the turn's two fragments, one batch).
 
-Then the first turn of fresh processes, whose first indexing also imports chromadb and connects;
-and, in this process, the two parts of the after-turn work: embedding the fragments (the hashing
-embedder here; a model embedder adds its round trip) and the upsert through chromadb-client.
+Then the first turn of fresh processes, whose first indexing also gets or creates the collection over a
+new connection; and, in this process, the two parts of the after-turn work: embedding the fragments (the
+hashing embedder here; a model embedder adds its round trip) and the upsert over Chroma's REST API.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def run(quick: bool = False) -> Section:
         )
     embed, upsert = _parts(stack, runs)
     section.add("in process: embed one turn's fragments (hashing embedder)", "ms", embed)
-    section.add("in process: upsert it (chromadb-client -> Chroma server)", "ms", upsert)
+    section.add("in process: upsert it (REST API -> Chroma server)", "ms", upsert)
     section.details["fragments indexed"] = _fragments(stack)
     return section
 

@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from bench import layout as lambda_layout
@@ -135,6 +136,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def settled_cpu_seconds(pid: int, quiet: float = 1.0, limit: float = 30.0) -> float:
+    """The process's CPU seconds once they have not grown for `quiet` seconds (its work done, it idles)."""
+    deadline = time.monotonic() + limit
+    last, since = cpu_seconds(pid), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = cpu_seconds(pid)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return now
+    raise RuntimeError(f"process {pid} still busy after {limit:g} s")
+
+
 def _chat_stream_cpu(
     section: Section, stack: local.LocalStack, layout: lambda_layout.Layout, warm: int
 ) -> None:
@@ -173,9 +188,7 @@ def _report(section: Section, name: str, found: dict[str, float]) -> None:
 
 
 def run(quick: bool = False) -> Section:
-    section = Section(
-        "memory_use", packages=["pypdf", "rapidocr", "onnxruntime", "pocketsphinx", "chromadb-client"]
-    )
+    section = Section("memory_use", packages=["pypdf", "rapidocr", "onnxruntime", "pocketsphinx", "chromadb"])
     layout = lambda_layout.prepare()
     stack = local.shared()
     for pages in PAGES:

@@ -56,8 +56,10 @@ ALTERNATIVES = {
     "with aws-lambda-powertools[tracer] (aws-xray-sdk, botocore)": lambda lines: [
         line.replace("aws-lambda-powertools==", "aws-lambda-powertools[tracer]==") for line in lines
     ],
-    "without chromadb-client (numpy, grpc, opentelemetry leave with it)": lambda lines: [
-        line for line in lines if not line.startswith("chromadb-client")
+    # What the layer held until writes spoke Chroma's REST API themselves (numpy, grpc, its OTLP/gRPC exporter).
+    "with chromadb-client==1.5.9 (the layer until issue 35's third round)": lambda lines: [
+        *lines,
+        "chromadb-client==1.5.9",
     ],
 }
 

@@ -61,13 +61,8 @@ def stored(attachment: Attachment) -> Attachment:
 
 def fragments(attachment: Attachment) -> list[dict]:
     """The attachment's entries in conversation memory: metadata, by chunkIndex."""
-    store = memory(load_settings()).store
-    if store._resolve()[1] is None:  # no fragment yet: the collection does not exist
-        return []
-    found = store._call(
-        lambda c: c.get(where={"attachmentId": attachment.attachment_id}, include=["metadatas"])
-    )
-    return sorted(found["metadatas"], key=lambda m: m["chunkIndex"])
+    found = memory(load_settings()).store.entries({"attachmentId": attachment.attachment_id})
+    return sorted((row.metadata for row in found), key=lambda m: m["chunkIndex"])
 
 
 def test_an_upload_event_reads_the_file_once(aws_stack, chroma_url):

@@ -1,4 +1,5 @@
-"""The search path over Chroma's REST API against a real Chroma server, checked against chromadb-client's reads."""
+"""The vector store over Chroma's REST API against a real Chroma server, checked against chromadb's own client
+(the dev dependency; the layer has no chromadb)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rag_orchestrator.config import load_settings
+from rag_orchestrator.config import Settings, load_settings
 from rag_orchestrator.errors import ConfigError, VectorStoreUnavailable
 from rag_orchestrator.retrieval.chunking import Chunk
-from rag_orchestrator.retrieval.vector_store import VectorStore, build_where, connect
+from rag_orchestrator.retrieval.vector_store import VectorStore, build_where
 from tests.integration.knowledge import ingest
 
 pytestmark = pytest.mark.integration
@@ -36,6 +37,23 @@ class Recording(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         return self._real.handle_request(request)
+
+
+def connect(settings: Settings):
+    """chromadb's own HTTP client on the same server, tenant and database: the reference."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    url = httpx.URL(settings.chroma_url)
+    token = settings.secret("chroma_token")
+    return chromadb.HttpClient(
+        host=url.host,
+        port=url.port,
+        headers={"x-chroma-token": token} if token else None,
+        tenant=settings.chroma_tenant,
+        database=settings.chroma_database,
+        settings=ChromaSettings(anonymized_telemetry=False),
+    )
 
 
 @pytest.fixture
@@ -67,7 +85,7 @@ CHUNKS = [
 
 @pytest.fixture
 def written(collection: str) -> VectorStore:
-    """CHUNKS written through chromadb-client, with seeded random embeddings."""
+    """CHUNKS written over the REST API, with seeded random embeddings."""
     rng = random.Random(7)
     store = VectorStore(load_settings(), EMBEDDER)
     store.upsert(CHUNKS, [vector(rng) for _ in CHUNKS])
@@ -88,7 +106,7 @@ def written(collection: str) -> VectorStore:
         {"source": "nowhere"},
     ],
 )
-def test_search_reads_what_chromadb_client_reads(written, filters):
+def test_search_reads_what_chromadb_reads(written, filters):
     settings = load_settings()
     query = vector(random.Random(11))
     reader = VectorStore(settings, EMBEDDER)  # a fresh store: nothing cached from the writes
@@ -204,6 +222,95 @@ def test_a_collection_recreated_behind_the_stores_back_is_found_again(written):
     VectorStore(settings, EMBEDDER).upsert([replacement], [probe])
     [found] = store.query(probe, 10)
     assert (found.document_id, found.source, found.score) == ("fresh", "new", pytest.approx(1.0, abs=1e-6))
+
+
+def test_writes_are_what_chromadb_reads(written):
+    rng = random.Random(7)
+    embeddings = [vector(rng) for _ in CHUNKS]
+    settings = load_settings()
+    theirs = connect(settings).get_collection(settings.chroma_collection)
+    got = theirs.get(include=["documents", "metadatas", "embeddings"])
+    assert sorted(got["ids"]) == sorted(c.id for c in CHUNKS)
+    for i, document, metadata, embedding in zip(
+        got["ids"], got["documents"], got["metadatas"], got["embeddings"], strict=True
+    ):
+        index = [c.id for c in CHUNKS].index(i)
+        assert (document, metadata) == (CHUNKS[index].text, CHUNKS[index].metadata)
+        assert list(embedding) == pytest.approx(embeddings[index], abs=1e-6)  # float32 on the wire
+    assert theirs.metadata == {"embedder": EMBEDDER}
+    assert theirs.configuration_json["hnsw"]["space"] == "cosine"
+    assert written.count() == theirs.count() == len(CHUNKS)
+    assert written.count("guide") == 2
+
+
+def test_a_re_upsert_overwrites_and_deletes_go_by_ids_and_by_filter(written):
+    probe = vector(random.Random(21))
+    changed = chunk("bread", 0, source="bakery", tags=["baking"])
+    written.upsert([changed], [probe])
+    [best] = written.query(probe, 1)
+    assert (best.document_id, best.source, best.score) == ("bread", "bakery", pytest.approx(1.0, abs=1e-6))
+    assert written.count() == len(CHUNKS)
+
+    written.delete_ids(["guide#0", "no-such#0"])
+    assert written.count("guide") == 1
+    written.delete_document("deploy", keep_first=1)
+    assert [e.id for e in written.entries({"documentId": "deploy"})] == ["deploy#0"]
+    written.delete({"source": "wiki"})
+    assert sorted(e.id for e in written.entries_of(None, {"chunkIndex": 0})) == ["bread#0", "untagged#0"]
+    assert written.count() == 2
+    assert written.generation == 5  # the fixture's upsert, the re-upsert, three deletes
+
+
+def test_a_write_recreates_a_collection_deleted_behind_the_stores_back_once(written):
+    settings = load_settings()
+    connect(settings).delete_collection(settings.chroma_collection)
+    written.upsert([chunk("fresh", 0)], [vector(random.Random(5))])
+    recreated = connect(settings).get_collection(settings.chroma_collection)
+    assert recreated.count() == 1 and recreated.metadata == {"embedder": EMBEDDER}
+    assert recreated.configuration_json["hnsw"]["space"] == "cosine"
+
+
+def test_a_write_to_a_collection_of_another_embedder_is_refused(written):
+    with pytest.raises(ConfigError, match=f"holds vectors of {EMBEDDER}"):
+        VectorStore(load_settings(), "other-embedder/16").upsert([chunk("x", 0)], [[0.1] * DIMENSIONS])
+    assert written.count() == len(CHUNKS)
+
+
+def test_writes_send_the_token_and_no_chromadb_requests(collection, monkeypatch):
+    with_token(monkeypatch)
+    settings = load_settings()
+    wire = Recording()
+    store = VectorStore(settings, EMBEDDER, transport=wire)
+    store.upsert(CHUNKS[:2], [vector(random.Random(i)) for i in range(2)])
+    store.delete_ids([CHUNKS[0].id])
+    base = f"/api/v2/tenants/{settings.chroma_tenant}/databases/{settings.chroma_database}/collections"
+    paths = [(r.method, r.url.path.removeprefix(base)) for r in wire.requests]
+    collection_id = paths[1][1].split("/")[1]
+    assert paths == [
+        ("POST", ""),
+        ("POST", f"/{collection_id}/upsert"),
+        ("GET", f"/{collection}"),  # the delete looks the collection up by name first: it never creates one
+        ("POST", f"/{collection_id}/delete"),
+    ]
+    assert {r.headers.get("x-chroma-token") for r in wire.requests} == {TOKEN}
+    assert store.count() == 1
+
+
+def test_a_write_to_an_unreachable_server_is_unavailable(monkeypatch):
+    monkeypatch.setenv("CHROMA_URL", "http://127.0.0.1:9")
+    with pytest.raises(VectorStoreUnavailable, match=r"Chroma could not be reached") as caught:
+        VectorStore(load_settings(), EMBEDDER).upsert([chunk("x", 0)], [[0.1] * DIMENSIONS])
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_a_refused_write_is_unavailable_with_chromas_words_in_the_log_only(written, caplog):
+    with pytest.raises(VectorStoreUnavailable, match=r"refused the request \(HTTP 400\)$") as caught:
+        written.upsert([chunk("x", 0)], [[0.1] * (DIMENSIONS + 1)])  # wrong dimension
+    refused = [r for r in caplog.records if r.getMessage() == "chroma refused a request"]
+    assert [r.__dict__["error_type"] for r in refused] == ["InvalidArgumentError"]
+    detail = refused[0].__dict__["detail"]
+    assert "dimension" in detail.lower() and detail not in str(caught.value)
+    assert written.count() == len(CHUNKS)
 
 
 SEARCH_IN_A_FRESH_PROCESS = """

@@ -11,7 +11,7 @@ from rag_orchestrator.text.answer_kinds import answered_kind, asked_kinds, holds
 from rag_orchestrator.text.follow_ups import points_back, previous_question, standalone
 from rag_orchestrator.text.sentences import segments
 from rag_orchestrator.text.tables import rows
-from rag_orchestrator.text.terms import implied_days, search_pattern, terms
+from rag_orchestrator.text.terms import SLOTS, implied_days, search_pattern, slots, terms
 
 
 @pytest.mark.parametrize(
@@ -152,3 +152,18 @@ def test_what_points_back_and_a_chain_of_follow_ups():
     chain = ["When does the Riverside Pool open on weekdays?", "And on Saturdays?"]
     assert previous_question(chain) == "And on Saturdays? Riverside Pool open"
     assert previous_question([]) is None
+
+
+def test_slots_names_each_slot_the_terms_fill_in_the_order_met():
+    found = terms(
+        "Open Monday to Saturday, red and green bins in May; breakfast and dinner until winter", implied=False
+    )
+    found += ["unknown", "sunday", found[0]]
+    expected: dict[int, set[str]] = {}
+    for term in found:  # the definition: every slot tested for every term
+        for i, slot in enumerate(SLOTS):
+            if term in slot:
+                expected.setdefault(i, set()).add(term)
+    assert len(expected) >= 4
+    assert list(slots(found).items()) == list(expected.items())
+    assert slots(["unknown", "sourdough"]) == {}

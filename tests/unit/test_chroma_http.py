@@ -11,7 +11,8 @@ import pytest
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import VectorStoreUnavailable
-from rag_orchestrator.retrieval.chroma_http import ChromaNotFound, ChromaReader, api_url
+from rag_orchestrator.retrieval.chroma_http import ChromaClient, ChromaNotFound, api_url
+from rag_orchestrator.retrieval.chunking import Chunk
 from rag_orchestrator.retrieval.vector_store import VectorStore
 
 BASE = "/api/v2/tenants/acme/databases/kb/collections"
@@ -172,7 +173,7 @@ def test_top_k_must_be_positive():
 
 
 def test_not_found_is_told_apart_from_other_errors():
-    reader = ChromaReader("http://chroma:8000", tenant="acme", database="kb", token=None,
+    reader = ChromaClient("http://chroma:8000", tenant="acme", database="kb", token=None,
                           transport=Script(not_found("c-9")))  # fmt: skip
     with pytest.raises(ChromaNotFound):
         reader.query("c-9", [1.0], 1, None)
@@ -189,3 +190,61 @@ def test_not_found_is_told_apart_from_other_errors():
 )
 def test_api_url_is_chromadb_clients(url, expected):
     assert str(api_url(url)) == expected
+
+
+def chunk(document_id: str, index: int) -> Chunk:
+    return Chunk(f"{document_id}#{index}", f"text {index}", {"documentId": document_id, "chunkIndex": index})
+
+
+def test_a_write_gets_or_creates_the_collection_once_then_writes_by_id():
+    ok = httpx.Response(200, json={})
+    script = Script(collection("c-1"), ok, ok)
+    vectors = store(script)
+    vectors.upsert([chunk("a", 0)], [[1, 0, 0, 0]])
+    vectors.upsert([chunk("a", 1)], [[0, 1, 0, 0]])
+    assert script.calls == ["POST ", "POST /c-1/upsert", "POST /c-1/upsert"]
+    assert json.loads(script.requests[0].content)["metadata"] == {"embedder": EMBEDDER}
+    assert vectors.generation == 2
+
+
+def test_a_write_finding_its_collection_gone_creates_it_again_once():
+    ok = httpx.Response(200, json={})
+    script = Script(collection("c-1"), not_found("c-1"), collection("c-2"), ok)
+    store(script).upsert([chunk("a", 0)], [[1, 0, 0, 0]])
+    assert script.calls == ["POST ", "POST /c-1/upsert", "POST ", "POST /c-2/upsert"]
+
+    script = Script(collection("c-1"), not_found("c-1"), collection("c-2"), not_found("c-2"))
+    with pytest.raises(VectorStoreUnavailable, match=r"refused the request \(HTTP 404\)"):
+        store(script).upsert([chunk("a", 0)], [[1, 0, 0, 0]])
+
+
+def test_a_write_to_a_missing_database_is_unavailable_for_good():
+    script = Script(not_found("kb"))
+    with pytest.raises(VectorStoreUnavailable, match="tenant or database does not exist") as caught:
+        store(script).upsert([chunk("a", 0)], [[1, 0, 0, 0]])
+    assert not caught.value.retryable
+
+
+def test_a_write_waits_the_write_timeout_and_a_read_the_search_timeout():
+    seen: list[dict[str, float | None]] = []
+
+    def hang(request: httpx.Request) -> httpx.Response:
+        seen.append(request.extensions["timeout"])
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    with pytest.raises(VectorStoreUnavailable, match=r"Chroma did not answer within 30 s") as caught:
+        store(Script(hang)).upsert([chunk("a", 0)], [[1, 0, 0, 0]])
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    with pytest.raises(VectorStoreUnavailable, match=r"within 3 s"):
+        store(Script(hang)).query([1, 0, 0, 0], 3)
+    assert [(t["connect"], t["read"]) for t in seen] == [(3.0, 30.0), (3.0, 3.0)]
+
+
+def test_deletes_and_counts_of_a_missing_collection_neither_write_nor_create():
+    database = httpx.Response(200, json={"id": "d", "name": "kb", "tenant": "acme"})
+    script = Script(not_found("knowledge-base"), database, not_found("knowledge-base"), database)
+    vectors = store(script)
+    vectors.delete_ids(["a#0"])
+    assert vectors.count() == 0
+    assert all(r.method == "GET" for r in script.requests)
+    assert vectors.generation == 0

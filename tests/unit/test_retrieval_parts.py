@@ -128,3 +128,40 @@ async def test_a_failing_condensing_call_falls_back_to_the_borrowed_words():
         await FollowUps(lambda: silent).query("And on Saturdays?", WINDOW)
         == "And on Saturdays? Riverside Pool open"
     )
+
+
+def test_what_the_reranker_keeps_of_a_sentence_changes_no_score_for_the_next_question():
+    from eval.questions import corpus_documents, question_sets
+    from rag_orchestrator.providers.passage_reading import ReadPassages
+    from rag_orchestrator.providers.sentence_picker import Passage as Quotable
+    from rag_orchestrator.providers.sentence_picker import passage_candidates
+    from rag_orchestrator.providers.sentence_rules import wants_steps
+    from rag_orchestrator.providers.sentence_scoring import answered_kind, read_question, score
+    from rag_orchestrator.retrieval.chunking import chunk_document
+    from rag_orchestrator.text import answer_kinds
+    from rag_orchestrator.text.answer_kinds import counted
+
+    chunks = [
+        Quotable(c.metadata["documentId"], i, c.text, title=str(c.metadata["title"]))
+        for d in corpus_documents()
+        for i, c in enumerate(chunk_document(d["documentId"], d["title"], d["text"], size=800, overlap=120))
+    ]
+    asked = [q.question for s in question_sets() for q in s.singles][::2]
+    kept, kinds_met = ReadPassages(), set()
+    for n, question in enumerate(asked):
+        passages = chunks[n % 7 :: 7][:8]  # each passage met by many questions, their sentences kept
+        steps = wants_steps(question)
+        read = read_question(question, steps=steps)
+        fresh = [c for p in passages for c in passage_candidates(p, 0, question, set())]
+        warm = [
+            c for p in passages for c in passage_candidates(p, 0, question, set(), kept.of(p.text, p.title))
+        ]
+        assert score(read, warm) == score(read, fresh), question
+        unit = counted(question)
+        for c in warm:
+            held = answered_kind(read, c, unit) if read.kinds else None
+            assert held == (answer_kinds.answered_kind(question, c.text, read.kinds) if read.kinds else None)
+            kinds_met.add(held)
+            if c.action:
+                assert c.action_terms == frozenset(terms(c.action))
+    assert len(kinds_met) >= 4  # prices, times, numbers…: the kinds' memo was exercised

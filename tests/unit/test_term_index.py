@@ -86,3 +86,23 @@ def test_where_filters_mean_what_they_mean_to_chroma():
     assert not supported({"$not": {}}) and not supported({"source": {"$like": "t%"}})
     with pytest.raises(UnsupportedFilter):
         matches(meta, {"source": {"$regex": "t"}})
+
+
+def test_a_search_after_the_index_changed_ranks_with_the_new_lengths(corpus):
+    index = indexed(corpus[: len(corpus) // 2])
+    asked = [q.question for s in question_sets() for q in s.singles][::3]
+    for question in asked:  # each keeps its lengths' normalisation, until the index changes
+        index.search(weights(index, question).idf, 10, None, K1, B)
+    for row in corpus[len(corpus) // 2 :]:  # the average length moves: what was kept is stale
+        index.add(row, terms(row.document or ""))
+    index.remove(corpus[0].id)
+    rows = corpus[1:]
+    fresh = indexed(rows)
+    read = {row.id: terms(row.document or "") for row in rows}
+    for question in asked:
+        weighted = weights(index, question)
+        hits, held = index.search(weighted.idf, 10, None, K1, B)
+        assert hits == fresh.search(weighted.idf, 10, None, K1, B)[0], question
+        holding = {row.id: frozenset(t for t in weighted.idf if t in read[row.id]) for row in rows}
+        assert dict(held) == {i: t for i, t in holding.items() if t}
+        assert held.get(corpus[0].id) is None

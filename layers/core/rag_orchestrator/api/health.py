@@ -41,7 +41,7 @@ async def _s3(parts: Services) -> str:
 
 async def _chroma(parts: Services) -> str:
     settings = parts.settings
-    # The heartbeat at the API address searches use (chroma_http, plain httpx: no chromadb import).
+    # The heartbeat at the API address the vector store uses (chroma_http).
     from rag_orchestrator.retrieval.chroma_http import api_url
 
     token = await asyncio.to_thread(settings.secret, "chroma_token")  # CHROMA_TOKEN, else SSM in AWS

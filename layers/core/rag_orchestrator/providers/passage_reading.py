@@ -10,7 +10,8 @@ left to `sentence_picker`.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from rag_orchestrator.providers.sentence_rules import (
     context_of,
@@ -36,6 +37,9 @@ class Sentence:
     heading: frozenset[str]  # the terms of its section's heading alone
     key: str | None = None  # its text normalized, to quote it once across passages (None: a table row)
     example: str | None = None  # the command it introduces
+    # What scoring reads of it whatever the question (the kinds of fact it holds, its action), worked out
+    # once: a sentence kept by `ReadPassages` is scored for every question that retrieves its passage.
+    known: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
 def read_passage(text: str, title: str = "", whole: bool = False) -> tuple[Sentence, ...]:

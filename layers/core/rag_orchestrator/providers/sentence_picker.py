@@ -13,8 +13,9 @@ nothing was found. Quotes show a Markdown link as its text and address, never as
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from rag_orchestrator.providers.passage_reading import Sentence, read_passage
 from rag_orchestrator.providers.sentence_rules import (
@@ -33,8 +34,9 @@ from rag_orchestrator.providers.sentence_scoring import (
     read_question,
     score,
 )
-from rag_orchestrator.text.answer_kinds import CHECKABLE
+from rag_orchestrator.text.answer_kinds import CHECKABLE, Kind, holds
 from rag_orchestrator.text.sentences import Segment
+from rag_orchestrator.text.terms import terms
 
 NOTHING_FOUND = "I could not find anything about that in the knowledge base."
 MAX_SENTENCE_CHARS = 400
@@ -114,7 +116,25 @@ class Candidate:
             self.segment.kind != "table" and self.body != self.segment.text
         ):
             return self.body
-        return action_in(self.text)
+        return self._known("action", lambda: action_in(self.text))
+
+    @property
+    def action_terms(self) -> frozenset[str]:
+        return self._known("action terms", lambda: frozenset(terms(self.action or "")))
+
+    @property
+    def text_terms(self) -> frozenset[str]:
+        return self._known("text terms", lambda: frozenset(terms(self.text)))
+
+    def holds(self, kind: Kind) -> bool:
+        """Whether it states a fact of this kind (`answer_kinds.holds`)."""
+        return self._known(kind, lambda: holds(kind, self.text))
+
+    def _known(self, what: str, work: Callable[[], Any]) -> Any:
+        known = self.sentence.known
+        if what not in known:
+            known[what] = work()
+        return known[what]
 
 
 def passage_candidates(

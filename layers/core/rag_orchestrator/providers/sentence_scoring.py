@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from rag_orchestrator.text.answer_kinds import KIND_WORDS, Kind, answered_kind, asked_kinds, asks_yes_or_no
+from rag_orchestrator.text.answer_kinds import KIND_WORDS, Kind, asked_kinds, asks_yes_or_no, counted
 from rag_orchestrator.text.follow_ups import standalone
 from rag_orchestrator.text.terms import slots, terms
 from rag_orchestrator.text.words import normalize
@@ -136,6 +136,14 @@ class Scorable(Protocol):
     @property
     def action(self) -> str | None: ...  # what it says to do: a command, an HTTP call
 
+    @property
+    def action_terms(self) -> frozenset[str]: ...  # the terms of its action
+
+    @property
+    def text_terms(self) -> frozenset[str]: ...  # the terms of its text
+
+    def holds(self, kind: Kind) -> bool: ...  # whether it states a fact of this kind
+
 
 @dataclass(frozen=True, slots=True)
 class Score:
@@ -179,17 +187,18 @@ def score(question: Question, pool: Sequence[Scorable], embed: EmbedBatch | None
     asked_slots = slots(question.weights)
     # "How do I…": an action about what was asked (its own words cover the question) answers best, and
     # when one is there, sentences without an action are worth less.
-    acts = {id(c): coverage(weights, frozenset(terms(c.action))) for c in pool if question.steps and c.action}
+    acts = {id(c): coverage(weights, c.action_terms) for c in pool if question.steps and c.action}
     acting = any(value >= ACTION_COVERAGE for value in acts.values())
     focus = question.focus & frozenset().union(*(c.words | c.around for c in pool))  # those said somewhere
     asked = question.asked_terms()
+    unit = counted(question.asked) if "number" in question.kinds[:2] else frozenset()
     similar = [0.0] * len(pool)
     if embed is not None and pool:
         vectors = embed([question.text, *(c.text for c in pool)])
         similar = [max(cosine(vectors[0], v), 0.0) for v in vectors[1:]]
     scores = []
     for c, sim in zip(pool, similar, strict=True):
-        held = answered_kind(question.asked, c.text, question.kinds) if question.kinds else None
+        held = answered_kind(question, c, unit) if question.kinds else None
         answers = (held is not None) if question.kinds else None
         covered = coverage(weights, c.words | (KIND_WORDS[held] if held else frozenset()), c.around)
         value = LEXICAL_WEIGHT * covered + EMBEDDING_WEIGHT * sim + RANK_WEIGHT / (1 + c.rank)
@@ -220,3 +229,11 @@ def score(question: Question, pool: Sequence[Scorable], embed: EmbedBatch | None
             )
         )
     return scores
+
+
+def answered_kind(question: Question, candidate: Scorable, unit: frozenset[str]) -> Kind | None:
+    """`answer_kinds.answered_kind` for a candidate (`unit`: what a number must count, `counted`)."""
+    held = next((kind for kind in question.kinds[:2] if candidate.holds(kind)), None)
+    if held == "number" and unit and not unit & candidate.text_terms:
+        return None
+    return held

@@ -1,23 +1,26 @@
-"""Chroma's v2 REST API over httpx, for searches: the requests chromadb-client 1.5.9 sends, without chromadb.
+"""Chroma's v2 REST API over httpx: the requests chromadb-client 1.5.9 sends, without chromadb.
 
-Importing chromadb costs 0.6 to 1.4 s, more than a cold chat-stream Lambda may spend before its first token,
-so the read path speaks the wire protocol itself: read a collection by name (its id and metadata), query it by
-id (nearest neighbours), get entries by ids or filters (the lexical search's term lookups, `lexical`), and
-count them. Writes stay on chromadb-client (`vector_store`).
+Importing chromadb costs 0.7 s of CPU (numpy, the OpenTelemetry SDK, its gRPC exporter), more than a cold
+chat-stream Lambda spends before its first token, so the layer speaks the wire protocol itself. Reads: a
+collection by name (its id and metadata), a query by id (nearest neighbours), entries by ids or filters (the
+lexical search's term lookups, `lexical`), a count. Writes (bodies in `chroma_writes`): get or create a
+collection by name, upsert, delete by ids or filter; they wait up to WRITE_TIMEOUT, not a search's timeout.
 
 Errors come back as `{"error": "<ChromaError class name>", "message": ...}`; a missing collection is
 `NotFoundError` (HTTP 404), whether its name, its id or its database is missing.
 
-    timeout (CHROMA_TIMEOUT_SECONDS) -> VectorStoreUnavailable("Chroma did not answer within N s")
+    timeout (CHROMA_TIMEOUT_SECONDS;
+      a write's WRITE_TIMEOUT)       -> VectorStoreUnavailable("Chroma did not answer within N s")
     httpx.TransportError             -> VectorStoreUnavailable("Chroma could not be reached")
-    NotFoundError                    -> ChromaNotFound (the caller decides what a missing collection means)
+    NotFoundError                    -> ChromaNotFound (the caller decides: a search finds nothing, a write
+                                        creates the collection again once; on get-or-create: no database)
     any other non-2xx answer         -> VectorStoreUnavailable("Chroma refused the request (HTTP n)"); Chroma's
                                         own error and message go to the log only
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlparse
@@ -27,8 +30,11 @@ import httpx
 from rag_orchestrator import tls
 from rag_orchestrator.errors import VectorStoreUnavailable
 from rag_orchestrator.observability import logger, redacted
+from rag_orchestrator.retrieval.chroma_writes import create_body, delete_body, upsert_body
 
 DEFAULT_TIMEOUT_SECONDS = 3.0
+# Writes (ingestion, memory indexing after a turn) may take longer than a search; no turn waits on them.
+WRITE_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
 KEEPALIVE_SECONDS = 40.0  # chromadb-client's default
 USER_AGENT = "rag-orchestrator (Chroma v2 REST; chromadb-client 1.5.9 protocol)"
 INCLUDE = ["documents", "metadatas", "distances"]
@@ -120,8 +126,8 @@ def parse_get(body: dict[str, Any]) -> list[QueryRow]:
     ]
 
 
-class ChromaReader:
-    """Reads one tenant and database of a Chroma server over one pooled httpx client."""
+class ChromaClient:
+    """Reads and writes one tenant and database of a Chroma server over one pooled httpx client."""
 
     def __init__(
         self,
@@ -164,14 +170,17 @@ class ChromaReader:
         try:
             self._request("GET", self._database_path)
         except ChromaNotFound:
-            logger.error(
-                "chroma database not found",
-                extra={"chroma_tenant": self.tenant, "chroma_database": self.database},
-            )
-            raise VectorStoreUnavailable(
-                "Chroma refused the request (its tenant or database does not exist)", retryable=False
-            ) from None
+            raise self._no_database() from None
         return None
+
+    def get_or_create_collection(self, name: str, metadata: dict[str, Any] | None) -> CollectionInfo:
+        """The collection by name, created in the cosine space with `metadata` if missing (metadata then unused)."""
+        path = f"{self._database_path}/collections"
+        try:
+            body = self._request("POST", path, create_body(name, metadata), timeout=WRITE_TIMEOUT)
+        except ChromaNotFound:
+            raise self._no_database() from None
+        return parse_collection(body)
 
     def query(
         self, collection_id: str, embedding: Sequence[float], n_results: int, where: dict[str, Any] | None
@@ -188,18 +197,53 @@ class ChromaReader:
         path = f"{self._database_path}/collections/{collection_id}/count"
         return int(self._request("GET", path, allow_number=True))
 
+    def upsert(
+        self,
+        collection_id: str,
+        ids: Sequence[str],
+        embeddings: Sequence[Sequence[float]],
+        documents: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any]],
+    ) -> None:
+        path = f"{self._database_path}/collections/{collection_id}/upsert"
+        self._request("POST", path, upsert_body(ids, embeddings, documents, metadatas), timeout=WRITE_TIMEOUT)
+
+    def delete(
+        self, collection_id: str, *, ids: Sequence[str] | None = None, where: dict[str, Any] | None = None
+    ) -> None:
+        path = f"{self._database_path}/collections/{collection_id}/delete"
+        self._request("POST", path, delete_body(ids, where), timeout=WRITE_TIMEOUT)
+
     def close(self) -> None:
         self._http.close()
 
+    def _no_database(self) -> VectorStoreUnavailable:
+        logger.error(
+            "chroma database not found",
+            extra={"chroma_tenant": self.tenant, "chroma_database": self.database},
+        )
+        return VectorStoreUnavailable(
+            "Chroma refused the request (its tenant or database does not exist)", retryable=False
+        )
+
     def _request(
-        self, method: str, path: str, body: dict[str, Any] | None = None, *, allow_number: bool = False
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        allow_number: bool = False,
+        timeout: httpx.Timeout | None = None,
     ) -> Any:
         # Like chromadb-client: escape the path ourselves, httpx does not.
         try:
-            response = self._http.request(method, quote(path, safe="/"), json=body)
+            response = self._http.request(
+                method, quote(path, safe="/"), json=body, timeout=timeout or self._http.timeout
+            )
         except httpx.TimeoutException as exc:
             logger.warning("chroma timed out", extra={"error_type": type(exc).__name__})
-            raise VectorStoreUnavailable(f"Chroma did not answer within {self.timeout_seconds:g} s") from None
+            seconds = (timeout.read if timeout else None) or self.timeout_seconds
+            raise VectorStoreUnavailable(f"Chroma did not answer within {seconds:g} s") from None
         except httpx.TransportError as exc:
             logger.warning("chroma unreachable", extra={"error_type": type(exc).__name__})
             raise VectorStoreUnavailable("Chroma could not be reached") from None

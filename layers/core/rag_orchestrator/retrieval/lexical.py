@@ -22,13 +22,13 @@ import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.observability import logger
-from rag_orchestrator.retrieval.chroma_http import ChromaReader, QueryRow
+from rag_orchestrator.retrieval.chroma_http import ChromaClient, QueryRow
 from rag_orchestrator.retrieval.filters import supported
 from rag_orchestrator.retrieval.term_index import TermIndex
 from rag_orchestrator.retrieval.vector_store import VectorStore, passage_of
@@ -67,7 +67,7 @@ class QueryTerms:
 class LexicalResult:
     passages: list[Passage]  # best first by BM25; each scored by its coverage of the query
     terms: QueryTerms
-    read: dict[str, frozenset[str]] = field(default_factory=dict)  # the terms of chunks read, by id
+    read: Mapping[str, frozenset[str]] = field(default_factory=dict)  # the terms of chunks read, by id
     complete: bool = False  # `read` holds every chunk holding a query term (the term index's)
 
     def coverage(self, passage: Passage) -> float:
@@ -159,7 +159,7 @@ class LexicalIndex:
         rows: list[QueryRow] = []
         while True:
 
-            def page_at(reader: ChromaReader, cid: str, at: int = len(rows)) -> list[QueryRow]:
+            def page_at(reader: ChromaClient, cid: str, at: int = len(rows)) -> list[QueryRow]:
                 return reader.get(cid, include=include, limit=PAGE, offset=at)
 
             page = self.store.read(page_at, NONE)

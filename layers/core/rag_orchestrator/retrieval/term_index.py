@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,26 @@ class Hit:
     held: frozenset[str]  # the query's terms it holds
 
 
+class HeldTerms(Mapping[str, frozenset[str]]):
+    """Chunk id -> the query's terms it holds, for every chunk holding one: read from the query terms'
+    postings as they were at the search, when asked (a search needs it for a few dense candidates only)."""
+
+    def __init__(self, postings: dict[str, frozenset[str]]) -> None:
+        self._postings = postings  # query term -> the ids of the chunks holding it
+
+    def __getitem__(self, chunk_id: str) -> frozenset[str]:
+        held = frozenset(t for t, ids in self._postings.items() if chunk_id in ids)
+        if not held:
+            raise KeyError(chunk_id)
+        return held
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(frozenset().union(*self._postings.values()))
+
+    def __len__(self) -> int:
+        return len(frozenset().union(*self._postings.values()))
+
+
 class TermIndex:
     """Postings per term over the chunks added; not thread-safe (`lexical.py` holds a lock around it)."""
 
@@ -41,6 +61,9 @@ class TermIndex:
         self.chunks: dict[str, Indexed] = {}
         self.postings: dict[str, dict[str, int]] = {}  # term -> chunk id -> occurrences
         self.total_length = 0
+        # Each chunk's BM25 length normalisation for (k1, b), kept until the index changes: it depends on
+        # the average length, so computing it per posting made up most of a search.
+        self._norms: tuple[float, float, dict[str, float]] | None = None
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -52,6 +75,7 @@ class TermIndex:
     def add(self, row: QueryRow, row_terms: Sequence[str]) -> None:
         """Index the chunk (again: its earlier terms are removed first)."""
         self.remove(row.id)
+        self._norms = None
         counts = Counter(row_terms)
         for term, count in counts.items():
             self.postings.setdefault(term, {})[row.id] = count
@@ -62,6 +86,7 @@ class TermIndex:
         old = self.chunks.pop(chunk_id, None)
         if old is None:
             return
+        self._norms = None
         self.total_length -= old.length
         for term in old.terms:
             postings = self.postings.get(term)
@@ -75,18 +100,23 @@ class TermIndex:
 
     def search(
         self, idf: dict[str, float], top_k: int, where: dict[str, Any] | None, k1: float, b: float
-    ) -> tuple[list[Hit], dict[str, frozenset[str]]]:
+    ) -> tuple[list[Hit], HeldTerms]:
         """The `top_k` chunks matching `where` with the best BM25 for these weighted terms, best first, and
         the query terms each chunk holding one holds (whatever `where` says)."""
-        average = self.total_length / len(self.chunks) if self.chunks else 1.0
+        norms = self._normalisation(k1, b)
         scores: dict[str, float] = {}
-        held: dict[str, list[str]] = {}
         for term, weight in idf.items():
             for chunk_id, count in self.postings.get(term, {}).items():
-                norm = k1 * (1 - b + b * self.chunks[chunk_id].length / max(average, 1.0))
+                norm = norms[chunk_id]
                 scores[chunk_id] = scores.get(chunk_id, 0.0) + weight * count * (k1 + 1) / (count + norm)
-                held.setdefault(chunk_id, []).append(term)
+        held = HeldTerms({t: frozenset(self.postings.get(t, ())) for t in idf})
         allowed = (i for i in scores if where is None or matches(self.chunks[i].row.metadata, where))
         best = heapq.nsmallest(top_k, allowed, key=lambda i: (-scores[i], i))
-        hits = [Hit(self.chunks[i].row, scores[i], frozenset(held[i])) for i in best if scores[i] > 0]
-        return hits, {i: frozenset(t) for i, t in held.items()}
+        return [Hit(self.chunks[i].row, scores[i], held[i]) for i in best if scores[i] > 0], held
+
+    def _normalisation(self, k1: float, b: float) -> dict[str, float]:
+        if self._norms is None or self._norms[:2] != (k1, b):
+            average = max(self.total_length / len(self.chunks) if self.chunks else 1.0, 1.0)
+            norms = {i: k1 * (1 - b + b * c.length / average) for i, c in self.chunks.items()}
+            self._norms = (k1, b, norms)
+        return self._norms[2]

@@ -1,19 +1,17 @@
-"""A Chroma collection: writes through chromadb-client, searches through `chroma_http`.
+"""A Chroma collection over Chroma's REST API (`chroma_http`): no chromadb in the layer.
 
 Two collections use it: the knowledge base (CHROMA_COLLECTION) and conversation memory
-(CHROMA_MEMORY_COLLECTION, `fragments.py`). The only module that imports chromadb, lazily, and only for
-upsert, delete and count: it costs 0.6 to 1.4 s to import, which neither start-up nor a search may pay.
-A search reads the collection by name once (cached, read again once if a query finds it gone) and never
-creates it: a missing collection holds no passages. A delete never creates it either. The first upsert
-creates it, in the cosine space and with the embedder's name in its metadata.
+(CHROMA_MEMORY_COLLECTION, `fragments.py`). A search reads the collection by name once (cached, read again
+once if a query finds it gone) and never creates it: a missing collection holds no passages. Neither a delete
+nor a count creates it either. The first upsert creates it, in the cosine space and with the embedder's name
+in its metadata; a write that finds it deleted behind our back creates it again, once.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlparse
+from typing import Any, TypeVar
 
 import httpx
 
@@ -21,23 +19,16 @@ from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.modalities import ModalityFilter
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.errors import ConfigError, VectorStoreUnavailable
-from rag_orchestrator.observability import logger, redacted
 from rag_orchestrator.retrieval.chroma_http import (
+    ChromaClient,
     ChromaNotFound,
-    ChromaReader,
     CollectionInfo,
     QueryRow,
 )
 from rag_orchestrator.retrieval.chunking import Chunk
 
-if TYPE_CHECKING:
-    from chromadb.api import ClientAPI
-    from chromadb.api.models.Collection import Collection
-
 T = TypeVar("T")
 UPSERT_BATCH = 256
-# Writes (ingestion) may take longer than a search; they are not on a turn's path.
-WRITE_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
 
 
 def build_where(
@@ -80,7 +71,6 @@ class VectorStore:
         self,
         settings: Settings,
         embedder_name: str | None,
-        client: ClientAPI | None = None,
         *,
         collection: str | None = None,
         transport: httpx.BaseTransport | None = None,
@@ -88,13 +78,12 @@ class VectorStore:
         self.settings = settings
         self.embedder_name = embedder_name
         self.collection = collection or settings.chroma_collection
-        self._client = client
-        self._collection: Collection | None = None
         self._transport = transport
-        self._reader: ChromaReader | None = None
-        self._read_collection: CollectionInfo | None = None
-        self._lock = threading.Lock()
-        self._read_lock = threading.Lock()  # apart from the write lock, so a search never waits on chromadb
+        self._client: ChromaClient | None = None
+        self._read_collection: CollectionInfo | None = None  # found by name (searches)
+        self._write_collection: CollectionInfo | None = None  # got or created by name (writes)
+        self._read_lock = threading.Lock()
+        self._write_lock = threading.Lock()  # apart, so a search never waits on a write's longer timeout
         self.generation = 0  # counts this process's writes: what reads it kept (the lexical index) is older
 
     def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]]) -> None:
@@ -102,19 +91,18 @@ class VectorStore:
             raise ValueError("one embedding per chunk")
         for start in range(0, len(chunks), UPSERT_BATCH):
             part = chunks[start : start + UPSERT_BATCH]
-            vectors = [list(e) for e in embeddings[start : start + len(part)]]
+            vectors = embeddings[start : start + len(part)]
 
             def put(
-                c: Collection, part: Sequence[Chunk] = part, vectors: list[list[float]] = vectors
+                client: ChromaClient,
+                collection_id: str,
+                part: Sequence[Chunk] = part,
+                vectors: Sequence[Sequence[float]] = vectors,
             ) -> None:
-                c.upsert(
-                    ids=[chunk.id for chunk in part],
-                    embeddings=vectors,  # type: ignore[arg-type]
-                    documents=[chunk.text for chunk in part],
-                    metadatas=[chunk.metadata for chunk in part],  # type: ignore[misc]
-                )
+                texts, metadatas = [c.text for c in part], [c.metadata for c in part]
+                client.upsert(collection_id, [c.id for c in part], vectors, texts, metadatas)
 
-            self._call(put)
+            self._write(put)
             self.generation += 1
 
     def delete_document(self, document_id: str, *, keep_first: int = 0) -> None:
@@ -127,14 +115,14 @@ class VectorStore:
     def delete_ids(self, ids: Sequence[str]) -> None:
         """Delete these entries; a collection that does not exist holds nothing and is not created."""
         if ids and self._resolve()[1] is not None:
-            self._call(lambda c: c.delete(ids=list(ids)))
+            self._write(lambda client, collection_id: client.delete(collection_id, ids=list(ids)))
             self.generation += 1
 
     def delete(self, where: dict[str, Any]) -> None:
         """Delete what matches `where`; a collection that does not exist holds nothing and is not created."""
         if self._resolve()[1] is None:
             return
-        self._call(lambda c: c.delete(where=where))
+        self._write(lambda client, collection_id: client.delete(collection_id, where=where))
         self.generation += 1
 
     def query(
@@ -158,7 +146,7 @@ class VectorStore:
         """The `top_k` nearest entries matching `where`, best first, as Chroma returns them."""
         none: list[QueryRow] = []
         return self.read(
-            lambda reader, collection_id: reader.query(collection_id, embedding, top_k, where), none
+            lambda client, collection_id: client.query(collection_id, embedding, top_k, where), none
         )
 
     def entries(self, where: dict[str, Any]) -> list[QueryRow]:
@@ -170,23 +158,22 @@ class VectorStore:
         none: list[QueryRow] = []
         include = ["documents", "metadatas"]
         return self.read(
-            lambda reader, collection_id: reader.get(collection_id, ids=ids, where=where, include=include),
+            lambda client, collection_id: client.get(collection_id, ids=ids, where=where, include=include),
             none,
         )
 
     def count(self, document_id: str | None = None, *, where: dict[str, Any] | None = None) -> int:
-        """Entries in the collection, of one document, or matching `where`."""
+        """Entries in the collection, of one document, or matching `where`; none if there is no collection."""
         if document_id is not None:
             where = {"documentId": document_id}
         if where is None:
-            return self._call(lambda c: c.count())
-        if self._resolve()[1] is None:  # no collection holds nothing, and counting creates none
-            return 0
-        return len(self._call(lambda c: c.get(where=where, include=[]))["ids"])
+            return self.read(lambda client, collection_id: client.count(collection_id), 0)
+        none: list[QueryRow] = []
+        return len(self.read(lambda client, collection_id: client.get(collection_id, where=where), none))
 
-    # ----------------------------------------------------------------- reads (no chromadb)
-    def read(self, operation: Callable[[ChromaReader, str], T], absent: T) -> T:
-        """`operation(reader, collection_id)` over Chroma's REST API; `absent` when there is no collection."""
+    # ----------------------------------------------------------------- reads
+    def read(self, operation: Callable[[ChromaClient, str], T], absent: T) -> T:
+        """`operation(client, collection_id)` over Chroma's REST API; `absent` when there is no collection."""
         try:
             return self._read_once(operation, absent)
         except ChromaNotFound:
@@ -198,68 +185,58 @@ class VectorStore:
             except ChromaNotFound:
                 return absent
 
-    def _read_once(self, operation: Callable[[ChromaReader, str], T], absent: T) -> T:
-        reader, collection = self._resolve()
-        return absent if collection is None else operation(reader, collection.id)
+    def _read_once(self, operation: Callable[[ChromaClient, str], T], absent: T) -> T:
+        client, collection = self._resolve()
+        return absent if collection is None else operation(client, collection.id)
 
-    def _resolve(self) -> tuple[ChromaReader, CollectionInfo | None]:
-        """The reader and the collection read by name, cached once found; absence is not cached."""
+    def _resolve(self) -> tuple[ChromaClient, CollectionInfo | None]:
+        """The client and the collection read by name, cached once found; absence is not cached."""
         with self._read_lock:
-            if self._reader is None:
-                self._reader = ChromaReader(
-                    self.settings.chroma_url,
-                    tenant=self.settings.chroma_tenant,
-                    database=self.settings.chroma_database,
-                    token=self.settings.secret("chroma_token"),
-                    timeout_seconds=self.settings.chroma_timeout_seconds,
-                    transport=self._transport,
-                )
+            client = self._connect()
             if self._read_collection is None:
-                found = self._reader.find_collection(self.collection)
+                found = client.find_collection(self.collection)
                 if found is not None:
                     self._check_embedder(found.metadata)
                 self._read_collection = found
-            return self._reader, self._read_collection
+            return client, self._read_collection
 
-    # ----------------------------------------------------------------- writes (chromadb-client)
-    def _call(self, operation: Callable[[Collection], T]) -> T:
-        import chromadb.errors
-
-        try:
-            try:
-                return operation(self._open())
-            except chromadb.errors.NotFoundError:
-                # The collection was deleted behind our back: create it again, once.
-                self._collection = None
-                return operation(self._open())
-        except (httpx.TransportError, ConnectionError) as exc:
-            self._collection = None
-            logger.warning("chroma unreachable", extra={"error_type": type(exc).__name__})
-            raise VectorStoreUnavailable("Chroma could not be reached") from None
-        except chromadb.errors.ChromaError as exc:
-            logger.error(
-                "chroma refused a request",
-                extra={"error_type": type(exc).__name__, "detail": redacted(str(exc))},
-            )
-            raise VectorStoreUnavailable("Chroma refused the request") from None
-
-    def _open(self) -> Collection:
-        with self._lock:
-            if self._collection is None:
-                self._collection = self._get_or_create()
-            return self._collection
-
-    def _get_or_create(self) -> Collection:
+    def _connect(self) -> ChromaClient:
+        # Under the read lock; lazily, so start-up builds no HTTP client (its TLS context alone costs ms).
         if self._client is None:
-            self._client = connect(self.settings)
-        collection = self._client.get_or_create_collection(
-            self.collection,
-            configuration={"hnsw": {"space": "cosine"}},
-            metadata={"embedder": self.embedder_name} if self.embedder_name else None,
-            embedding_function=None,
-        )
-        self._check_embedder(collection.metadata or {})
-        return collection
+            self._client = ChromaClient(
+                self.settings.chroma_url,
+                tenant=self.settings.chroma_tenant,
+                database=self.settings.chroma_database,
+                token=self.settings.secret("chroma_token"),
+                timeout_seconds=self.settings.chroma_timeout_seconds,
+                transport=self._transport,
+            )
+        return self._client
+
+    # ----------------------------------------------------------------- writes
+    def _write(self, operation: Callable[[ChromaClient, str], None]) -> None:
+        """`operation(client, collection_id)` on the collection, got or created by name; created again once
+        if it was deleted behind our back."""
+        try:
+            operation(*self._open())
+        except ChromaNotFound:
+            with self._write_lock:
+                self._write_collection = None
+            try:
+                operation(*self._open())
+            except ChromaNotFound:
+                raise VectorStoreUnavailable("Chroma refused the request (HTTP 404)") from None
+
+    def _open(self) -> tuple[ChromaClient, str]:
+        with self._read_lock:
+            client = self._connect()
+        with self._write_lock:
+            if self._write_collection is None:
+                metadata = {"embedder": self.embedder_name} if self.embedder_name else None
+                collection = client.get_or_create_collection(self.collection, metadata)
+                self._check_embedder(collection.metadata)
+                self._write_collection = collection
+            return client, self._write_collection.id
 
     def _check_embedder(self, metadata: dict[str, Any]) -> None:
         stored = metadata.get("embedder")
@@ -268,42 +245,6 @@ class VectorStore:
                 f"Chroma collection {self.collection!r} holds vectors of {stored}, "
                 f"but the embedder is {self.embedder_name}: use another collection or re-ingest"
             )
-
-
-def connect(settings: Settings) -> ClientAPI:
-    """An HttpClient for CHROMA_URL, with the token header, tenant and database; no telemetry."""
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
-
-    url = urlparse(settings.chroma_url)
-    ssl = url.scheme == "https"
-    token = settings.secret("chroma_token")
-    headers = {"x-chroma-token": token} if token else None
-    try:
-        client = chromadb.HttpClient(
-            host=url.hostname or "127.0.0.1",
-            port=url.port or (443 if ssl else 80),
-            ssl=ssl,
-            headers=headers,
-            tenant=settings.chroma_tenant,
-            database=settings.chroma_database,
-            settings=ChromaSettings(anonymized_telemetry=False),
-        )
-    except ValueError as exc:  # chromadb's "Could not connect to a Chroma server"
-        logger.warning("chroma unreachable", extra={"error_type": type(exc).__name__})
-        raise VectorStoreUnavailable("Chroma could not be reached") from None
-    except (httpx.TransportError, ConnectionError) as exc:
-        logger.warning("chroma unreachable", extra={"error_type": type(exc).__name__})
-        raise VectorStoreUnavailable("Chroma could not be reached") from None
-    _set_timeout(client)
-    return client
-
-
-def _set_timeout(client: ClientAPI) -> None:
-    # chromadb's HTTP session has no timeout at all; a hung server would hold a Lambda until it dies.
-    session = getattr(getattr(client, "_server", None), "_session", None)
-    if isinstance(session, httpx.Client):
-        session.timeout = WRITE_TIMEOUT
 
 
 def passage_of(row: QueryRow, score: float | None = None) -> Passage:

@@ -47,15 +47,19 @@ breakfast lunch dinner
 spring summer autumn winter
 """
 SLOTS = [frozenset(stem(word) for word in line.split()) for line in _SLOTS_TEXT.strip().splitlines()]
+# Each slot term's slots: `slots` runs for every sentence a reranking or an answer scores, so it looks a
+# term up once instead of testing it against every slot.
+_SLOTS_OF: dict[str, tuple[int, ...]] = {
+    term: tuple(i for i, slot in enumerate(SLOTS) if term in slot) for term in frozenset().union(*SLOTS)
+}
 
 
 def slots(found: Iterable[str]) -> dict[int, set[str]]:
     """The terms of each slot among these terms."""
     named: dict[int, set[str]] = {}
     for term in found:
-        for i, slot in enumerate(SLOTS):
-            if term in slot:
-                named.setdefault(i, set()).add(term)
+        for i in _SLOTS_OF.get(term, ()):
+            named.setdefault(i, set()).add(term)
     return named
 
 
