@@ -3,13 +3,14 @@ loop with a scripted model and the memory store (the DynamoDB store: tests/integ
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
 import pytest
 
 from rag_orchestrator.conversations.in_process import InProcessStore
-from rag_orchestrator.domain.audit import GENESIS, check_chain, digest, record_hash, seal, sealed_copy
+from rag_orchestrator.domain.audit import GENESIS, canonical, check_chain, digest, record_hash, seal, sealed
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.passages import Passage
@@ -156,14 +157,20 @@ def test_the_chain_notices_an_altered_a_removed_and_a_reordered_record():
     assert not check_chain([records[0], rehashed, *records[2:]]).valid
 
 
-def test_a_sealed_copy_is_the_sealed_record_and_shares_nothing_with_the_entry():
+def test_a_sealed_value_reads_back_as_the_sealed_record_sharing_nothing():
     entry = {"recordId": "r1", "callerId": "ünï", "actor": {"roles": ["user"]}, "toolCalls": [{"a": 1.5}]}
-    copied = sealed_copy(entry, GENESIS, b"key")
+    kept = sealed(entry, GENESIS, b"key")
+    copied = kept.record()
     assert copied == seal(entry, GENESIS, b"key") and check_chain([copied]).valid
-    assert copied["callerId"] == "ünï" and copied["actorRef"]
+    assert list(copied) == [*sorted(set(copied) - {"callerId", "hash"}), "callerId", "hash"]
+    assert copied["callerId"] == "ünï" and copied["actorRef"] and kept.hash == copied["hash"]
     entry["actor"]["roles"].append("admin")
     entry["toolCalls"][0]["a"] = 2
-    assert copied["actor"]["roles"] == ["user"] and copied["toolCalls"] == [{"a": 1.5}]
+    copied["toolCalls"].append("read and changed")
+    assert kept.record() == seal(
+        {**entry, "actor": {"roles": ["user"]}, "toolCalls": [{"a": 1.5}]}, GENESIS, b"key"
+    )
+    assert "callerId" not in sealed({"recordId": "r2"}, GENESIS, b"key").record()  # none given, none added
 
 
 async def test_pages_carry_the_check_from_one_to_the_next(store_and_cid):
@@ -182,7 +189,9 @@ async def test_pages_carry_the_check_from_one_to_the_next(store_and_cid):
     everything = [r for p in pages for r in p.records]
     assert [r["userMessage"]["sha256"] for r in everything] == [sha(f"question {n}") for n in range(5)]
 
-    store._shelf.records[cid].audits[2]["tokens"] = 999  # tampered where it is kept
+    audits = store._shelf.records[cid].audits
+    altered = json.loads(audits[2].text) | {"tokens": 999}
+    audits[2] = dataclasses.replace(audits[2], text=canonical(altered))  # tampered where it is kept
     first = await store.audit(cid, limit=2)
     second = await store.audit(cid, limit=2, cursor=first.next_cursor)
     third = await store.audit(cid, limit=2, cursor=second.next_cursor)

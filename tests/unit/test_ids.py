@@ -30,3 +30,14 @@ def test_ids_strictly_increase_as_text_and_as_numbers():
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
     numbers = [_decode(i) for i in ids]
     assert all(b > a for a, b in itertools.pairwise(numbers))
+
+
+def test_each_id_carries_its_own_millisecond_across_several():
+    seen = set()
+    while len(seen) < 5:  # ids of one millisecond share its characters: none may keep an earlier one's
+        before = time.time_ns() // 1_000_000
+        ident = sortable_id()
+        after = time.time_ns() // 1_000_000
+        millis = _decode(ident[:10])
+        assert before <= millis <= after and _decode(ident) >> 80 == millis
+        seen.add(millis)

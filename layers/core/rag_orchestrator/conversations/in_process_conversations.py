@@ -4,7 +4,6 @@ and _audit)."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -183,7 +182,8 @@ class InProcessConversations:
             record = self._shelf.records.get(conversation_id)
             if record is None:
                 raise ConversationNotFound(conversation_id)
-            records, head = copy.deepcopy(record.audits), record.audit_head
+            kept, head = list(record.audits), record.audit_head
+        records = [sealed.record() for sealed in kept]  # fresh dicts: the caller's own
         trail_head = TrailHead(None if head == GENESIS else head, len(records))
         return held_page(
             records, trail_head, limit, cursor, self._shelf.cursors, audit_scope(conversation_id)

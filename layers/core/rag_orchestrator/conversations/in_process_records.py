@@ -11,11 +11,10 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from rag_orchestrator.conversations.cursors import CursorCodec
 from rag_orchestrator.domain.approvals import HeldCall
-from rag_orchestrator.domain.audit import GENESIS
+from rag_orchestrator.domain.audit import GENESIS, Sealed
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.budgets import Spend
 from rag_orchestrator.domain.conversations import Conversation, ConversationMessage, ConversationStatus
@@ -31,7 +30,7 @@ class StoredConversation:
     # clientMessageId -> (messageId, createdAt) of the user message it started
     markers: dict[str, tuple[str, str]] = field(default_factory=dict)
     lock_until: float = 0.0
-    audits: list[dict[str, Any]] = field(default_factory=list)  # sealed audit records, oldest first
+    audits: list[Sealed] = field(default_factory=list)  # sealed audit records, oldest first
     audit_head: str = GENESIS
     held: HeldCall | None = None  # the tool call waiting for a decision
     approvals: dict[str, str] = field(default_factory=dict)  # approvalId -> status

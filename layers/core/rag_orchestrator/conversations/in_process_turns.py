@@ -13,7 +13,7 @@ from rag_orchestrator.conversations.keys import iso
 from rag_orchestrator.conversations.turn_data import LOCK_HELD, Claim, TurnOutcome
 from rag_orchestrator.conversations.versions import Revision, StoredMessage, last_exchange, revision
 from rag_orchestrator.domain.approvals import OUTCOMES, PENDING, Decision, Resolution
-from rag_orchestrator.domain.audit import sealed_copy
+from rag_orchestrator.domain.audit import sealed
 from rag_orchestrator.domain.budgets import Spend, exhausted
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.domain.usage import UsageLine, days
@@ -83,12 +83,10 @@ class InProcessTurns:
                 ]
             tokens = outcome.tokens
             record.add(outcome.stored(), tokens=tokens, tool_calls=outcome.tool_calls, gone=len(by))
-            if outcome.audit is not None:
-                sealed = sealed_copy(
-                    outcome.audit, record.audit_head, shelf.actor_key
-                )  # isolated from the caller's
-                record.audits.append(sealed)
-                record.audit_head = sealed["hash"]
+            if outcome.audit is not None:  # kept as its text: isolated from the caller's entry
+                kept = sealed(outcome.audit, record.audit_head, shelf.actor_key)
+                record.audits.append(kept)
+                record.audit_head = kept.hash
             if outcome.decided is not None:
                 _resolve(record, outcome.decided)
             if outcome.held is not None:

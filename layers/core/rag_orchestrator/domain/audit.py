@@ -35,14 +35,17 @@ def digest(text: str) -> dict[str, Any]:
     return {"sha256": hashlib.sha256(data).hexdigest(), "length": len(data)}
 
 
-def canonical(record: Mapping[str, Any]) -> bytes:
-    """The bytes a record's hash covers: every field except `hash` and `callerId`, as compact sorted JSON."""
-    fields = {key: value for key, value in record.items() if key not in UNHASHED}
-    return json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+# json.dumps builds an encoder per call for any option it is given; one made once writes the same text.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical(record: Mapping[str, Any]) -> str:
+    """Every field except `hash` and `callerId`, as compact sorted JSON: the text a record's hash covers."""
+    return _CANONICAL.encode({key: value for key, value in record.items() if key not in UNHASHED})
 
 
 def record_hash(record: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical(record)).hexdigest()
+    return hashlib.sha256(canonical(record).encode("utf-8")).hexdigest()
 
 
 def actor_ref(key: bytes, caller_id: str) -> str:
@@ -56,16 +59,30 @@ def seal(entry: Mapping[str, Any], prev_hash: str, actor_key: bytes) -> dict[str
     return record | {"hash": record_hash(record)}
 
 
-def sealed_copy(entry: Mapping[str, Any], prev_hash: str, actor_key: bytes) -> dict[str, Any]:
-    """`seal(entry, prev_hash, actor_key)` as a copy sharing nothing with `entry`, its hashed fields in
-    canonical order: the canonical JSON that is hashed is the one read back, one encoding for both."""
+@dataclass(frozen=True, slots=True)
+class Sealed:
+    """A sealed record kept as its canonical JSON (the text hashed), the fields outside the hash but
+    `hash` (the plain `callerId`, when given) and its `hash`: an immutable value a store keeps and
+    shares, read back as a fresh record each time."""
+
+    text: str
+    unhashed: tuple[tuple[str, Any], ...]
+    hash: str
+
+    def record(self) -> dict[str, Any]:
+        """`seal(...)`'s record, its hashed fields in canonical order; nothing shared between reads."""
+        record: dict[str, Any] = json.loads(self.text)
+        record.update(self.unhashed)
+        record["hash"] = self.hash
+        return record
+
+
+def sealed(entry: Mapping[str, Any], prev_hash: str, actor_key: bytes) -> Sealed:
+    """`seal(entry, prev_hash, actor_key)` as a Sealed value: one encoding, hashed and kept."""
     record = _chained(entry, prev_hash, actor_key)
     text = canonical(record)
-    copied: dict[str, Any] = json.loads(text)
-    if "callerId" in record:  # outside the hash, so outside the text: a string, kept as it is
-        copied["callerId"] = record["callerId"]
-    copied["hash"] = hashlib.sha256(text).hexdigest()
-    return copied
+    unhashed = tuple((key, record[key]) for key in sorted(UNHASHED - {"hash"}) if key in record)
+    return Sealed(text, unhashed, hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
 def _chained(entry: Mapping[str, Any], prev_hash: str, actor_key: bytes) -> dict[str, Any]:

@@ -61,12 +61,13 @@ class TurnControl:
 
     async def wait(self, step: Awaitable[T]) -> T:
         """Await `step`, cut off at the deadline or by a cancel (TurnStopped)."""
-        try:
-            self.check()
-        except TurnStopped:
+        # check(), inline: a turn waits once per streamed chunk
+        if self.reason is None and time.time() >= self.deadline:
+            self.reason = "deadline"
+        if self.reason is not None:
             if inspect.iscoroutine(step):
                 step.close()  # never started: no "never awaited" warning
-            raise
+            raise TurnStopped(self.reason)
         if self._timer is None:
             self._task = asyncio.current_task()
             loop = asyncio.get_running_loop()
