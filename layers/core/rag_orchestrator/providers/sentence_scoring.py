@@ -23,7 +23,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from rag_orchestrator.text.answer_kinds import KIND_WORDS, Kind, asked_kinds, asks_yes_or_no, counted
+from rag_orchestrator.text.answer_kinds import (
+    KIND_WORDS,
+    Kind,
+    asked_kinds,
+    asks_yes_or_no,
+    counted,
+    kind_stated,
+)
 from rag_orchestrator.text.follow_ups import standalone
 from rag_orchestrator.text.terms import slots, terms
 from rag_orchestrator.text.words import normalize
@@ -232,8 +239,5 @@ def score(question: Question, pool: Sequence[Scorable], embed: EmbedBatch | None
 
 
 def answered_kind(question: Question, candidate: Scorable, unit: frozenset[str]) -> Kind | None:
-    """`answer_kinds.answered_kind` for a candidate (`unit`: what a number must count, `counted`)."""
-    held = next((kind for kind in question.kinds[:2] if candidate.holds(kind)), None)
-    if held == "number" and unit and not unit & candidate.text_terms:
-        return None
-    return held
+    """`answer_kinds.kind_stated` for a read question and a candidate (`unit`: what a number must count)."""
+    return kind_stated(question.kinds, unit, candidate)

@@ -9,7 +9,8 @@ from the question's own words (English), never from a list of questions.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from rag_orchestrator.text.terms import terms
 
@@ -237,12 +238,38 @@ def counted(question: str) -> frozenset[str]:
     return frozenset(terms(found.group(1), implied=False)[:1])
 
 
-def answered_kind(question: str, text: str, kinds: tuple[Kind, ...] | None = None) -> Kind | None:
-    """The kind of fact asked for (one of the first two) that the text holds, else None.
+class Stated(Protocol):
+    """A text as the answer rule reads it (the reranker's candidates keep what it reads, `sentence_picker`)."""
 
-    A count must name what it counts: "how many calories" wants "910 kcal", not any number."""
-    kinds = asked_kinds(question) if kinds is None else kinds
-    held = next((kind for kind in kinds[:2] if holds(kind, text)), None)
-    if held == "number" and (unit := counted(question)) and not unit & set(terms(text)):
+    def holds(self, kind: Kind) -> bool: ...  # whether it states a fact of this kind (`holds`)
+
+    @property
+    def text_terms(self) -> frozenset[str]: ...  # the terms of its text
+
+
+def kind_stated(kinds: tuple[Kind, ...], unit: frozenset[str], stated: Stated) -> Kind | None:
+    """The kind of fact asked for (one of the first two `kinds`) that `stated` holds, else None.
+
+    A count must name what it counts (`unit`, from `counted`): "how many calories" wants "910 kcal"."""
+    held = next((kind for kind in kinds[:2] if stated.holds(kind)), None)
+    if held == "number" and unit and not unit & stated.text_terms:
         return None
     return held
+
+
+@dataclass(frozen=True, slots=True)
+class _Text:
+    text: str
+
+    def holds(self, kind: Kind) -> bool:
+        return holds(kind, self.text)
+
+    @property
+    def text_terms(self) -> frozenset[str]:
+        return frozenset(terms(self.text))
+
+
+def answered_kind(question: str, text: str, kinds: tuple[Kind, ...] | None = None) -> Kind | None:
+    """`kind_stated` for a question and a text: the kind asked for that the text holds, else None."""
+    kinds = asked_kinds(question) if kinds is None else kinds
+    return kind_stated(kinds, counted(question), _Text(text))
