@@ -31,9 +31,13 @@ class StoredConversation:
     markers: dict[str, tuple[str, str]] = field(default_factory=dict)
     lock_until: float = 0.0
     audits: list[Sealed] = field(default_factory=list)  # sealed audit records, oldest first
-    audit_head: str = GENESIS
     held: HeldCall | None = None  # the tool call waiting for a decision
     approvals: dict[str, str] = field(default_factory=dict)  # approvalId -> status
+
+    @property
+    def audit_head(self) -> str:
+        """The last audit record's hash; GENESIS before the first."""
+        return self.audits[-1].hash if self.audits else GENESIS
 
     def add(
         self, messages: Sequence[ConversationMessage], *, tokens: int, tool_calls: int, gone: int = 0

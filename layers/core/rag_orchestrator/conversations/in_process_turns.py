@@ -84,9 +84,7 @@ class InProcessTurns:
             tokens = outcome.tokens
             record.add(outcome.stored(), tokens=tokens, tool_calls=outcome.tool_calls, gone=len(by))
             if outcome.audit is not None:  # kept as its text: isolated from the caller's entry
-                kept = sealed(outcome.audit, record.audit_head, shelf.actor_key)
-                record.audits.append(kept)
-                record.audit_head = kept.hash
+                record.audits.append(sealed(outcome.audit, record.audit_head, shelf.actor_key))
             if outcome.decided is not None:
                 _resolve(record, outcome.decided)
             if outcome.held is not None:
