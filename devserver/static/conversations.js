@@ -39,6 +39,7 @@ export class ConversationList {
     }
     const q = this.search.value.trim();
     const page = await api("GET", `/chat/conversations?limit=50${q ? `&q=${encodeURIComponent(q)}` : ""}`);
+    if (this.root.querySelector(".rename-input")) return; // a rename began while the list was read
     this.items = page.items;
     this.root.replaceChildren(...page.items.map((c) => this.item(c)));
     if (!page.items.length) this.root.append(el("li", "empty muted", q ? "No title matches." : "No conversations yet."));
