@@ -10,6 +10,8 @@ and the response model's aliases.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -66,6 +68,24 @@ def optional(body: Item | None = Body(None)) -> dict:
     return {"body": body.model_dump() if body else None}
 
 
+def where(request: Request) -> str:
+    """Where a plain dependency runs: off the event loop, in the thread pool, as FastAPI runs it."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return "thread"
+    return "event loop"
+
+
+async def where_async(request: Request) -> str:
+    return where(request)
+
+
+async def located(plain: str = Depends(where), coroutine: str = Depends(where_async)) -> dict:
+    return {"plain": plain, "coroutine": coroutine}
+
+
+strict.get("/located")(located)
 for router in (strict, lenient):
     router.post("/{thing_id}/items", response_model=Added, status_code=201)(add)
     router.post("/optional")(optional)
@@ -182,6 +202,11 @@ def test_the_cases_cover_success_and_every_kind_of_refusal(clients):
 def test_a_wrong_method_or_path_answers_as_fastapi_does(clients, method, path):
     ours, fastapis = (answer(client, method, path, CALLER, b"") for client in clients)
     assert ours == fastapis and ours[0] in (404, 405)
+
+
+def test_a_plain_dependency_waits_in_the_thread_pool_as_under_fastapi(clients):
+    ours, fastapis = (answer(client, "GET", "/things/located", {}, b"") for client in clients)
+    assert ours == fastapis == (200, "application/json", {"plain": "thread", "coroutine": "event loop"})
 
 
 def test_an_input_without_a_declared_source_stops_the_app_being_built():

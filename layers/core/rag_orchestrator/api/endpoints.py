@@ -2,7 +2,8 @@
 
 Each route's plan is made once, when the app is built: where each parameter comes from and the
 pydantic validator that checks it. A request then goes as in FastAPI: the body is read and, when sent
-as JSON, parsed (unparseable JSON fails at once); the dependencies run in order, each once; the path,
+as JSON, parsed (unparseable JSON fails at once); the dependencies run in order, each once (plain
+functions in the thread pool, as FastAPI runs them, in one trip for all of them); the path,
 query and header parameters and the body are validated, every error collected; then the endpoint.
 Input errors raise `InvalidInput` with FastAPI's error list, so api/errors.py answers them exactly
 as it answers FastAPI's own (a route of `bad_request` raises 400 or 415 itself, as the query routes do).
@@ -19,6 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from starlette.background import BackgroundTasks
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -44,6 +46,7 @@ class _Input:
     default: Any = REQUIRED
     adapter: TypeAdapter[Any] | None = None
     call: Callable[..., Any] | None = None
+    asynchronous: bool = False  # a dependency that is a coroutine function
 
 
 class SpecRoute(Route):
@@ -65,6 +68,7 @@ def routes(declared: list[RouteSpec]) -> list[SpecRoute]:
 
 def _handler(spec: RouteSpec, inputs: list[_Input]) -> Callable[[Request], Awaitable[Response]]:
     wants_body = any(item.source == "body" for item in inputs)
+    asynchronous = _is_async(spec.endpoint)
     respond = _responder(spec)
 
     async def handle(request: Request) -> Response:
@@ -76,9 +80,10 @@ def _handler(spec: RouteSpec, inputs: list[_Input]) -> Callable[[Request], Await
                 raise
             status, message = validation_failure(request, invalid.errors(), invalid.body)
             raise (UnsupportedMediaType if status == 415 else BadRequest)(message) from None
-        result = spec.endpoint(**values)
-        if inspect.isawaitable(result):
-            result = await result
+        if asynchronous:
+            result = await spec.endpoint(**values)
+        else:  # as FastAPI runs a plain function: in the thread pool
+            result = await run_in_threadpool(spec.endpoint, **values)
         response = respond(result)
         if background is not None and response.background is None:
             response.background = background
@@ -101,7 +106,7 @@ def _input(name: str, annotation: Any, default: Any) -> _Input:
     if annotation is BackgroundTasks:
         return _Input(name, "background")
     if isinstance(default, Dependency):
-        return _Input(name, "depends", call=default.call)
+        return _Input(name, "depends", call=default.call, asynchronous=_is_async(default.call))
     if isinstance(default, Param):
         key = name.replace("_", "-") if default.source == "header" else name
         return _Input(name, default.source, key, default.default, _adapter(annotation, default.constraints))
@@ -142,11 +147,14 @@ async def _values(
 ) -> tuple[dict[str, Any], BackgroundTasks | None]:
     values: dict[str, Any] = {}
     background: BackgroundTasks | None = None
-    for item in inputs:  # dependencies first, in order, as FastAPI solves them
-        if item.source == "depends":
-            assert item.call is not None
-            value = item.call(request)
-            values[item.name] = await value if inspect.isawaitable(value) else value
+    # Dependencies first, in order. A plain function may wait on I/O (the caller's JWKS fetch, a secret
+    # from SSM): as FastAPI, they run in the thread pool, all in one trip; then the coroutines.
+    waiting = [item for item in inputs if item.source == "depends" and not item.asynchronous]
+    if waiting:
+        values.update(await run_in_threadpool(_solve, waiting, request))
+    for item in inputs:
+        if item.source == "depends" and item.asynchronous:
+            values[item.name] = await item.call(request)  # type: ignore[misc]
         elif item.source == "request":
             values[item.name] = request
         elif item.source == "background":
@@ -159,6 +167,17 @@ async def _values(
     if errors:
         raise InvalidInput(errors, None if body is _ABSENT else body)
     return values, background
+
+
+def _is_async(call: Any) -> bool:
+    """A coroutine function, or an object whose `__call__` is one (FastAPI's test too)."""
+    if inspect.isroutine(call):
+        return inspect.iscoroutinefunction(call)
+    return inspect.iscoroutinefunction(type(call).__call__)
+
+
+def _solve(waiting: list[_Input], request: Request) -> dict[str, Any]:
+    return {item.name: item.call(request) for item in waiting if item.call is not None}
 
 
 def _received(item: _Input, request: Request, body: Any) -> Any:
