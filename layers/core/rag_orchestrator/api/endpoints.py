@@ -108,7 +108,9 @@ def _input(name: str, annotation: Any, default: Any) -> _Input:
     if isinstance(default, Dependency):
         return _Input(name, "depends", call=default.call, asynchronous=_is_async(default.call))
     if isinstance(default, Param):
-        key = default.constraints.get("alias") or (name.replace("_", "-") if default.source == "header" else name)
+        key = default.constraints.get("alias") or (
+            name.replace("_", "-") if default.source == "header" else name
+        )
         return _Input(name, default.source, key, default.default, _adapter(annotation, default.constraints))
     if (
         default is inspect.Parameter.empty
