@@ -106,6 +106,11 @@ FIRST_TURN_COSTS = {
         "import botocore.session\nsession = botocore.session.get_session()\n"
         "for s in ('dynamodb', 'ssm'): session.create_client(s, region_name='us-east-1')"
     ),
+    "the DynamoDB and SSM clients a first turn makes now (aws_json.py; the environment holds credentials)": (
+        "from rag_orchestrator.aws import AwsClients\nclients = AwsClients()\n"
+        "for s in ('dynamodb', 'ssm'): clients.client(s)\n"
+        "from rag_orchestrator.attribute_values import serialize"
+    ),
 }
 # A first turn's memory indexing, Chroma's side: get or create the collection by name, upsert the turn's
 # fragments (4 of 256 dimensions here). Today over the REST API (httpx is loaded by then); before, through
