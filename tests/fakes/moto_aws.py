@@ -12,6 +12,7 @@ from moto.core.model_instances import reset_model_data
 
 from devserver.moto_dynamodb import lighten
 from devserver.resources import table_definition
+from rag_orchestrator import aws
 
 
 def _refuse_scan(**_: Any) -> None:
@@ -23,6 +24,9 @@ def mocked_aws(table: str, bucket: str, *, versioned: bool = False) -> Iterator[
     """(dynamodb, s3) clients; `versioned` turns on bucket versioning as deployed. Transactions and
     queries as on the moto server (devserver/moto_dynamodb.py: no copy or sort of the whole table)."""
     undo = lighten()
+    # moto's in-process mock answers botocore alone: AwsClients makes boto3's clients meanwhile. The JSON
+    # client (aws_json.py) speaks HTTP, and is tested against the moto server (tests/integration).
+    json_services, aws.JSON_SERVICES = aws.JSON_SERVICES, frozenset()
     try:
         with mock_aws():
             dynamodb = boto3.client("dynamodb", region_name="us-east-1")
@@ -30,6 +34,7 @@ def mocked_aws(table: str, bucket: str, *, versioned: bool = False) -> Iterator[
             provision(dynamodb, s3, table, bucket, versioned=versioned)
             yield dynamodb, s3
     finally:
+        aws.JSON_SERVICES = json_services
         undo()
         reset_model_data()  # what moto kept of every object it made, for its dashboard
 

@@ -1,4 +1,4 @@
-"""boto3 clients of one session, made where a request first needs them and handed down from the composition
+"""AWS clients of one session (boto3's, and ours for the JSON-protocol services), made where a request first needs them and handed down from the composition
 root, and secrets read from SSM or Secrets Manager (on the moto server) the way a deployed function reads
 them."""
 
@@ -15,6 +15,7 @@ import pytest
 
 from rag_orchestrator.api.app import create_app
 from rag_orchestrator.aws import AwsClients
+from rag_orchestrator.aws_json import JsonClient
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError
 from rag_orchestrator.ssm_params import SecretReader
@@ -23,9 +24,25 @@ from rag_orchestrator.ssm_params import SecretReader
 def test_clients_are_made_once_from_one_session(aws_stack):
     clients = AwsClients()
     dynamodb, s3 = clients.client("dynamodb"), clients.client("s3")
-    assert clients.client("dynamodb") is dynamodb
-    assert dynamodb.meta.events is not s3.meta.events  # two real clients
+    assert clients.client("dynamodb") is dynamodb and clients.made == 2
+    # The environment holds credentials and a region: DynamoDB's client is ours, S3's boto3's.
+    assert isinstance(dynamodb, JsonClient) and not isinstance(s3, JsonClient)
     assert dynamodb.describe_table(TableName=aws_stack["CONVERSATIONS_TABLE"])["Table"]["TableStatus"]
+
+
+def test_without_credentials_or_region_in_the_environment_the_client_is_boto3s(
+    aws_stack, monkeypatch, tmp_path
+):
+    """A profile, SSO, an instance role, a region in ~/.aws/config: boto3 finds those, ours does not look."""
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    assert not isinstance(AwsClients().client("dynamodb"), JsonClient)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    (config := tmp_path / "config").write_text("[default]\nregion = eu-west-1\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    ssm = AwsClients().client("ssm")
+    assert not isinstance(ssm, JsonClient) and ssm.meta.region_name == "eu-west-1"
 
 
 def test_a_lazy_client_is_made_on_first_use_only(aws_stack):
@@ -104,9 +121,14 @@ def test_threads_asking_at_once_for_a_secret_fetch_it_once(aws_stack, in_lambda,
     clients = AwsClients()
     settings = load_settings().read_secrets_with(SecretReader(clients))
     fetched = []
-    clients.client("ssm").meta.events.register(
-        "provide-client-params.ssm.GetParameter", lambda params, **_: fetched.append(params["Name"])
-    )
+    ssm = clients.client("ssm")
+    sent = ssm.call
+
+    def counted(operation: str, params: dict) -> dict:
+        fetched.append(params["Name"])
+        return sent(operation, params)
+
+    ssm.call = counted
     start = threading.Barrier(8)
 
     def ask() -> str | None:

@@ -277,3 +277,38 @@ def test_a_later_turn_is_searched_with_one_condensing_call_and_a_first_turn_with
     # (the app's data message before the question carries it, enclosed as data)
     data = [m["content"] for m in answering["messages"] if m["content"].startswith("[Data from the app]")]
     assert len(data) == 1 and "listens on port 8000" in data[0]
+
+
+FIRST_TURN_IMPORTS = """
+import asyncio, json, sys
+from starlette.testclient import TestClient
+from rag_orchestrator.api.app import STREAM_ROUTERS, create_app
+from rag_orchestrator.domain.conversations import Conversation
+app = create_app(STREAM_ROUTERS)
+cid = asyncio.run(app.state.services.store.create(Conversation(caller_id="alice"))).conversation_id
+with TestClient(app) as client:
+    with client.stream(
+        "POST", f"/api/v1/chat/conversations/{cid}/messages/stream",
+        json={"message": "How do I run the test suite?"}, headers={"X-Caller-Id": "alice"},
+    ) as response:
+        events = [line for line in response.iter_lines() if line.startswith("event: ")]
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("boto3", "fastapi") or m == "botocore.client")
+print(json.dumps([events[-1], heavy]))
+"""
+
+
+def test_a_fresh_stream_apps_first_turn_imports_neither_boto3_nor_fastapi(stack):
+    """DynamoDB through aws_json.py, the routes on Starlette alone: a cold instance's first turn pays for
+    neither package's import (docs/performance.md)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    environ = os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_TURN_IMPORTS], capture_output=True, text=True, env=environ, check=True
+    )
+    last_event, heavy = json.loads(done.stdout.strip().splitlines()[-1])
+    assert last_event == "event: Completed"
+    assert heavy == []

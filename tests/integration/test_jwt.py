@@ -5,12 +5,12 @@ import uuid
 
 import jwt
 import pytest
-from fastapi import APIRouter, Depends
 from fastapi.testclient import TestClient
 
-from rag_orchestrator.api.app import create_app
+from rag_orchestrator.api.app import create_app, mount
 from rag_orchestrator.api.auth import get_caller
 from rag_orchestrator.api.jwt_verifier import JwksCache
+from rag_orchestrator.api.routing import Depends, Router
 from rag_orchestrator.domain.callers import Caller
 from tests.fakes.jwks_server import SigningKey
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 ISSUER = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_TEST"
 AUDIENCE = "app-client-123"
 
-whoami = APIRouter()
+whoami = Router()  # declared, as the streaming function's routes are
 
 
 @whoami.get("/whoami")
@@ -39,7 +39,7 @@ def client(jwks, monkeypatch):
     monkeypatch.setenv("JWT_AUDIENCE", AUDIENCE)
     monkeypatch.setenv("JWT_JWKS_URL", jwks.url)
     app = create_app(["health", "conversations"])
-    app.include_router(whoami)
+    mount(app, whoami)
     return TestClient(app)
 
 
@@ -190,7 +190,7 @@ def test_an_unreachable_issuer_is_a_503_until_its_keys_are_fetched_again(monkeyp
     monkeypatch.setenv("JWT_ISSUER", ISSUER)
     monkeypatch.setenv("JWT_JWKS_URL", f"http://127.0.0.1:9/{uuid.uuid4().hex}/jwks.json")  # nothing listens
     app = create_app(["health"])
-    app.include_router(whoami)
+    mount(app, whoami)
     token = SigningKey("key-1").sign(claims())
     for _ in range(3):
         response = TestClient(app).get("/whoami", headers=bearer(token))
@@ -204,7 +204,7 @@ def test_api_gateway_authorizer_claims_are_used_without_verifying(jwks, monkeypa
     monkeypatch.setenv("JWT_ISSUER", ISSUER)
     monkeypatch.setenv("JWT_JWKS_URL", jwks.url)
     app = create_app(["health"])
-    app.include_router(whoami)
+    mount(app, whoami)
     event = {
         "requestContext": {"authorizer": {"jwt": {"claims": {"sub": "gw-user", "cognito:groups": "[admin]"}}}}
     }

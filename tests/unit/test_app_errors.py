@@ -7,36 +7,48 @@ from fastapi import APIRouter
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
-from rag_orchestrator.api.app import create_app
+from rag_orchestrator.api.app import StreamApp, create_app, mount
+from rag_orchestrator.api.routing import Router
 from rag_orchestrator.errors import ConversationNotFound
 
-router = APIRouter()
+fastapi_router = APIRouter()
+declared = Router()
 
 
 class Body(BaseModel):
     name: str
 
 
-@router.post("/echo")
 def echo(body: Body) -> dict:
     return {"name": body.name}
 
 
-@router.get("/boom")
 def boom() -> dict:
     raise RuntimeError("secret internals at /srv/app.py line 42")
 
 
-@router.get("/missing")
 def missing() -> dict:
     raise ConversationNotFound("abc")
 
 
-@pytest.fixture
-def client(monkeypatch):
+for router in (fastapi_router, declared):
+    router.post("/echo")(echo)
+    router.get("/boom")(boom)
+    router.get("/missing")(missing)
+
+
+@pytest.fixture(params=["fastapi", "declared"])
+def client(request, monkeypatch):
+    """The same routes on FastAPI's router in a FastAPI app, and declared (api/routing.py) in the
+    Starlette app of the streaming function: every error answers the same."""
     monkeypatch.setenv("MAX_REQUEST_BYTES", "2048")
-    app = create_app(["health"])
-    app.include_router(router)
+    if request.param == "fastapi":
+        app = create_app(["health", "conversations"])
+        mount(app, fastapi_router)
+    else:
+        app = create_app(["health"])
+        assert isinstance(app, StreamApp)
+        mount(app, declared)
     return TestClient(app, raise_server_exceptions=False)
 
 
@@ -99,7 +111,7 @@ def test_a_missing_body_is_422_asking_for_json(client):
 def test_query_routes_keep_400_for_input_but_415_for_media_type(client):
     from rag_orchestrator.api.query import router as query_router
 
-    client.app.include_router(query_router)
+    mount(client.app, query_router)
     alice = {"X-Caller-Id": "alice"}
     malformed = client.post(
         "/api/v1/query", content=b"{x", headers={**alice, "content-type": "application/json"}

@@ -124,3 +124,34 @@ def test_the_stream_app_makes_no_aws_client_before_its_first_request():
         [sys.executable, "-c", BOTO_AT_START], capture_output=True, text=True, env=environ, check=True
     )
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [0, []]
+
+
+FASTAPI_IN_STREAM_APP = """
+import json, sys
+from rag_orchestrator.api.app import STREAM_ROUTERS, create_app
+from starlette.testclient import TestClient
+app = create_app(STREAM_ROUTERS)
+built = sorted(m for m in sys.modules if m.split(".")[0] == "fastapi")
+client = TestClient(app, raise_server_exceptions=False)
+served = [
+    client.get("/api/v1/agent/ping").status_code,
+    client.post("/api/v1/chat/conversations/c/messages/stream", json={}, headers={"X-Caller-Id": "a"}).status_code,
+    client.post("/api/v1/query/answer", content=b"{", headers={"content-type": "application/json"}).status_code,
+]
+after = sorted(m for m in sys.modules if m.split(".")[0] == "fastapi")
+documented = client.get("/openapi.json").json()["paths"]
+print(json.dumps([type(app).__name__, built, served, after, len(documented), "fastapi" in sys.modules]))
+"""
+
+
+def test_the_stream_app_never_imports_fastapi_until_its_document_is_asked_for():
+    """FastAPI's import is ~0.27 s of CPU (bench/README.md): the streaming function's app is Starlette
+    alone, its routes declared with api/routing.py; FastAPI comes in only to build /openapi.json."""
+    environ = os.environ | {"PYTHONPATH": os.pathsep.join(sys.path), "CONVERSATION_STORAGE": "memory"}
+    done = subprocess.run(
+        [sys.executable, "-c", FASTAPI_IN_STREAM_APP], capture_output=True, text=True, env=environ, check=True
+    )
+    kind, built, served, after, documented, loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (kind, built, after) == ("StreamApp", [], [])
+    assert served == [200, 422, 400]  # a turn's body refused as FastAPI would; the answer route's 400
+    assert documented >= 10 and loaded

@@ -8,7 +8,7 @@ from botocore.stub import Stubber
 from fastapi import APIRouter
 from fastapi.testclient import TestClient
 
-from rag_orchestrator.api.app import create_app
+from rag_orchestrator.api.app import create_app, mount
 from rag_orchestrator.conversations.table import REFUSED, THROTTLED, ConditionFailed, Table, failure_of
 from rag_orchestrator.errors import BadRequest, StorageUnavailable
 from tests.fakes.moto_aws import mocked_aws
@@ -98,8 +98,8 @@ def invalid() -> dict:
 
 
 def test_the_app_answers_503_with_retry_after_and_400_without(monkeypatch):
-    app = create_app(["health"])
-    app.include_router(router)
+    app = create_app(["health", "conversations"])
+    mount(app, router)
     client = TestClient(app)
     response = client.get("/throttled")
     assert response.status_code == 503 and response.headers["retry-after"] == "5"

@@ -1,4 +1,9 @@
-"""boto3 clients of one session, each made on first use, with timeouts and adaptive retries.
+"""AWS clients of one session, each made on first use, with timeouts and retries.
+
+DynamoDB, SSM and Secrets Manager speak AWS's JSON protocol: where the environment holds credentials
+and a region (Lambda's always does), their client is aws_json.py's, which sends what boto3 would
+without importing boto3 (a quarter of a second of a cold start's first turn). Every other service,
+and those three elsewhere (a profile, SSO, an instance role), get boto3's client with adaptive retries.
 
 A composition root (api/deps.py, each function's app.py) makes one `AwsClients` and hands it to what
 talks to AWS; nothing below the roots makes a session or a client of its own. One Session loads
@@ -31,8 +36,12 @@ THROTTLING_CODES = frozenset(
 )
 
 
+# The services aws_json.py serves; the module is imported only when one of them is asked for.
+JSON_SERVICES = frozenset({"dynamodb", "ssm", "secretsmanager"})
+
+
 class AwsClients:
-    """The clients of one boto3 Session, one per service and configuration, made when first asked for."""
+    """The clients of one session, one per service and configuration, made when first asked for."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -44,6 +53,18 @@ class AwsClients:
         made = self._clients.get(key)
         if made is not None:
             return made
+        if service in JSON_SERVICES:
+            from rag_orchestrator import aws_json
+
+            found = aws_json.environment()
+            if found is not None:
+                with self._lock:
+                    if key not in self._clients:
+                        service_of = aws_json.SERVICES[service]
+                        self._clients[key] = aws_json.JsonClient(
+                            service_of, *found, read_timeout=read_timeout, max_attempts=max_attempts
+                        )
+                    return self._clients[key]
         from botocore.config import Config
 
         config = Config(

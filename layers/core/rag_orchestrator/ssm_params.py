@@ -12,9 +12,11 @@ the tool catalogue and the MCP servers' headers.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -66,50 +68,43 @@ def check_references(variables: Iterable[str]) -> None:
 
 
 class SecretReader:
-    """Reads references through one set of AWS clients, with Powertools' caching providers on them."""
+    """Reads references through one set of AWS clients, each value kept MAX_AGE_SECONDS for the
+    client that read it (a new client, after `AwsClients.reset`, reads again)."""
 
     def __init__(self, clients: AwsClients) -> None:
         self._clients = clients
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
-        self._providers: dict[Store, tuple[Any, Any]] = {}  # store -> (client, provider on it)
+        self._kept: dict[tuple[Store, str], tuple[float, Any, str | None]] = {}  # (at, client, value)
 
     def read(self, reference: str) -> str:
         """The secret a reference names, from the cache or, once at a time, from AWS; ValueError for a
         reference of no known form or a secret without the string (field) it names."""
         parsed = SecretReference.parse(reference)
-        with self._guard:
-            lock = self._locks.setdefault(reference, threading.Lock())
+        with self._guard:  # one fetch at a time per secret, whichever of its fields is asked for
+            lock = self._locks.setdefault(f"{parsed.store}:{parsed.name}", threading.Lock())
         with lock:
-            transform = "json" if parsed.key else None
-            if parsed.store == "ssm":
-                value = self._provider("ssm").get(
-                    parsed.name, decrypt=True, max_age=MAX_AGE_SECONDS, transform=transform
-                )
-            else:
-                value = self._provider("secretsmanager").get(
-                    parsed.name, max_age=MAX_AGE_SECONDS, transform=transform
-                )
+            value: Any = self._value(parsed)
         if parsed.key is not None:
-            value = value.get(parsed.key) if isinstance(value, dict) else None
+            try:
+                fields = json.loads(value) if isinstance(value, str) else None
+            except ValueError:  # not JSON: it has no fields
+                fields = None
+            value = fields.get(parsed.key) if isinstance(fields, dict) else None
         if not isinstance(value, str):
             what = f"string field {parsed.key!r}" if parsed.key else "string value"
             raise ValueError(f"the secret {parsed.name} has no {what}")
         return value
 
-    def _provider(self, store: Store) -> Any:
-        """Powertools' caching provider on the root's client (not a session of its own); made anew with
-        the client (after `AwsClients.reset`), so that its cache goes with it."""
-        client = self._clients.client(store)
-        with self._guard:
-            made = self._providers.get(store)
-            if made is None or made[0] is not client:
-                from aws_lambda_powertools.utilities.parameters import SecretsProvider, SSMProvider
-
-                provider = (
-                    SSMProvider(boto3_client=client)
-                    if store == "ssm"
-                    else SecretsProvider(boto3_client=client)
-                )
-                made = self._providers[store] = (client, provider)
-            return made[1]
+    def _value(self, parsed: SecretReference) -> str | None:
+        """The stored string, kept or fetched; None for a secret held as binary."""
+        client = self._clients.client(parsed.store)
+        kept = self._kept.get((parsed.store, parsed.name))
+        if kept is not None and kept[1] is client and time.monotonic() - kept[0] < MAX_AGE_SECONDS:
+            return kept[2]
+        if parsed.store == "ssm":
+            value = client.get_parameter(Name=parsed.name, WithDecryption=True)["Parameter"]["Value"]
+        else:
+            value = client.get_secret_value(SecretId=parsed.name).get("SecretString")
+        self._kept[(parsed.store, parsed.name)] = (time.monotonic(), client, value)
+        return value

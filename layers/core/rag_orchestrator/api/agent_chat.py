@@ -14,14 +14,15 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any, Literal, assert_never
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.responses import StreamingResponse
 from pydantic import AliasChoices, Field, field_validator
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
 
 from rag_orchestrator.api.agent_history import ClientHistory, KeepingStore, stateless
 from rag_orchestrator.api.auth import FOR_ANOTHER_CALLER, check_claimed, get_caller
 from rag_orchestrator.api.deadlines import turn_deadline
 from rag_orchestrator.api.deps import get_orchestrator, get_settings, get_store
+from rag_orchestrator.api.routing import Depends, Router
 from rag_orchestrator.api.sse import AGENT_STREAM, SSE_HEADERS, comment, event_stream
 from rag_orchestrator.api.stream_control import relayed
 from rag_orchestrator.config import Settings
@@ -42,7 +43,7 @@ from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.turn import Turn
 from rag_orchestrator.providers.events import StreamingMode
 
-router = APIRouter(prefix="/api/v1/agent", tags=["agent"])
+router = Router(prefix="/api/v1/agent", tags=["agent"])
 MAX_HISTORY_MESSAGES = 200
 MAX_HISTORY_CHARS = 256_000
 

@@ -22,14 +22,15 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import Field, StrictBool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
 
 from rag_orchestrator.api.auth import get_caller
 from rag_orchestrator.api.deps import Services, get_answerer, get_settings
 from rag_orchestrator.api.errors import error_body
-from rag_orchestrator.api.query import BadRequestRoute, QueryRequest, retrieval_limits
+from rag_orchestrator.api.query import QueryRequest, retrieval_limits
+from rag_orchestrator.api.routing import Depends, Router
 from rag_orchestrator.api.sse import ANSWER_STREAM, SSE_HEADERS, encode, event_stream
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import new_id
@@ -59,8 +60,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     502: {"description": "The model failed"},
     503: {"description": "The knowledge base or the embedder is unavailable (with Retry-After)"},
 }
-router = APIRouter(tags=["knowledge base"], route_class=BadRequestRoute)
-stream_router = APIRouter(tags=["knowledge base"], route_class=BadRequestRoute)
+router = Router(tags=["knowledge base"], bad_request=True)
+stream_router = Router(tags=["knowledge base"], bad_request=True)
 
 
 class AnswerRequest(QueryRequest):

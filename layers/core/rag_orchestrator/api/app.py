@@ -1,4 +1,10 @@
-"""create_app(): one FastAPI app from the routers a function serves, with the error JSON of docs/errors.md."""
+"""create_app(): one app from the routers a function serves, with the error JSON of docs/errors.md.
+
+A router declared with api/routing.py is served by api/endpoints.py on Starlette; the others are
+FastAPI's. An app of declared routers only (the streaming function's) is a Starlette app and never
+imports FastAPI; an app with any FastAPI router is a FastAPI app serving both kinds. Either serves
+/openapi.json (built from both kinds, on its first request) and /docs.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +12,18 @@ import importlib
 from collections.abc import Iterable
 from typing import Any
 
-from fastapi import FastAPI
+from starlette.applications import Starlette
 
-from rag_orchestrator import __version__
 from rag_orchestrator.api.deps import Services
-from rag_orchestrator.api.docs_page import install_docs
+from rag_orchestrator.api.docs_page import TITLE, install_docs
+from rag_orchestrator.api.endpoints import routes
 from rag_orchestrator.api.errors import install_error_handlers
 from rag_orchestrator.api.middleware import (
     BodySizeLimitMiddleware,
     MetricsFlushMiddleware,
     RequestContextMiddleware,
 )
+from rag_orchestrator.api.routing import Router
 from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings, load_settings
 
@@ -87,36 +94,63 @@ STREAM_ROUTERS = (
 ALL_ROUTERS = tuple(ROUTERS)
 
 
+class StreamApp(Starlette):
+    """An app of declared routers only, on Starlette: `openapi()` as a FastAPI app has it."""
+
+    def openapi(self) -> dict[str, Any]:
+        return _openapi(self)
+
+
 def create_app(
     routers: Iterable[str] = ALL_ROUTERS, settings: Settings | None = None, aws: AwsClients | None = None
-) -> FastAPI:
+) -> Starlette:
     """Build the app and its services (on `aws`, else the process's AWS clients); settings are
     validated here, so a bad setting stops start-up."""
     services = Services(settings or load_settings(), aws)
-    app = FastAPI(
-        title="RAG Orchestrator",
-        version=__version__,
-        description="Serverless RAG chat backend: conversations, streamed agentic turns, retrieval, answers.",
-        docs_url=None,  # FastAPI's own /docs and /redoc load their files from a CDN: ours does not
-        redoc_url=None,
-    )
-    install_docs(app)
-    app.state.services = services
+    mounted = []
     for name in routers:
         module_name, _, attribute = ROUTERS[name].partition(":")
         module = importlib.import_module(module_name)
         if hasattr(module, "check"):  # a router's own start-up checks (a template file, the catalogue)
             module.check(services)
-        app.include_router(getattr(module, attribute))
-    install_error_handlers(app)
-    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+        mounted.append(getattr(module, attribute))
+    app = _app(mounted)
+    app.state.services = services
+    install_docs(app, TITLE, lambda: _openapi(app))
+    for router in mounted:
+        mount(app, router)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=services.settings.max_request_bytes)
     app.add_middleware(MetricsFlushMiddleware)
     app.add_middleware(RequestContextMiddleware)
     return app
 
 
-def _openapi(app: FastAPI) -> dict[str, Any]:
+def mount(app: Starlette, router: Any) -> None:
+    """Serve a router's routes after the app's others: a declared one's on Starlette, FastAPI's by FastAPI."""
+    if isinstance(router, Router):
+        app.router.routes.extend(routes(router.routes))
+    else:
+        app.include_router(router)  # type: ignore[attr-defined]
+
+
+def _app(mounted: list[Any]) -> Starlette:
+    """A StreamApp when every router is declared (no FastAPI imported), else a FastAPI app."""
+    if all(isinstance(router, Router) for router in mounted):
+        app: Starlette = StreamApp()
+        install_error_handlers(app)
+        return app
+    from fastapi import FastAPI
+    from fastapi.exceptions import RequestValidationError
+
+    from rag_orchestrator import __version__
+
+    app = FastAPI(title=TITLE, version=__version__, docs_url=None, redoc_url=None, openapi_url=None)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    install_error_handlers(app, RequestValidationError)
+    return app
+
+
+def _openapi(app: Starlette) -> dict[str, Any]:
     """Imported on the first request for /openapi.json or /docs, not at cold start."""
     from rag_orchestrator.api.openapi import document
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from fastapi import APIRouter, Depends, Path, Request
-from fastapi.responses import StreamingResponse
 from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
 
 from rag_orchestrator.api.auth import get_owner
 from rag_orchestrator.api.chat import CONVERSATION_ID, stream_turn
 from rag_orchestrator.api.deadlines import turn_deadline
 from rag_orchestrator.api.deps import get_orchestrator, get_settings
+from rag_orchestrator.api.routing import Depends, Path, Router
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.text import ClientBody
@@ -26,7 +27,7 @@ from rag_orchestrator.providers.events import StreamingMode
 
 APPROVAL_ID = Path(..., min_length=1, max_length=64)
 
-stream_router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
+stream_router = Router(prefix="/api/v1/chat/conversations", tags=["chat"])
 
 
 class DecisionRequest(ClientBody):

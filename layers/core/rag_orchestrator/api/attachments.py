@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Path
 
 from rag_orchestrator.api.auth import get_owner
 from rag_orchestrator.api.deps import get_attachments, get_store
-from rag_orchestrator.api.path_ids import conversation_id
+from rag_orchestrator.api.id_params import conversation_id
 from rag_orchestrator.attachments.service import Attachments
 from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain.attachments import (

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
-from fastapi import Depends, Request
+from starlette.requests import Request
 
 from rag_orchestrator.api.deps import get_settings
 from rag_orchestrator.config import Settings
@@ -24,6 +24,7 @@ from rag_orchestrator.errors import Forbidden, Unauthorized
 
 MAX_TOKEN_BYTES = 8 * 1024  # larger bearer tokens are refused unread (no identity provider issues them)
 MAX_DEV_CLAIMS_BYTES = 8 * 1024
+_CALLER = "rag_orchestrator.caller"  # where a request keeps its caller, once found
 
 
 def _split_roles(value: object) -> tuple[str, ...]:
@@ -122,18 +123,25 @@ def resolve_caller(request: Request, settings: Settings) -> Caller | None:
     return _jwt_caller(request, token, settings)  # with the token, for tools with identity caller-token
 
 
-def get_caller(request: Request, settings: Settings = Depends(get_settings)) -> Caller:
-    """The caller, or the anonymous caller when allowed; 401 otherwise."""
+def get_caller(request: Request) -> Caller:
+    """The caller, or the anonymous caller when allowed; 401 otherwise. Found once per request (a
+    route's other checks of the caller, get_owner or a role, ask again)."""
+    known = request.scope.get(_CALLER)
+    if known is not None:
+        return cast(Caller, known)
+    settings = get_settings(request)
     caller = resolve_caller(request, settings)
-    if caller is not None:
-        return caller
-    if settings.allow_anonymous:
-        return ANONYMOUS_CALLER
-    raise Unauthorized("Authentication required")
+    if caller is None:
+        if not settings.allow_anonymous:
+            raise Unauthorized("Authentication required")
+        caller = ANONYMOUS_CALLER
+    request.scope[_CALLER] = caller
+    return caller
 
 
-def get_owner(caller: Caller = Depends(get_caller)) -> Caller:
+def get_owner(request: Request) -> Caller:
     """Conversations belong to someone: a signed-in caller or a guest, never the shared anonymous one."""
+    caller = get_caller(request)
     if caller.anonymous and not caller.guest:
         raise Unauthorized(
             "Sign in, or get a guest token from POST /api/v1/auth/guest, to keep conversations"
@@ -161,10 +169,9 @@ class RoleCheck:
     def __init__(self, allowed: Callable[[Settings], tuple[str, ...]]) -> None:
         self.allowed = allowed
 
-    def __call__(
-        self, caller: Caller = Depends(get_caller), settings: Settings = Depends(get_settings)
-    ) -> Caller:
-        roles = self.allowed(settings)
+    def __call__(self, request: Request) -> Caller:
+        caller = get_caller(request)
+        roles = self.allowed(get_settings(request))
         if not caller.has_any(roles):
             raise Forbidden(f"This needs one of the roles: {', '.join(roles)}")
         return caller

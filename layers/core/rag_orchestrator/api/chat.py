@@ -10,13 +10,15 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Path, Request
-from fastapi.responses import StreamingResponse
 from pydantic import Field
+from starlette.background import BackgroundTasks
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
 
 from rag_orchestrator.api.auth import FOR_ANOTHER_CALLER, check_claimed, get_owner
 from rag_orchestrator.api.deadlines import turn_deadline
 from rag_orchestrator.api.deps import Services, get_orchestrator, get_settings, services
+from rag_orchestrator.api.routing import Depends, Path, Router
 from rag_orchestrator.api.sse import SSE_HEADERS, comment, frame
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import Caller
@@ -32,8 +34,8 @@ from rag_orchestrator.providers.events import StreamingMode
 
 CONVERSATION_ID = Path(..., min_length=1, max_length=100)
 
-router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
-stream_router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
+router = Router(prefix="/api/v1/chat/conversations", tags=["chat"])
+stream_router = Router(prefix="/api/v1/chat/conversations", tags=["chat"])
 
 
 def check(services: Services) -> None:

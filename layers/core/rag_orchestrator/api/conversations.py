@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Query, Response
 
 from rag_orchestrator.api.auth import FOR_ANOTHER_CALLER, check_claimed, get_owner
 from rag_orchestrator.api.deps import get_memory, get_shares_or_none, get_store
-from rag_orchestrator.api.path_ids import conversation_id
+from rag_orchestrator.api.id_params import conversation_id
 from rag_orchestrator.conversations.cursors import MAX_CURSOR_CHARS
 from rag_orchestrator.conversations.listing import Listing
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE

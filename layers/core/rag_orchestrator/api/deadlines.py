@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 
-from fastapi import Request
+from starlette.requests import Request
 
 from rag_orchestrator.config import Settings
 

@@ -14,7 +14,7 @@ from functools import cache, cached_property
 from string import Template
 from typing import TYPE_CHECKING, cast
 
-from fastapi import Request
+from starlette.requests import Request
 
 from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.observability import logger
@@ -52,9 +54,23 @@ def error_response(
 SEND_JSON = "Send the body as JSON, with Content-Type: application/json"
 
 
-def describe_validation(exc: RequestValidationError) -> str:
+class InvalidInput(Exception):
+    """A request's input failed validation: FastAPI's error list, and the body as read (its bytes when
+    it was not sent as JSON). Raised by api/endpoints.py; FastAPI's own RequestValidationError is the
+    same to the client (install_error_handlers)."""
+
+    def __init__(self, errors: list[dict[str, Any]], body: Any = None) -> None:
+        super().__init__("invalid input")
+        self._errors = errors
+        self.body = body
+
+    def errors(self) -> list[dict[str, Any]]:
+        return self._errors
+
+
+def describe_validation(errors: Sequence[dict[str, Any]]) -> str:
     parts = []
-    for err in exc.errors()[:10]:
+    for err in errors[:10]:
         if tuple(err.get("loc", ())) == ("body",) and err.get("type") == "missing":
             parts.append("A JSON body is required")
             continue
@@ -64,35 +80,46 @@ def describe_validation(exc: RequestValidationError) -> str:
     return "; ".join(parts) or "Invalid request"
 
 
-def validation_failure(request: Request, exc: RequestValidationError) -> tuple[int, str]:
+def validation_failure(request: Request, errors: Sequence[dict[str, Any]], body: Any) -> tuple[int, str]:
     """The status and message of a request that failed validation (docs/errors.md): 415 for a body not
     sent as JSON, 400 for JSON that cannot be parsed or text no system can hold, 422 for JSON that
     breaks the route's schema."""
-    if isinstance(exc.body, bytes | bytearray) and exc.body:  # FastAPI keeps the raw bytes of a non-JSON body
+    if isinstance(body, bytes | bytearray) and body:  # FastAPI keeps the raw bytes of a non-JSON body
         received = (request.headers.get("content-type") or "none")[:100]
         return 415, f"{SEND_JSON} (received Content-Type: {received})"
-    kinds = {err.get("type") for err in exc.errors()}
+    kinds = {err.get("type") for err in errors}
     if "json_invalid" in kinds:
         return 400, "Malformed JSON body"
     # Text no system downstream can hold (lone surrogates, control characters) is malformed too.
-    return (400 if "invalid_text" in kinds else 422), describe_validation(exc)
+    return (400 if "invalid_text" in kinds else 422), describe_validation(errors)
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(RagError)
-    async def _rag_error(request: Request, exc: RagError) -> JSONResponse:
-        if exc.status_code >= 500:
-            logger.error("request failed", extra={"error_type": type(exc).__name__, "detail": exc.message})
-        retry_after = exc.retry_after if exc.retryable else None
-        return error_response(request, exc.status_code, exc.public_message, exc.error, retry_after)
+async def _rag_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RagError)
+    if exc.status_code >= 500:
+        logger.error("request failed", extra={"error_type": type(exc).__name__, "detail": exc.message})
+    retry_after = exc.retry_after if exc.retryable else None
+    return error_response(request, exc.status_code, exc.public_message, exc.error, retry_after)
 
-    @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(request, *validation_failure(request, exc))
 
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        message = exc.detail if isinstance(exc.detail, str) else _TITLES.get(exc.status_code, "Error")
-        if exc.status_code == 404 and message == "Not Found":
-            message = f"No route for {request.method} {request.url.path}"
-        return error_response(request, exc.status_code, message)
+async def _invalid(request: Request, exc: Exception) -> JSONResponse:
+    """An InvalidInput, or FastAPI's RequestValidationError: both carry `errors()` and `body`."""
+    return error_response(request, *validation_failure(request, exc.errors(), exc.body))  # type: ignore[attr-defined]
+
+
+async def _http(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    message = exc.detail if isinstance(exc.detail, str) else _TITLES.get(exc.status_code, "Error")
+    if exc.status_code == 404 and message == "Not Found":
+        message = f"No route for {request.method} {request.url.path}"
+    return error_response(request, exc.status_code, message)
+
+
+def install_error_handlers(app: Starlette, *invalid: type[Exception]) -> None:
+    """The error JSON for the service's errors, HTTP errors (an unknown route's 404 too) and invalid
+    input: InvalidInput, and the app's own kind of it (FastAPI's RequestValidationError) in `invalid`."""
+    app.add_exception_handler(RagError, _rag_error)
+    kinds: tuple[type[Exception], ...] = (InvalidInput, *invalid)
+    for kind in kinds:
+        app.add_exception_handler(kind, _invalid)
+    app.add_exception_handler(StarletteHTTPException, _http)

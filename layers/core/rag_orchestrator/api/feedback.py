@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from rag_orchestrator.api.auth import get_owner, require_roles
 from rag_orchestrator.api.conversations import CURSOR, LIMIT
 from rag_orchestrator.api.deps import get_store
-from rag_orchestrator.api.path_ids import conversation_id, message_id
+from rag_orchestrator.api.id_params import conversation_id, message_id
 from rag_orchestrator.conversations.store import FeedbackStore
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.callers import ADMIN, Caller

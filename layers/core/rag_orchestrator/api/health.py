@@ -8,14 +8,14 @@ from collections.abc import Awaitable, Callable
 from typing import Literal
 
 import httpx
-from fastapi import APIRouter, Depends
-from fastapi.responses import JSONResponse
+from starlette.responses import JSONResponse
 
 from rag_orchestrator import tls
 from rag_orchestrator.api.deps import Services, services
+from rag_orchestrator.api.routing import Depends, Router
 from rag_orchestrator.domain.base import CamelModel
 
-router = APIRouter(tags=["agent"])
+router = Router(tags=["agent"])
 CHECK_TIMEOUT_SECONDS = 3.0
 
 

@@ -25,15 +25,19 @@ under `make dev`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
-from fastapi import FastAPI
 from fastapi.dependencies.models import Dependant
+from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute, RouteContext, iter_route_contexts
+from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
+from rag_orchestrator import __version__
 from rag_orchestrator.api import auth
 from rag_orchestrator.api.deps import get_orchestrator, get_strategy
+from rag_orchestrator.api.docs_page import DESCRIPTION, TITLE
+from rag_orchestrator.api.openapi_routes import BadRequestRoute, documented
 from rag_orchestrator.api.sse import CHAT_STREAM, event_stream
 from rag_orchestrator.config import Settings
 
@@ -62,12 +66,17 @@ _HEADERS = {
 _SSE = "text/event-stream"
 
 
-def document(app: FastAPI, settings: Settings) -> dict[str, Any]:
-    """The app's document: FastAPI's, described once each time FastAPI builds it (when routes change)."""
-    built = FastAPI.openapi(app)
-    if getattr(app.state, "described_openapi", None) is not built:
-        describe(built, app.routes, settings)
-        app.state.described_openapi = built
+def document(app: Starlette, settings: Settings) -> dict[str, Any]:
+    """The app's document, built by FastAPI from every route as FastAPI's own (api/openapi_routes.py)
+    and described; built again only when the app's routes change."""
+    key = tuple(map(id, app.routes))
+    kept = getattr(app.state, "openapi_document", None)
+    if kept is not None and kept[0] == key:
+        return cast(dict[str, Any], kept[1])
+    routes = documented(app.routes)
+    built = get_openapi(title=TITLE, version=__version__, description=DESCRIPTION, routes=routes)
+    describe(built, routes, settings)
+    app.state.openapi_document = (key, built)
     return built
 
 
@@ -119,8 +128,6 @@ def _describe_operation(operation: dict[str, Any], route: RouteContext, settings
 
 def refusals(route: RouteContext, settings: Settings) -> dict[int, str]:
     """Every error status the route can answer, with why, derived from its parameters and dependencies."""
-    from rag_orchestrator.api.query import BadRequestRoute
-
     parts = list(_walk(route.dependant))
     calls = {part.call for part in parts}
     path = [param for part in parts for param in part.path_params]
@@ -135,7 +142,7 @@ def refusals(route: RouteContext, settings: Settings) -> dict[int, str]:
             found[422] = _WHY[422]
     if any(param.alias == "cursor" for param in query):
         found[400] = found.get(400, "A `cursor` this service did not issue")
-    if auth.get_caller in calls:
+    if _has_caller(calls):
         found.update({401: _WHY[401], 503: _WHY[503]})
     for check in calls:
         if isinstance(check, auth.RoleCheck):
@@ -152,6 +159,13 @@ def refusals(route: RouteContext, settings: Settings) -> dict[int, str]:
     if get_strategy in calls:
         found[502] = _WHY[502]
     return dict(sorted(found.items()))
+
+
+def _has_caller(calls: set[Any]) -> bool:
+    """Whether the route finds its caller: itself, as an owner, or to check a role."""
+    return any(
+        call in (auth.get_caller, auth.get_owner) or isinstance(call, auth.RoleCheck) for call in calls
+    )
 
 
 def _walk(dependant: Dependant) -> Iterator[Dependant]:
@@ -201,7 +215,7 @@ def security_schemes(settings: Settings) -> dict[str, Any]:
 
 def _security(route: RouteContext, settings: Settings) -> list[dict[str, list[str]]]:
     calls = {part.call for part in _walk(route.dependant)}
-    if auth.get_caller not in calls:
+    if not _has_caller(calls):
         return []
     alternatives: list[dict[str, list[str]]] = [{"bearer": []}]
     if settings.auth_mode == "dev":

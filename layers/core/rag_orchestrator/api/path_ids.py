@@ -1,14 +1,13 @@
 """The ids routes take from their path: a well-formed one, else the same 404 as for an unknown one.
 
 Their own module, so a route module that needs them (regenerate and edit, in the chat-stream function)
-does not load another router's module, whose routes FastAPI builds as it is imported.
+does not load another router's module. The checks are plain functions; `conversation_id` and
+`message_id` are the FastAPI dependencies of the API's routes (FastAPI imported only when those are).
 """
 
 from __future__ import annotations
 
 import re
-
-from fastapi import Path
 
 from rag_orchestrator.errors import ConversationNotFound, MessageNotFound
 
@@ -28,12 +27,8 @@ def checked_id(value: str) -> str:
     return value.lower()
 
 
-def conversation_id(conversation_id: str = Path(..., max_length=100)) -> str:
-    return checked_id(conversation_id)
-
-
-def message_id(message_id: str = Path(..., max_length=100)) -> str:
+def checked_message_id(value: str) -> str:
     """A well-formed message id (a ULID), else the same 404 as for an unknown one."""
-    if not _MESSAGE_ID.fullmatch(message_id.upper()):
-        raise MessageNotFound(message_id)
-    return message_id.upper()
+    if not _MESSAGE_ID.fullmatch(value.upper()):
+        raise MessageNotFound(value)
+    return value.upper()

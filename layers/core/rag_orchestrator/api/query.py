@@ -3,44 +3,22 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Coroutine
-from typing import Any
 
-from fastapi import APIRouter, Depends, Request, Response
-from fastapi.exceptions import RequestValidationError
-from fastapi.routing import APIRoute
 from pydantic import ConfigDict, Field
 
 from rag_orchestrator.api.auth import get_caller
 from rag_orchestrator.api.deps import get_retriever, get_settings
-from rag_orchestrator.api.errors import validation_failure
+from rag_orchestrator.api.routing import Depends, Router
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.passages import QueryResult
 from rag_orchestrator.domain.text import ClientBody
-from rag_orchestrator.errors import BadRequest, UnsupportedMediaType
+from rag_orchestrator.errors import BadRequest
 from rag_orchestrator.retrieval.search import MAX_QUERY_CHARS, Retriever, SearchQuery
 from rag_orchestrator.sanitize import MAX_SOURCE, MAX_TAG, MAX_TAGS
 
-
-class BadRequestRoute(APIRoute):
-    """Invalid input answers 400, not 422, as on every query route (a body not sent as JSON is still a 415)."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def route(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except RequestValidationError as exc:
-                status, message = validation_failure(request, exc)
-                raise (UnsupportedMediaType if status == 415 else BadRequest)(message) from None
-
-        return route
-
-
-router = APIRouter(tags=["knowledge base"], route_class=BadRequestRoute)
+router = Router(tags=["knowledge base"], bad_request=True)
 
 
 class QueryRequest(ClientBody):

@@ -12,15 +12,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter, Body, Depends, Request
-from fastapi.responses import StreamingResponse
 from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
 
 from rag_orchestrator.api.auth import get_owner
 from rag_orchestrator.api.chat import stream_turn
 from rag_orchestrator.api.deadlines import turn_deadline
 from rag_orchestrator.api.deps import get_orchestrator, get_settings
-from rag_orchestrator.api.path_ids import conversation_id, message_id
+from rag_orchestrator.api.path_ids import checked_id, checked_message_id
+from rag_orchestrator.api.routing import Body, Depends, Path, Router
 from rag_orchestrator.config import Settings
 from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain.callers import Caller
@@ -31,7 +32,7 @@ from rag_orchestrator.errors import Conflict
 from rag_orchestrator.loop.orchestrator import Orchestrator
 from rag_orchestrator.loop.request import TurnRequest
 
-stream_router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
+stream_router = Router(prefix="/api/v1/chat/conversations", tags=["chat"])
 NOT_THE_LAST_QUESTION = (
     "Only the last question can be answered again: its text must be the conversation's last"
 )
@@ -65,14 +66,17 @@ class Revising:
     settings: Settings
 
 
+CONVERSATION_ID = Path(..., max_length=100)
+MESSAGE_ID = Path(..., max_length=100)
+
+
 def revising(
-    conversation: str = Depends(conversation_id),
-    message: str = Depends(message_id),
-    caller: Caller = Depends(get_owner),
-    orchestrator: Orchestrator = Depends(get_orchestrator),
-    settings: Settings = Depends(get_settings),
+    conversation_id: str, message_id: str, caller: Caller, orchestrator: Orchestrator, settings: Settings
 ) -> Revising:
-    return Revising(conversation, message, caller, orchestrator, settings)
+    """The exchange the path names (a malformed id: the same 404 as an unknown one) and the parts."""
+    return Revising(
+        checked_id(conversation_id), checked_message_id(message_id), caller, orchestrator, settings
+    )
 
 
 async def _stream(
@@ -118,8 +122,13 @@ async def last_question(store: ConversationStore, conversation_id: str, caller: 
 async def regenerate(
     request: Request,
     body: RegenerateRequest | None = Body(None),
-    target: Revising = Depends(revising),
+    conversation_id: str = CONVERSATION_ID,
+    message_id: str = MESSAGE_ID,
+    caller: Caller = Depends(get_owner),
+    orchestrator: Orchestrator = Depends(get_orchestrator),
+    settings: Settings = Depends(get_settings),
 ) -> StreamingResponse:
+    target = revising(conversation_id, message_id, caller, orchestrator, settings)
     return await _stream(request, target, body or RegenerateRequest())
 
 
@@ -130,6 +139,13 @@ async def regenerate(
     responses=STREAMED,
 )
 async def edit(
-    request: Request, body: EditRequest, target: Revising = Depends(revising)
+    request: Request,
+    body: EditRequest,
+    conversation_id: str = CONVERSATION_ID,
+    message_id: str = MESSAGE_ID,
+    caller: Caller = Depends(get_owner),
+    orchestrator: Orchestrator = Depends(get_orchestrator),
+    settings: Settings = Depends(get_settings),
 ) -> StreamingResponse:
+    target = revising(conversation_id, message_id, caller, orchestrator, settings)
     return await _stream(request, target, body)

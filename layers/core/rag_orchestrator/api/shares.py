@@ -9,7 +9,8 @@ from fastapi import APIRouter, Depends, Path, Request, Response
 
 from rag_orchestrator.api.auth import get_owner
 from rag_orchestrator.api.deps import get_store, services
-from rag_orchestrator.api.path_ids import conversation_id, is_uuid
+from rag_orchestrator.api.id_params import conversation_id
+from rag_orchestrator.api.path_ids import is_uuid
 from rag_orchestrator.conversations.paging import MAX_PAGE_SIZE
 from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain.base import CamelModel

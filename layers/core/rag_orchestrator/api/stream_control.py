@@ -12,11 +12,11 @@ import re
 from collections.abc import AsyncIterator
 
 import anyio
-from fastapi import APIRouter, Depends, Header, Path, Query
-from fastapi.responses import StreamingResponse
+from starlette.responses import StreamingResponse
 
 from rag_orchestrator.api.auth import get_caller
 from rag_orchestrator.api.deps import get_event_log, get_running_turns, get_settings
+from rag_orchestrator.api.routing import Depends, Header, Path, Query, Router
 from rag_orchestrator.api.sse import SSE_HEADERS, comment, frame
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel
@@ -31,8 +31,8 @@ CONVERSATION_ID = Path(..., min_length=1, max_length=100)
 TURN_ID = Path(..., min_length=1, max_length=64)
 _EVENT_ID = re.compile(r"(?P<turn>[^:\s]{1,64}):(?P<seq>\d{1,9})")
 
-router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
-stream_router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
+router = Router(prefix="/api/v1/chat/conversations", tags=["chat"])
+stream_router = Router(prefix="/api/v1/chat/conversations", tags=["chat"])
 
 
 def last_seen(turn_id: str, last_event_id: str | None, after: int | None) -> int:

@@ -14,14 +14,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
-from fastapi.responses import Response, StreamingResponse
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
 
 from rag_orchestrator.api.approvals import decision_request
 from rag_orchestrator.api.auth import FOR_ANOTHER_CALLER, check_claimed, get_owner
 from rag_orchestrator.api.chat import CONVERSATION_ID, turn_request
 from rag_orchestrator.api.deps import get_event_log, get_orchestrator, get_settings, get_store, services
 from rag_orchestrator.api.revisions import LAST_QUESTION_WINDOW, last_question
+from rag_orchestrator.api.routing import Depends, Router
 from rag_orchestrator.api.sse import UI_STREAM, comment, event_stream
 from rag_orchestrator.api.stream_control import relayed
 from rag_orchestrator.api.ui_parts import DONE, HEADERS, UIParts, encode_part
@@ -38,7 +39,7 @@ from rag_orchestrator.providers.events import StreamingMode
 from rag_orchestrator.stream_log.follow import follow
 from rag_orchestrator.stream_log.log import EventLog, LoggedEvent
 
-router = APIRouter(prefix="/api/v1/chat/conversations", tags=["chat"])
+router = Router(prefix="/api/v1/chat/conversations", tags=["chat"])
 STREAMED: dict[int | str, dict[str, Any]] = {200: {"content": event_stream(UI_STREAM)}}
 
 

@@ -22,8 +22,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-
+from rag_orchestrator.attribute_values import deserialize, serialize
 from rag_orchestrator.conversations.keys import activity_key, iso
 from rag_orchestrator.conversations.titles import title_search
 from rag_orchestrator.domain.callers import is_guest
@@ -50,8 +49,6 @@ TTL_GRACE = timedelta(days=7)
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _INVERT = str.maketrans(_ALPHABET, _ALPHABET[::-1])
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
 
 
 def pk(conversation_id: str) -> str:
@@ -75,7 +72,7 @@ def new_message_key() -> str:
 
 
 def to_attributes(values: dict[str, Any]) -> dict[str, Any]:
-    return {name: _serializer.serialize(value) for name, value in values.items()}
+    return {name: serialize(value) for name, value in values.items()}
 
 
 def _plain(value: Any) -> Any:
@@ -89,7 +86,7 @@ def _plain(value: Any) -> Any:
 
 
 def from_attributes(item: dict[str, Any]) -> dict[str, Any]:
-    return {name: _plain(_deserializer.deserialize(value)) for name, value in item.items()}
+    return {name: _plain(deserialize(value)) for name, value in item.items()}
 
 
 def index_attributes(conversation: Conversation) -> dict[str, str]:

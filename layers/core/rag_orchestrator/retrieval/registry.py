@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
+from rag_orchestrator.attribute_values import deserialize, serialize
 from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.base import CamelModel, utcnow
@@ -114,17 +115,11 @@ def _key(document_id: str) -> dict[str, Any]:
 
 
 def _item(values: dict[str, Any]) -> dict[str, Any]:
-    from boto3.dynamodb.types import TypeSerializer
-
-    serializer = TypeSerializer()
-    return {name: serializer.serialize(value) for name, value in values.items()}
+    return {name: serialize(value) for name, value in values.items()}
 
 
 def _document(item: dict[str, Any]) -> DocumentInfo:
-    from boto3.dynamodb.types import TypeDeserializer
-
-    deserializer = TypeDeserializer()
-    values = {name: deserializer.deserialize(value) for name, value in item.items()}
+    values = {name: deserialize(value) for name, value in item.items()}
     return DocumentInfo.model_validate(values | {"chunks": int(values.get("chunks", 0))})
 
 

@@ -1,0 +1,217 @@
+"""A client of AWS's JSON protocol (DynamoDB, SSM, Secrets Manager) on httpx, without boto3
+(docs/performance.md, "Requests without boto3").
+
+Importing boto3 and making its DynamoDB and SSM clients was a quarter of a second of CPU of every
+cold chat-stream instance's first turn (botocore loads and indexes each service's model). These
+services take a request as the JSON of the call's parameters, which boto3's low-level client names
+the same way, so `client.get_item(TableName=..., Key=...)` sends the body boto3 would and returns the
+dict boto3 would: binary values as bytes, `ResponseMetadata` beside. What boto3 adds is kept:
+
+- SigV4 (aws_sigv4.py), with the environment's credentials;
+- the endpoint from AWS_ENDPOINT_URL_<SERVICE> or AWS_ENDPOINT_URL, else the region's;
+- retries as botocore's standard mode: connection errors, 5xx and throttling, up to `max_attempts`
+  in all, each after a random pause of up to 2^n seconds (20 at most);
+- errors as botocore raises them: `ClientError` with `Error.Code`, `Error.Message` and the error's
+  own fields (a cancelled transaction's `CancellationReasons`, a refused condition's `Item`), and
+  `EndpointConnectionError`, `ConnectTimeoutError` or `ReadTimeoutError` when AWS cannot be reached.
+
+`AwsClients` (aws.py) uses it only where the environment holds credentials and a region, as Lambda's
+always does; elsewhere (a profile, SSO, an instance role) boto3's client, which finds those.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
+
+from rag_orchestrator.aws_sigv4 import Credentials, Signer
+
+
+@dataclass(frozen=True)
+class Service:
+    """What tells one JSON-protocol service's requests apart."""
+
+    name: str  # its signing name and endpoint prefix
+    target: str  # X-Amz-Target's prefix
+    version: str  # the JSON protocol's version: application/x-amz-json-<version>
+    env: str  # the service's part of AWS_ENDPOINT_URL_<env>
+
+
+SERVICES = {
+    "dynamodb": Service("dynamodb", "DynamoDB_20120810", "1.0", "DYNAMODB"),
+    "ssm": Service("ssm", "AmazonSSM", "1.1", "SSM"),
+    "secretsmanager": Service("secretsmanager", "secretsmanager", "1.1", "SECRETS_MANAGER"),
+}
+_RETRIED_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "TransactionInProgressException",
+        "RequestLimitExceeded",
+        "RequestThrottled",
+        "LimitExceededException",
+        "InternalServerError",
+    }
+)
+_FIELDS_OF_ERROR = frozenset({"__type", "message", "Message"})
+
+
+def environment() -> tuple[Credentials, str] | None:
+    """The credentials and region the environment holds, when it holds both (Lambda's does)."""
+    key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
+    region = os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION")
+    if not (key and secret and region) or os.environ.get("AWS_USE_FIPS_ENDPOINT") == "true":
+        return None
+    return Credentials(key, secret, os.environ.get("AWS_SESSION_TOKEN") or None), region
+
+
+def endpoint(service: Service, region: str) -> str:
+    configured = os.environ.get(f"AWS_ENDPOINT_URL_{service.env}") or os.environ.get("AWS_ENDPOINT_URL")
+    if configured:
+        return configured.rstrip("/") + "/"
+    suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    return f"https://{service.name}.{region}.{suffix}/"
+
+
+class JsonClient:
+    """One service's client: each snake_case method is the operation of that name."""
+
+    def __init__(
+        self,
+        service: Service,
+        credentials: Credentials,
+        region: str,
+        *,
+        connect_timeout: float = 3,
+        read_timeout: float = 10,
+        max_attempts: int = 5,
+        max_connections: int = 32,
+    ) -> None:
+        self.service = service
+        self.url = endpoint(service, region)
+        self.max_attempts = max_attempts
+        self._signer = Signer(credentials, region, service.name)
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
+            limits=httpx.Limits(max_connections=max_connections),
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        operation = "".join(part.title() for part in name.split("_"))
+
+        def call(**params: Any) -> dict[str, Any]:
+            return self.call(operation, params)
+
+        return call
+
+    def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        body = json.dumps(params, default=_encoded, separators=(",", ":")).encode()
+        for attempt in range(self.max_attempts):
+            last = attempt == self.max_attempts - 1
+            try:
+                response = self._send(operation, body)
+            except httpx.TransportError as exc:
+                if last:
+                    raise _unreachable(exc, self.url) from None
+            else:
+                if response.status_code < 300:
+                    return _decoded(response.json(), response, attempt)
+                error = _client_error(operation, response, attempt)
+                if last or not _retried(response.status_code, error):
+                    raise error
+            time.sleep(random.random() * min(20, 2**attempt))
+        raise AssertionError("unreachable")  # the last attempt returns or raises
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _send(self, operation: str, body: bytes) -> httpx.Response:
+        headers = {
+            "Content-Type": f"application/x-amz-json-{self.service.version}",
+            "X-Amz-Target": f"{self.service.target}.{operation}",
+        }
+        return self._http.post(
+            self.url, content=body, headers=self._signer.headers("POST", self.url, headers, body)
+        )
+
+
+def _encoded(value: Any) -> Any:
+    """What JSON holds for a value boto3 would serialize: binary as base64."""
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode()
+    raise TypeError(f"{type(value).__name__} is not sent to AWS")
+
+
+def _binary(value: Any) -> Any:
+    """A response with its binary attribute values as bytes (an AttributeValue `B` or `BS`, whose
+    value is base64; anywhere else a `B` key holds an object, never a string)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, inner in value.items():
+            if key == "B" and isinstance(inner, str):
+                out[key] = base64.b64decode(inner)
+            elif key == "BS" and isinstance(inner, list) and all(isinstance(v, str) for v in inner):
+                out[key] = [base64.b64decode(v) for v in inner]
+            else:
+                out[key] = _binary(inner)
+        return out
+    if isinstance(value, list):
+        return [_binary(v) for v in value]
+    return value
+
+
+def _metadata(response: httpx.Response, attempt: int) -> dict[str, Any]:
+    return {
+        "RequestId": response.headers.get("x-amzn-requestid", ""),
+        "HTTPStatusCode": response.status_code,
+        "HTTPHeaders": dict(response.headers),
+        "RetryAttempts": attempt,
+    }
+
+
+def _decoded(body: dict[str, Any], response: httpx.Response, attempt: int) -> dict[str, Any]:
+    return {**_binary(body), "ResponseMetadata": _metadata(response, attempt)}
+
+
+def _client_error(operation: str, response: httpx.Response, attempt: int) -> ClientError:
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    kind = str(body.get("__type") or response.headers.get("x-amzn-errortype") or response.status_code)
+    code = kind.rsplit("#", 1)[-1].split(":", 1)[0]
+    fields = _binary({key: value for key, value in body.items() if key not in _FIELDS_OF_ERROR})
+    parsed = {
+        "Error": {"Code": code, "Message": str(body.get("message") or body.get("Message") or "")},
+        "ResponseMetadata": _metadata(response, attempt),
+        **fields,
+    }
+    return ClientError(parsed, operation)
+
+
+def _retried(status: int, error: ClientError) -> bool:
+    return status >= 500 or error.response["Error"]["Code"] in _RETRIED_CODES
+
+
+def _unreachable(exc: httpx.TransportError, url: str) -> Exception:
+    if isinstance(exc, httpx.ConnectTimeout):
+        return ConnectTimeoutError(endpoint_url=url, error=type(exc).__name__)
+    if isinstance(exc, httpx.TimeoutException):
+        return ReadTimeoutError(endpoint_url=url, error=type(exc).__name__)
+    return EndpointConnectionError(endpoint_url=url, error=type(exc).__name__)
