@@ -165,6 +165,35 @@ def test_ssm_parameters_and_secrets_are_boto3s(both):
     assert missing.response["Error"]["Code"] == "ResourceNotFoundException"
 
 
+def test_a_call_emits_botocores_events_to_what_observes_it(both, aws_stack):
+    """Handlers registered on `meta.events` (a name, or narrowed to a service or operation) are called
+    as boto3's client calls them: each event once per call (before-send once per attempt), with the
+    operation's name and the call's parameters and result."""
+    events = ("provide-client-params.dynamodb", "before-call.dynamodb.GetItem", "before-send", "after-call")
+    seen = []
+    for client in both["dynamodb"]:
+        heard: list[tuple[str, Any, Any]] = []
+        for event in events:
+            client.meta.events.register(
+                event,
+                lambda event_name, model=None, params=None, parsed=None, heard=heard, **_: heard.append(
+                    (event_name, getattr(model, "name", None), sorted(params or parsed or ()))
+                ),
+            )
+        key = {"PK": {"S": f"CONV#{uuid.uuid4()}"}, "SK": {"S": "META"}}
+        client.get_item(TableName=aws_stack["CONVERSATIONS_TABLE"], Key=key)
+        seen.append(heard)
+    theirs, ours = seen
+    assert ours == theirs
+    assert [name for name, _, _ in ours] == [
+        "provide-client-params.dynamodb.GetItem",
+        "before-call.dynamodb.GetItem",
+        "before-send.dynamodb.GetItem",
+        "after-call.dynamodb.GetItem",
+    ]
+    assert both["secretsmanager"][1].meta.service_model.service_name == "secretsmanager"
+
+
 def test_nothing_listening_is_botocores_connection_error(monkeypatch):
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     found = environment()

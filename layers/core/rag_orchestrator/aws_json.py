@@ -26,6 +26,7 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,12 +44,15 @@ class Service:
     target: str  # X-Amz-Target's prefix
     version: str  # the JSON protocol's version: application/x-amz-json-<version>
     env: str  # the service's part of AWS_ENDPOINT_URL_<env>
+    event: str  # its part of botocore's event names (the service id, hyphenated)
 
 
 SERVICES = {
-    "dynamodb": Service("dynamodb", "DynamoDB_20120810", "1.0", "DYNAMODB"),
-    "ssm": Service("ssm", "AmazonSSM", "1.1", "SSM"),
-    "secretsmanager": Service("secretsmanager", "secretsmanager", "1.1", "SECRETS_MANAGER"),
+    "dynamodb": Service("dynamodb", "DynamoDB_20120810", "1.0", "DYNAMODB", "dynamodb"),
+    "ssm": Service("ssm", "AmazonSSM", "1.1", "SSM", "ssm"),
+    "secretsmanager": Service(
+        "secretsmanager", "secretsmanager", "1.1", "SECRETS_MANAGER", "secrets-manager"
+    ),
 }
 _RETRIED_CODES = frozenset(
     {
@@ -85,6 +89,58 @@ def endpoint(service: Service, region: str) -> str:
     return f"https://{service.name}.{region}.{suffix}/"
 
 
+@dataclass(frozen=True)
+class Operation:
+    name: str  # as botocore's OperationModel names it: `PutItem`
+
+
+class Events:
+    """botocore's client events, the part that observes a call: handlers registered for
+    `provide-client-params`, `before-call`, `before-send` (each attempt) and `after-call`, or for such a
+    name narrowed to a service or an operation (`before-send.dynamodb.PutItem`), get botocore's keyword
+    arguments. What measures or tests a boto3 client observes this client the same way."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, list[Callable[..., Any]]] = {}
+
+    def register(self, event_name: str, handler: Callable[..., Any]) -> None:
+        self._handlers.setdefault(event_name, []).append(handler)
+
+    def unregister(self, event_name: str, handler: Callable[..., Any]) -> None:
+        found = self._handlers.get(event_name, [])
+        if handler in found:
+            found.remove(handler)
+
+    @property
+    def heard(self) -> bool:
+        """Whether any handler is registered (a call emits nothing otherwise)."""
+        return any(self._handlers.values())
+
+    def emit(self, event_name: str, **kwargs: Any) -> None:
+        if not self._handlers:
+            return
+        parts = event_name.split(".")
+        for depth in range(len(parts), 0, -1):
+            for handler in list(self._handlers.get(".".join(parts[:depth]), ())):
+                handler(event_name=event_name, **kwargs)
+
+
+@dataclass(frozen=True)
+class ServiceModel:
+    service_name: str
+    endpoint_prefix: str
+
+
+class Meta:
+    """What a boto3 client's `meta` tells of it: its events, service, region and endpoint."""
+
+    def __init__(self, service: Service, region: str, url: str) -> None:
+        self.events = Events()
+        self.service_model = ServiceModel(service.name, service.name)
+        self.region_name = region
+        self.endpoint_url = url.rstrip("/")
+
+
 class JsonClient:
     """One service's client: each snake_case method is the operation of that name."""
 
@@ -102,6 +158,7 @@ class JsonClient:
         self.service = service
         self.url = endpoint(service, region)
         self.max_attempts = max_attempts
+        self.meta = Meta(service, region, self.url)
         self._signer = Signer(credentials, region, service.name)
         self._http = httpx.Client(
             timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
@@ -119,9 +176,21 @@ class JsonClient:
         return call
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        model, events, named = Operation(operation), self.meta.events, f"{self.service.event}.{operation}"
+        events.emit(f"provide-client-params.{named}", params=params, model=model, context={})
         body = json.dumps(params, default=_encoded, separators=(",", ":")).encode()
+        if events.heard:
+            request = {
+                "url_path": "/",
+                "query_string": "",
+                "method": "POST",
+                "headers": self._headers(operation),
+            }
+            request |= {"body": body, "url": self.url, "context": {}}
+            events.emit(f"before-call.{named}", params=request, model=model, context={}, request_signer=None)
         for attempt in range(self.max_attempts):
             last = attempt == self.max_attempts - 1
+            events.emit(f"before-send.{named}", request=None)
             try:
                 response = self._send(operation, body)
             except httpx.TransportError as exc:
@@ -129,9 +198,20 @@ class JsonClient:
                     raise _unreachable(exc, self.url) from None
             else:
                 if response.status_code < 300:
-                    return _decoded(response.json(), response, attempt)
+                    parsed = _decoded(response.json(), response, attempt)
+                    events.emit(
+                        f"after-call.{named}", http_response=response, parsed=parsed, model=model, context={}
+                    )
+                    return parsed
                 error = _client_error(operation, response, attempt)
                 if last or not _retried(response.status_code, error):
+                    events.emit(
+                        f"after-call.{named}",
+                        http_response=response,
+                        parsed=error.response,
+                        model=model,
+                        context={},
+                    )
                     raise error
             time.sleep(random.random() * min(20, 2**attempt))
         raise AssertionError("unreachable")  # the last attempt returns or raises
@@ -139,14 +219,15 @@ class JsonClient:
     def close(self) -> None:
         self._http.close()
 
-    def _send(self, operation: str, body: bytes) -> httpx.Response:
-        headers = {
+    def _headers(self, operation: str) -> dict[str, str]:
+        return {
             "Content-Type": f"application/x-amz-json-{self.service.version}",
             "X-Amz-Target": f"{self.service.target}.{operation}",
         }
-        return self._http.post(
-            self.url, content=body, headers=self._signer.headers("POST", self.url, headers, body)
-        )
+
+    def _send(self, operation: str, body: bytes) -> httpx.Response:
+        signed = self._signer.headers("POST", self.url, self._headers(operation), body)
+        return self._http.post(self.url, content=body, headers=signed)
 
 
 def _encoded(value: Any) -> Any:
