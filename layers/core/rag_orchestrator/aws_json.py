@@ -180,12 +180,8 @@ class JsonClient:
         events.emit(f"provide-client-params.{named}", params=params, model=model, context={})
         body = json.dumps(params, default=_encoded, separators=(",", ":")).encode()
         if events.heard:
-            request = {
-                "url_path": "/",
-                "query_string": "",
-                "method": "POST",
-                "headers": self._headers(operation),
-            }
+            request: dict[str, Any] = {"url_path": "/", "query_string": "", "method": "POST"}
+            request |= {"headers": self._headers(operation)}
             request |= {"body": body, "url": self.url, "context": {}}
             events.emit(f"before-call.{named}", params=request, model=model, context={}, request_signer=None)
         for attempt in range(self.max_attempts):
