@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
+from rag_orchestrator import tls
 from rag_orchestrator.aws_sigv4 import Credentials, Signer
 
 
@@ -163,6 +164,7 @@ class JsonClient:
         self._http = httpx.Client(
             timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
             limits=httpx.Limits(max_connections=max_connections),
+            verify=tls.verify(self.url),  # the process's one TLS context: not a CA bundle read per client
         )
 
     def __getattr__(self, name: str) -> Any:

@@ -20,6 +20,8 @@ from typing import Any, TextIO
 import httpx
 from httpx_sse import connect_sse
 
+from rag_orchestrator import tls
+
 CHAT = "/api/v1/chat/conversations"
 
 
@@ -107,7 +109,9 @@ class Client:
             if args.claims:
                 headers["X-Caller-Claims"] = json.dumps(args.claims)
         self.args = args
-        self.http = httpx.Client(headers=headers, timeout=httpx.Timeout(30, read=330))
+        self.http = httpx.Client(
+            headers=headers, timeout=httpx.Timeout(30, read=330), verify=tls.verify(args.api_url)
+        )
 
     def conversation(self, conversation_id: str | None) -> dict[str, Any]:
         """The conversation to talk in (a new one when `conversation_id` is None), as the service has it:
