@@ -53,18 +53,21 @@ class AwsClients:
         made = self._clients.get(key)
         if made is not None:
             return made
+        with self._lock:
+            if key not in self._clients:
+                self._clients[key] = self._make(service, read_timeout, max_attempts)
+            return self._clients[key]
+
+    def _make(self, service: str, read_timeout: float, max_attempts: int) -> Any:
+        """A new client (under the lock: a Session is not thread-safe)."""
         if service in JSON_SERVICES:
             from rag_orchestrator import aws_json
 
             found = aws_json.environment()
             if found is not None:
-                with self._lock:
-                    if key not in self._clients:
-                        service_of = aws_json.SERVICES[service]
-                        self._clients[key] = aws_json.JsonClient(
-                            service_of, *found, read_timeout=read_timeout, max_attempts=max_attempts
-                        )
-                    return self._clients[key]
+                return aws_json.JsonClient(
+                    aws_json.SERVICES[service], *found, read_timeout=read_timeout, max_attempts=max_attempts
+                )
         from botocore.config import Config
 
         config = Config(
@@ -74,14 +77,11 @@ class AwsClients:
             max_pool_connections=32,
             **_SERVICE_CONFIG.get(service, {}),
         )
-        with self._lock:
-            if key not in self._clients:
-                if self._session is None:
-                    import boto3
+        if self._session is None:
+            import boto3
 
-                    self._session = boto3.session.Session()
-                self._clients[key] = self._session.client(service, config=config)
-            return self._clients[key]
+            self._session = boto3.session.Session()
+        return self._session.client(service, config=config)
 
     def lazy(self, service: str) -> LazyClient:
         """Stands in for `client(service)` and makes it on first use."""
