@@ -11,6 +11,7 @@ as it answers FastAPI's own (a route of `bad_request` raises 400 or 415 itself, 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import typing
@@ -208,25 +209,28 @@ def _checked(item: _Input, value: Any, errors: list[dict[str, Any]]) -> Any:
 
 def _responder(spec: RouteSpec) -> Callable[[Any], Response]:
     """What turns an endpoint's result into the response: a Response as it is; anything else as JSON
-    of the route's response model (by alias, as FastAPI serializes), with the route's status."""
+    of the route's response model (by alias, as FastAPI serializes), with the route's status. The
+    model's own instance dumps itself; a validator for anything else is made on first need, not at
+    start-up."""
     model = spec.response_model
-    adapter = TypeAdapter(model) if model is not None else None
     status = spec.status_code
+
+    @functools.cache
+    def adapter() -> TypeAdapter[Any]:
+        return TypeAdapter(model)
 
     def respond(result: Any) -> Response:
         if isinstance(result, Response):
             return result
-        if adapter is None:
-            content = (
-                result.model_dump(mode="json", by_alias=True) if isinstance(result, BaseModel) else result
-            )
+        if isinstance(result, BaseModel) and (model is None or type(result) is model):
+            content = result.model_dump(mode="json", by_alias=True)
+        elif model is None:
+            content = result
         else:
-            if not (isinstance(model, type) and isinstance(result, model)):
-                result = adapter.validate_python(
-                    result.model_dump(by_alias=True) if isinstance(result, BaseModel) else result,
-                    from_attributes=True,
-                )
-            content = adapter.dump_python(result, mode="json", by_alias=True)
+            raw = result.model_dump(by_alias=True) if isinstance(result, BaseModel) else result
+            content = adapter().dump_python(
+                adapter().validate_python(raw, from_attributes=True), mode="json", by_alias=True
+            )
         return JSONResponse(content, status_code=status)
 
     return respond
