@@ -160,15 +160,14 @@ class LexicalIndex:
     def _caught_up(self, since_ms: int) -> bool:
         """Index the chunks written since `since_ms`; False, having changed nothing, when the collection's
         count then disagrees with the index (something was deleted or written unstamped): list it all."""
-        where = {WRITTEN_AT: {"$gte": since_ms}}
-        written = self._pages(INCLUDE, where)
+        written = self._pages(["metadatas"], {WRITTEN_AT: {"$gte": since_ms}})
         count = self.store.read(lambda reader, cid: reader.count(cid), 0)
         with self._lock:
-            fresh = [row for row in written if self._index.stamp(row.id) != stamp_of(row)]
-            added = sum(row.id not in self._index.chunks for row in fresh)
+            fresh = [row.id for row in written if self._index.stamp(row.id) != stamp_of(row)]
+            added = sum(chunk_id not in self._index.chunks for chunk_id in fresh)
             if count != len(self._index) + added:
                 return False
-        read = [(row, terms(row.document or "")) for row in fresh]
+        read = [(row, terms(row.document or "")) for row in self._fetch(fresh)]
         with self._lock:
             for row, row_terms in read:
                 self._index.add(row, row_terms)
