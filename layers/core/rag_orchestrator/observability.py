@@ -9,6 +9,7 @@ each invocation. See bench/README.md.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import re
@@ -42,7 +43,15 @@ _JSON_WORDS = frozenset({"true", "false", "null", "NaN", "Infinity"})
 
 class _Formatter(LambdaPowertoolsFormatter):
     """Powertools' JSON formatter, line for line, without its try at reading every message as JSON:
-    a plain message such as "turn usage" paid for a JSONDecodeError raised and caught on each line."""
+    a plain message such as "turn usage" paid for a JSONDecodeError raised and caught on each line.
+    And its serializer made once: `json.dumps` given options builds a new encoder for every line."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if options.get("json_serializer") is None:
+            self.json_serializer = json.JSONEncoder(
+                default=self.json_default, separators=(",", ":"), indent=self.json_indent, ensure_ascii=False
+            ).encode
 
     def _extract_log_message(self, log_record: logging.LogRecord) -> Any:
         message = log_record.msg
