@@ -4,6 +4,7 @@ import logging
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,47 @@ def test_the_log_formatter_writes_what_powertools_would(message, args):
     theirs.log_format = dict(ours.log_format)
     record = logging.LogRecord("x", logging.INFO, "f.py", 7, message, args, None, "f")
     record.caller_id, record.tokens = "alice", 3
+    record.when, record.label = datetime(2026, 11, 27, tzinfo=UTC), "café ✓ \u2028"  # str() and not ASCII
     assert type(ours) is not LambdaPowertoolsFormatter
     assert ours.format(record) == theirs.format(record)
     assert ours.keys_combined == theirs.keys_combined  # what clear_state goes back to
+
+
+@pytest.mark.filterwarnings("ignore:POWERTOOLS_DEV environment variable is enabled")
+def test_the_log_formatter_indents_as_powertools_does_under_sam_local(monkeypatch):
+    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+
+    from rag_orchestrator.observability import _Formatter
+
+    monkeypatch.setenv("POWERTOOLS_DEV", "true")  # what `sam local` sets: pretty-printed lines
+    ours, theirs = _Formatter(service="s"), LambdaPowertoolsFormatter(service="s")
+    record = logging.LogRecord("x", logging.INFO, "f.py", 7, "turn usage", (), None, "f")
+    record.caller_id, record.when = "alice", datetime(2026, 11, 27, tzinfo=UTC)
+    assert "\n" in ours.format(record)
+    assert ours.format(record) == theirs.format(record)
+
+
+@pytest.mark.parametrize("utc", [False, True])
+def test_the_log_formatter_writes_each_timestamp_as_powertools_does(utc, monkeypatch):
+    import random
+    import time
+
+    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+
+    from rag_orchestrator.observability import _Formatter
+
+    monkeypatch.setenv("TZ", "America/St_Johns")  # a half-hour offset, with summer time
+    time.tzset()
+    try:
+        ours, theirs = _Formatter(service="s", utc=utc), LambdaPowertoolsFormatter(service="s", utc=utc)
+        rng = random.Random(5)
+        change = 1_772_947_800.0  # 2026-03-08 02:00 there: summer time begins (-0330 to -0230)
+        moments = [change + rng.uniform(-7_200, 7_200) for _ in range(300)]
+        moments += [change - 0.001, change, change + 0.0004, 1_700_000_000.9996]
+        for created in sorted(moments) + moments:  # in order, and again out of order
+            record = logging.LogRecord("x", logging.INFO, "f.py", 7, "m", (), None, "f")
+            record.created, record.msecs = created, (created - int(created)) * 1000
+            assert ours.formatTime(record) == theirs.formatTime(record), created
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -11,6 +11,7 @@ chain still checks out (docs/privacy.md).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -48,6 +49,7 @@ def record_hash(record: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(record).encode("utf-8")).hexdigest()
 
 
+@functools.lru_cache(maxsize=4096)  # one caller's turns and reads ask for the same pseudonym again and again
 def actor_ref(key: bytes, caller_id: str) -> str:
     """The pseudonym of a caller in audit records: HMAC-SHA-256 of the id under the service's key."""
     return hmac.new(key, caller_id.encode("utf-8"), hashlib.sha256).hexdigest()

@@ -30,6 +30,7 @@ import httpx
 from rag_orchestrator import tls
 from rag_orchestrator.errors import VectorStoreUnavailable
 from rag_orchestrator.observability import logger, redacted
+from rag_orchestrator.retrieval.chroma_query import query_content
 from rag_orchestrator.retrieval.chroma_writes import create_body, delete_body, upsert_body
 
 DEFAULT_TIMEOUT_SECONDS = 3.0
@@ -37,7 +38,6 @@ DEFAULT_TIMEOUT_SECONDS = 3.0
 WRITE_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
 KEEPALIVE_SECONDS = 40.0  # chromadb-client's default
 USER_AGENT = "rag-orchestrator (Chroma v2 REST; chromadb-client 1.5.9 protocol)"
-INCLUDE = ["documents", "metadatas", "distances"]
 
 
 class ChromaNotFound(Exception):
@@ -69,18 +69,6 @@ def api_url(chroma_url: str) -> httpx.URL:
         port=url.port or (443 if ssl else 80),
         path="/api/v2",
     )
-
-
-def query_body(embedding: Sequence[float], n_results: int, where: dict[str, Any] | None) -> dict[str, Any]:
-    """The JSON body of `POST .../collections/{id}/query` for one embedding, as chromadb-client builds it."""
-    return {
-        "ids": None,
-        "query_embeddings": [[float(v) for v in embedding]],
-        "n_results": n_results,
-        "where": where,
-        "where_document": None,
-        "include": INCLUDE,
-    }
 
 
 def get_body(
@@ -186,7 +174,7 @@ class ChromaClient:
         self, collection_id: str, embedding: Sequence[float], n_results: int, where: dict[str, Any] | None
     ) -> list[QueryRow]:
         path = f"{self._database_path}/collections/{collection_id}/query"
-        return parse_query(self._request("POST", path, query_body(embedding, n_results, where)))
+        return parse_query(self._request("POST", path, content=query_content(embedding, n_results, where)))
 
     def get(self, collection_id: str, **body: Any) -> list[QueryRow]:
         """Entries by ids or filters (`get_body`'s keywords); only ids unless `include` names more."""
@@ -232,13 +220,18 @@ class ChromaClient:
         path: str,
         body: dict[str, Any] | None = None,
         *,
+        content: bytes | None = None,
         allow_number: bool = False,
         timeout: httpx.Timeout | None = None,
     ) -> Any:
         # Like chromadb-client: escape the path ourselves, httpx does not.
         try:
             response = self._http.request(
-                method, quote(path, safe="/"), json=body, timeout=timeout or self._http.timeout
+                method,
+                quote(path, safe="/"),
+                json=body,
+                content=content,
+                timeout=timeout or self._http.timeout,
             )
         except httpx.TimeoutException as exc:
             logger.warning("chroma timed out", extra={"error_type": type(exc).__name__})

@@ -30,7 +30,7 @@ def create_knowledge_base(
     embedder = embedder or create_embedder(settings, aws)
     return KnowledgeBase(
         embedder=embedder,
-        store=VectorStore(settings, embedder.name),
+        store=VectorStore(settings, embedder.name, stamp_writes=True),  # the lexical index syncs by it
         registry=create_registry(settings, aws),
         chunk_size=settings.chunk_size,
         chunk_overlap=settings.chunk_overlap,

@@ -12,7 +12,10 @@ once per query term and all at once, for the ids of the chunks holding a word th
 a synonym of it (Chroma's `$regex` document filter), fetches the chunks holding the most of the rarest
 terms and scores them with BM25 on their own terms. Once built, the index follows the collection: this
 process's own writes are read before its next search, other processes' by a sync beside a search at most
-REFRESH_SECONDS after the last one (it lists the chunks' `ingestedAt` and reads only those written since).
+REFRESH_SECONDS after the last one. A sync asks for the chunks written since the last one began (less
+WRITE_MARGIN: by their `writtenAt`, vector_store.py) and counts the collection; only when the count
+disagrees (a chunk deleted, or written without a `writtenAt`) does it list every chunk's stamps, as the
+first build does, and read those written since.
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.chroma_http import ChromaClient, QueryRow
 from rag_orchestrator.retrieval.filters import supported
-from rag_orchestrator.retrieval.term_index import TermIndex
-from rag_orchestrator.retrieval.vector_store import VectorStore, passage_of
+from rag_orchestrator.retrieval.term_index import TermIndex, stamp_of
+from rag_orchestrator.retrieval.vector_store import WRITTEN_AT, VectorStore, epoch_ms, passage_of
 from rag_orchestrator.text.terms import search_pattern, terms
 
 K1, B = 1.2, 0.75  # BM25's usual saturation and length normalisation
@@ -42,6 +45,9 @@ FETCH_MARGIN = 10  # chunks fetched beyond top_k: the shortlist's order is only 
 SIZE_TTL_SECONDS = 60.0  # the collection's size only weighs terms: a minute old is good enough
 REFRESH_SECONDS = 10.0  # another process's writes are found by words this late at most, after a search
 PAGE = 1000  # chunks a sync reads a request
+# How late a chunk may show up after its `writtenAt`: an upsert's own time (WRITE_TIMEOUT, 30 s) and the
+# writers' clocks' disagreement. A later one is still found by the next sync that has to list every chunk.
+WRITE_MARGIN_MS = 60_000
 INCLUDE = ["documents", "metadatas"]
 NONE: list[QueryRow] = []
 
@@ -98,6 +104,7 @@ class LexicalIndex:
         self._lock = threading.Lock()  # around the index: a sync writes it while searches read it
         self._sync_lock = threading.Lock()  # one sync at a time
         self._synced: tuple[float, int] | None = None  # (when, the store's generation then)
+        self._since_ms: int | None = None  # the last sync's start, epoch ms: later writes are to be read
         self._size: tuple[float, int] | None = None  # (when read, entries): the scan's collection size
         self.syncing: threading.Thread | None = None  # the last sync started beside a search
 
@@ -117,14 +124,20 @@ class LexicalIndex:
 
     def sync(self) -> None:
         """Bring the term index up to Chroma's collection: chunks written since read and indexed, chunks
-        deleted dropped (a chunk's `ingestedAt` says whether it was written again)."""
+        deleted dropped (a chunk's stamps, `term_index.stamp_of`, say whether it was written again)."""
         with self._sync_lock:
             started, generation = time.monotonic(), self.store.generation
+            since_ms, now_ms = self._since_ms, epoch_ms()
+            if since_ms is not None and self._caught_up(since_ms - WRITE_MARGIN_MS):
+                self._synced, self._since_ms = (started, generation), now_ms
+                return
             listed = {row.id: row for row in self._pages(["metadatas"] if self._synced else INCLUDE)}
             with self._lock:
                 gone = [i for i in self._index.chunks if i not in listed]
                 changed = [
-                    i for i, row in listed.items() if self._index.stamp(i) != _stamp(row) or not _stamp(row)
+                    i
+                    for i, row in listed.items()
+                    if self._index.stamp(i) != stamp_of(row) or not stamp_of(row)
                 ]
             rows = [listed[i] for i in changed] if not self._synced else self._fetch(changed)
             read = [(row, terms(row.document or "")) for row in rows]
@@ -133,7 +146,7 @@ class LexicalIndex:
                     self._index.remove(chunk_id)
                 for row, row_terms in read:
                     self._index.add(row, row_terms)
-            self._synced = (started, generation)
+            self._synced, self._since_ms = (started, generation), now_ms
             logger.debug(
                 "lexical index synced",
                 extra={
@@ -143,6 +156,22 @@ class LexicalIndex:
                     "ms": round((time.monotonic() - started) * 1000, 1),
                 },
             )
+
+    def _caught_up(self, since_ms: int) -> bool:
+        """Index the chunks written since `since_ms`; False, having changed nothing, when the collection's
+        count then disagrees with the index (something was deleted or written unstamped): list it all."""
+        written = self._pages(["metadatas"], {WRITTEN_AT: {"$gte": since_ms}})
+        count = self.store.read(lambda reader, cid: reader.count(cid), 0)
+        with self._lock:
+            fresh = [row.id for row in written if self._index.stamp(row.id) != stamp_of(row)]
+            added = sum(chunk_id not in self._index.chunks for chunk_id in fresh)
+            if count != len(self._index) + added:
+                return False
+        read = [(row, terms(row.document or "")) for row in self._fetch(fresh)]
+        with self._lock:
+            for row, row_terms in read:
+                self._index.add(row, row_terms)
+        return True
 
     def _sync_aside(self) -> None:
         if not self._sync_lock.locked():
@@ -155,12 +184,12 @@ class LexicalIndex:
         except Exception as exc:  # a sync beside a search fails alone: the next search tries again
             logger.warning("lexical index not synced", extra={"error_type": type(exc).__name__})
 
-    def _pages(self, include: list[str]) -> list[QueryRow]:
+    def _pages(self, include: list[str], where: dict[str, Any] | None = None) -> list[QueryRow]:
         rows: list[QueryRow] = []
         while True:
 
             def page_at(reader: ChromaClient, cid: str, at: int = len(rows)) -> list[QueryRow]:
-                return reader.get(cid, include=include, limit=PAGE, offset=at)
+                return reader.get(cid, where=where, include=include, limit=PAGE, offset=at)
 
             page = self.store.read(page_at, NONE)
             rows += page
@@ -214,10 +243,6 @@ class LexicalIndex:
         if self._size is None or now - self._size[0] > SIZE_TTL_SECONDS:
             self._size = (now, self.store.read(lambda reader, cid: reader.count(cid), 0))
         return self._size[1]
-
-
-def _stamp(row: QueryRow) -> object:
-    return row.metadata.get("ingestedAt")
 
 
 def rank(

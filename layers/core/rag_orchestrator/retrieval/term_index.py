@@ -17,12 +17,20 @@ from typing import Any
 
 from rag_orchestrator.retrieval.chroma_http import QueryRow
 from rag_orchestrator.retrieval.filters import matches
+from rag_orchestrator.retrieval.vector_store import WRITTEN_AT
+
+
+def stamp_of(row: QueryRow) -> object:
+    """What tells one write of a chunk from another: its `ingestedAt` and, once stamped, its `writtenAt`
+    (a document ingested again with the same `ingestedAt` is still written at another moment)."""
+    ingested, written = row.metadata.get("ingestedAt"), row.metadata.get(WRITTEN_AT)
+    return (ingested, written) if ingested or written else None
 
 
 @dataclass(frozen=True, slots=True)
 class Indexed:
     row: QueryRow  # its text and metadata, as a search returns them
-    stamp: object  # its `ingestedAt`: a chunk written again has another
+    stamp: object  # `stamp_of` its row: a chunk written again has another
     length: int  # its number of terms
     terms: frozenset[str]  # which postings hold it
 
@@ -79,7 +87,7 @@ class TermIndex:
         counts = Counter(row_terms)
         for term, count in counts.items():
             self.postings.setdefault(term, {})[row.id] = count
-        self.chunks[row.id] = Indexed(row, row.metadata.get("ingestedAt"), len(row_terms), frozenset(counts))
+        self.chunks[row.id] = Indexed(row, stamp_of(row), len(row_terms), frozenset(counts))
         self.total_length += len(row_terms)
 
     def remove(self, chunk_id: str) -> None:

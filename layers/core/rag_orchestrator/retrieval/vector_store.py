@@ -10,6 +10,7 @@ in its metadata; a write that finds it deleted behind our back creates it again,
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -29,6 +30,13 @@ from rag_orchestrator.retrieval.chunking import Chunk
 
 T = TypeVar("T")
 UPSERT_BATCH = 256
+# When each batch of chunks was sent to Chroma, in epoch milliseconds: a number, so a reader can ask for
+# the chunks written since it last looked (`lexical.py`); `ingestedAt` is a string, which `$gte` cannot compare.
+WRITTEN_AT = "writtenAt"
+
+
+def epoch_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def build_where(
@@ -74,8 +82,10 @@ class VectorStore:
         *,
         collection: str | None = None,
         transport: httpx.BaseTransport | None = None,
+        stamp_writes: bool = False,
     ) -> None:
         self.settings = settings
+        self.stamp_writes = stamp_writes  # each chunk upserted gets WRITTEN_AT
         self.embedder_name = embedder_name
         self.collection = collection or settings.chroma_collection
         self._transport = transport
@@ -100,6 +110,9 @@ class VectorStore:
                 vectors: Sequence[Sequence[float]] = vectors,
             ) -> None:
                 texts, metadatas = [c.text for c in part], [c.metadata for c in part]
+                if self.stamp_writes:
+                    written = {WRITTEN_AT: epoch_ms()}
+                    metadatas = [{**metadata, **written} for metadata in metadatas]
                 client.upsert(collection_id, [c.id for c in part], vectors, texts, metadatas)
 
             self._write(put)

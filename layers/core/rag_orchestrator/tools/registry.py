@@ -24,31 +24,31 @@ def _validator(schema_json: str) -> Any:
     return Draft202012Validator(json.loads(schema_json))
 
 
-# Tool schemas live as long as their tools: look their validators up by identity first, so a call
-# does not serialise its schema again (~40 µs a call) to find the validator; each beside its quick
-# check (tools/schema_fit.py), which spares jsonschema the calls that plainly fit.
-_by_identity: dict[int, tuple[dict[str, Any], Any, Fits | None]] = {}
+# Tool schemas live as long as their tools: look their checks up by identity first, so a call does not
+# serialise its schema again (~40 µs a call). The quick check (tools/schema_fit.py) passes the calls that
+# plainly fit; jsonschema (~0.12 s of CPU to import) is imported and its validator built only for the rest.
+_by_identity: dict[int, tuple[dict[str, Any], str, Fits | None]] = {}
 
 
-def _checks_of(schema: dict[str, Any]) -> tuple[Any, Fits | None]:
+def _checks_of(schema: dict[str, Any]) -> tuple[str, Fits | None]:
     entry = _by_identity.get(id(schema))
     if entry is not None and entry[0] is schema:
         return entry[1], entry[2]
-    validator, fits = _validator(json.dumps(schema, sort_keys=True)), quick_fit(schema)
+    schema_json, fits = json.dumps(schema, sort_keys=True), quick_fit(schema)
     if len(_by_identity) >= 256:
         _by_identity.clear()
-    _by_identity[id(schema)] = (schema, validator, fits)  # holding the schema keeps its id from being reused
-    return validator, fits
+    _by_identity[id(schema)] = (schema, schema_json, fits)  # holding the schema keeps its id from being reused
+    return schema_json, fits
 
 
 def schema_errors(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
     """Why `arguments` do not fit `schema` (empty when they do)."""
-    validator, fits = _checks_of(schema)
+    schema_json, fits = _checks_of(schema)
     if fits is not None and fits(arguments):
         return []
     return [
         f"{'.'.join(str(p) for p in error.absolute_path) or 'arguments'}: {error.message}"
-        for error in validator.iter_errors(arguments)
+        for error in _validator(schema_json).iter_errors(arguments)
     ][:5]
 
 
