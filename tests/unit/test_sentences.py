@@ -174,3 +174,12 @@ def test_a_sentence_longer_than_the_snippet_is_cut_around_the_match():
     snippet = centre_snippet(long, "how often does the password rotate?", 100)
     assert "password rotates every ninety days" in snippet.text
     assert len(snippet.text) <= 100 and snippet.text == long[snippet.start : snippet.end]
+
+
+def test_a_text_read_again_gives_the_same_sentences_in_a_list_of_its_own():
+    text = "Opening hours. The pool opens at 06:30.\n\n| Day | Hours |\n|---|---|\n| Sat | 08:00 |"
+    first = segments(text)
+    first.clear()  # what one reader does with its list is not what the next one gets
+    again = segments(text)
+    assert again and again == segments(text) and again is not segments(text)
+    assert [s.kind for s in again] == ["prose", "prose", "table", "table", "table"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 Kind = Literal["prose", "command", "heading", "table", "code", "link"]
@@ -113,7 +114,15 @@ def _sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 
 def segments(text: str) -> list[Segment]:
-    """The sentences of `text` in order, with their kind; blank lines and fences themselves yield none."""
+    """The sentences of `text` in order, with their kind; blank lines and fences themselves yield none.
+
+    Kept for the texts read last: a turn reads the same passages for the reranker and again for its
+    sources' snippets, and the knowledge base's passages come back turn after turn."""
+    return list(_segments(text))
+
+
+@lru_cache(maxsize=2048)
+def _segments(text: str) -> tuple[Segment, ...]:
     lines = _lines(text)
     found: list[Segment] = []
     in_code = _starts_inside_code(lines)
@@ -195,4 +204,4 @@ def segments(text: str) -> list[Segment]:
             after_list = True
         paragraph.append(line)
     flush()
-    return found
+    return tuple(found)

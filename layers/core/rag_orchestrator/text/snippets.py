@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rag_orchestrator.text.sentences import Segment, segments
 from rag_orchestrator.text.words import content_words
@@ -47,11 +48,21 @@ def _cut(text: str, segment: Segment, asked: set[str], max_chars: int) -> Snippe
     return Snippet(text[start:end], start, end)
 
 
+@lru_cache(maxsize=2048)
+def _read(text: str) -> tuple[tuple[Segment, ...], tuple[frozenset[str], ...]]:
+    """The text's sentences and the content words of each, whatever the query: kept for the passages
+    shown last, which come back as sources turn after turn."""
+    found = tuple(segments(text))
+    return found, tuple(frozenset(content_words(s.text)) for s in found)
+
+
 def centre_snippet(text: str, query: str, max_chars: int) -> Snippet:
     """At most max_chars of `text` around the sentence sharing most words with the query; its start if none."""
     asked = set(content_words(query))
-    found = segments(text)
-    scores = [len(asked & set(content_words(s.text))) + (0.5 if s.kind == "prose" else 0.0) for s in found]
+    found, words = _read(text)
+    scores = [
+        len(asked & said) + (0.5 if s.kind == "prose" else 0.0) for s, said in zip(found, words, strict=True)
+    ]
     if not found or max(scores) < 1:
         return _head(text, max_chars)
     best = scores.index(max(scores))
