@@ -232,6 +232,7 @@ class ToolSelector:
             unranked = [name for name in names if name not in index.vectors and name not in more]
             names = [name for name in names if name in index.vectors or name in more]
         try:
+            query: list[float]
             if vector is not None and vector.serves(message, self.embedder):
                 query = await vector.get()
             else:
