@@ -183,3 +183,14 @@ def test_a_text_read_again_gives_the_same_sentences_in_a_list_of_its_own():
     again = segments(text)
     assert again and again == segments(text) and again is not segments(text)
     assert [s.kind for s in again] == ["prose", "prose", "table", "table", "table"]
+
+
+def test_only_passage_sized_texts_are_kept():
+    from rag_orchestrator.text import sentences
+
+    long_text = "A sentence about the pool. " * (sentences.KEPT_CHARS // 20)
+    kept = sentences._kept_segments.cache_info().currsize
+    assert len(segments(long_text)) > 100
+    assert sentences._kept_segments.cache_info().currsize == kept  # a whole attachment is read, not kept
+    segments(f"A passage read at {kept}.")
+    assert sentences._kept_segments.cache_info().currsize == min(kept + 1, 1024)

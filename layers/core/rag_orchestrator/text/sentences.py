@@ -116,12 +116,19 @@ def _sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
 def segments(text: str) -> list[Segment]:
     """The sentences of `text` in order, with their kind; blank lines and fences themselves yield none.
 
-    Kept for the texts read last: a turn reads the same passages for the reranker and again for its
-    sources' snippets, and the knowledge base's passages come back turn after turn."""
-    return list(_segments(text))
+    Kept for the passage-sized texts read last: a turn reads the same passages for the reranker and
+    again for its sources' snippets, and the knowledge base's passages come back turn after turn."""
+    return list(_kept_segments(text) if len(text) <= KEPT_CHARS else _segments(text))
 
 
-@lru_cache(maxsize=2048)
+KEPT_CHARS = 8000  # the largest CHUNK_SIZE: longer texts (whole attachments, long messages) are not kept
+
+
+@lru_cache(maxsize=1024)
+def _kept_segments(text: str) -> tuple[Segment, ...]:
+    return _segments(text)
+
+
 def _segments(text: str) -> tuple[Segment, ...]:
     lines = _lines(text)
     found: list[Segment] = []

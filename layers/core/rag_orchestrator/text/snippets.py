@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from rag_orchestrator.text.sentences import Segment, segments
+from rag_orchestrator.text.sentences import KEPT_CHARS, Segment, segments
 from rag_orchestrator.text.words import content_words
 
 
@@ -48,18 +48,20 @@ def _cut(text: str, segment: Segment, asked: set[str], max_chars: int) -> Snippe
     return Snippet(text[start:end], start, end)
 
 
-@lru_cache(maxsize=2048)
 def _read(text: str) -> tuple[tuple[Segment, ...], tuple[frozenset[str], ...]]:
-    """The text's sentences and the content words of each, whatever the query: kept for the passages
-    shown last, which come back as sources turn after turn."""
+    """The text's sentences and the content words of each, whatever the query."""
     found = tuple(segments(text))
     return found, tuple(frozenset(content_words(s.text)) for s in found)
+
+
+# Kept for the passages shown last, which come back as sources turn after turn.
+_kept = lru_cache(maxsize=1024)(_read)
 
 
 def centre_snippet(text: str, query: str, max_chars: int) -> Snippet:
     """At most max_chars of `text` around the sentence sharing most words with the query; its start if none."""
     asked = set(content_words(query))
-    found, words = _read(text)
+    found, words = _kept(text) if len(text) <= KEPT_CHARS else _read(text)
     scores = [
         len(asked & said) + (0.5 if s.kind == "prose" else 0.0) for s, said in zip(found, words, strict=True)
     ]
