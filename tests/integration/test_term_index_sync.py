@@ -129,3 +129,18 @@ async def test_a_write_that_shows_up_late_is_still_read_within_the_margin(settin
     index.sync()
     assert whole(listings) == []
     assert await ids(index, "sauna") == ["pool"]
+
+
+async def test_what_a_count_cannot_see_is_found_by_the_listing_every_few_minutes(settings, monkeypatch):
+    from rag_orchestrator.retrieval import lexical
+
+    index = synced(settings)
+    old = knowledge(settings)
+    unstamped = VectorStore(settings, old.embedder.name)  # an older process adds one chunk unstamped…
+    ingest_documents([BAKERY], KnowledgeBase(old.embedder, unstamped, old.registry, 800, 120))
+    old.store.delete_document("cafe")  # …while another deletes one: the count stays the same
+    index.sync()
+    assert await ids(index, "burger") == ["cafe"]  # not seen yet
+    monkeypatch.setattr(lexical, "LIST_SECONDS", 0.0)  # the time for a full listing has come
+    index.sync()
+    assert await ids(index, "burger") == [] and await ids(index, "sourdough") == ["bakery"]

@@ -14,8 +14,8 @@ terms and scores them with BM25 on their own terms. Once built, the index follow
 process's own writes are read before its next search, other processes' by a sync beside a search at most
 REFRESH_SECONDS after the last one. A sync asks for the chunks written since the last one began (less
 WRITE_MARGIN: by their `writtenAt`, vector_store.py) and counts the collection; only when the count
-disagrees (a chunk deleted, or written without a `writtenAt`) does it list every chunk's stamps, as the
-first build does, and read those written since.
+disagrees (a chunk deleted, or written without a `writtenAt`), and every LIST_SECONDS all the same, does
+it list every chunk's stamps, as the first build does, and read those written since.
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ PAGE = 1000  # chunks a sync reads a request
 # How late a chunk may show up after its `writtenAt`: an upsert's own time (WRITE_TIMEOUT, 30 s) and the
 # writers' clocks' disagreement. A later one is still found by the next sync that has to list every chunk.
 WRITE_MARGIN_MS = 60_000
+# Every chunk's stamps are listed at least this often all the same: what a count cannot see (a chunk
+# deleted while an older process, writing no `writtenAt`, added another) is found this late at most.
+LIST_SECONDS = 600.0
 INCLUDE = ["documents", "metadatas"]
 NONE: list[QueryRow] = []
 
@@ -105,6 +108,7 @@ class LexicalIndex:
         self._sync_lock = threading.Lock()  # one sync at a time
         self._synced: tuple[float, int] | None = None  # (when, the store's generation then)
         self._since_ms: int | None = None  # the last sync's start, epoch ms: later writes are to be read
+        self._listed = 0.0  # when the last sync that listed every chunk began (monotonic)
         self._size: tuple[float, int] | None = None  # (when read, entries): the scan's collection size
         self.syncing: threading.Thread | None = None  # the last sync started beside a search
 
@@ -128,7 +132,8 @@ class LexicalIndex:
         with self._sync_lock:
             started, generation = time.monotonic(), self.store.generation
             since_ms, now_ms = self._since_ms, epoch_ms()
-            if since_ms is not None and self._caught_up(since_ms - WRITE_MARGIN_MS):
+            recent = started - self._listed < LIST_SECONDS
+            if since_ms is not None and recent and self._caught_up(since_ms - WRITE_MARGIN_MS):
                 self._synced, self._since_ms = (started, generation), now_ms
                 return
             listed = {row.id: row for row in self._pages(["metadatas"] if self._synced else INCLUDE)}
@@ -146,7 +151,7 @@ class LexicalIndex:
                     self._index.remove(chunk_id)
                 for row, row_terms in read:
                     self._index.add(row, row_terms)
-            self._synced, self._since_ms = (started, generation), now_ms
+            self._synced, self._since_ms, self._listed = (started, generation), now_ms, started
             logger.debug(
                 "lexical index synced",
                 extra={
