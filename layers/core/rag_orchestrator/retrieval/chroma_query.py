@@ -30,7 +30,7 @@ class Embedding(list[float]):
 
     def json_text(self) -> str:
         if self._json is None:
-            self._json = _JSON.encode(list(self))
+            self._json = _JSON.encode(self)  # a list to the encoder: no copy
         return self._json
 
 

@@ -37,11 +37,8 @@ def _checks_of(schema: dict[str, Any]) -> tuple[str, Fits | None]:
     schema_json, fits = json.dumps(schema, sort_keys=True), quick_fit(schema)
     if len(_by_identity) >= 256:
         _by_identity.clear()
-    _by_identity[id(schema)] = (
-        schema,
-        schema_json,
-        fits,
-    )  # holding the schema keeps its id from being reused
+    # Holding the schema keeps its id from being reused.
+    _by_identity[id(schema)] = (schema, schema_json, fits)
     return schema_json, fits
 
 
