@@ -9,9 +9,22 @@ import httpx
 import pytest
 
 from rag_orchestrator.retrieval import chroma_query
-from rag_orchestrator.retrieval.chroma_query import Embedding, query_body, query_content
+from rag_orchestrator.retrieval.chroma_query import INCLUDE, Embedding, query_content
 
 URL = "http://chroma.test/api/v2/tenants/t/databases/d/collections/c-1/query"
+
+
+def query_body(embedding: list[float], n_results: int, where: dict | None) -> dict:
+    """The query body as chromadb-client 1.5.9 builds it."""
+    return {
+        "ids": None,
+        "query_embeddings": [[float(v) for v in embedding]],
+        "n_results": n_results,
+        "where": where,
+        "where_document": None,
+        "include": INCLUDE,
+    }
+
 
 WHERES = [
     None,

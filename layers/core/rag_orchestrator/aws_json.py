@@ -111,14 +111,16 @@ class Events:
         found = self._handlers.get(event_name, [])
         if handler in found:
             found.remove(handler)
+        if not found:
+            self._handlers.pop(event_name, None)  # so that `heard` is whether any name has a handler
 
     @property
     def heard(self) -> bool:
         """Whether any handler is registered (a call emits nothing otherwise)."""
-        return any(self._handlers.values())
+        return bool(self._handlers)
 
     def emit(self, event_name: str, **kwargs: Any) -> None:
-        if not self._handlers:
+        if not self.heard:
             return
         parts = event_name.split(".")
         for depth in range(len(parts), 0, -1):
@@ -182,9 +184,15 @@ class JsonClient:
         events.emit(f"provide-client-params.{named}", params=params, model=model, context={})
         body = json.dumps(params, default=_encoded, separators=(",", ":")).encode()
         if events.heard:
-            request: dict[str, Any] = {"url_path": "/", "query_string": "", "method": "POST"}
-            request |= {"headers": self._headers(operation)}
-            request |= {"body": body, "url": self.url, "context": {}}
+            request = {
+                "url_path": "/",
+                "query_string": "",
+                "method": "POST",
+                "headers": self._headers(operation),
+                "body": body,
+                "url": self.url,
+                "context": {},
+            }
             events.emit(f"before-call.{named}", params=request, model=model, context={}, request_signer=None)
         for attempt in range(self.max_attempts):
             last = attempt == self.max_attempts - 1
@@ -195,22 +203,15 @@ class JsonClient:
                 if last:
                     raise _unreachable(exc, self.url) from None
             else:
-                if response.status_code < 300:
-                    parsed = _decoded(response.json(), response, attempt)
+                error = _client_error(operation, response, attempt) if response.status_code >= 300 else None
+                if error is None or last or not _retried(response.status_code, error):
+                    parsed = _decoded(response.json(), response, attempt) if error is None else error.response
                     events.emit(
                         f"after-call.{named}", http_response=response, parsed=parsed, model=model, context={}
                     )
+                    if error is not None:
+                        raise error
                     return parsed
-                error = _client_error(operation, response, attempt)
-                if last or not _retried(response.status_code, error):
-                    events.emit(
-                        f"after-call.{named}",
-                        http_response=response,
-                        parsed=error.response,
-                        model=model,
-                        context={},
-                    )
-                    raise error
             time.sleep(random.random() * min(20, 2**attempt))
         raise AssertionError("unreachable")  # the last attempt returns or raises
 

@@ -34,20 +34,10 @@ class Embedding(list[float]):
         return self._json
 
 
-def query_body(embedding: Sequence[float], n_results: int, where: dict[str, Any] | None) -> dict[str, Any]:
-    """The JSON body of `POST .../collections/{id}/query` for one embedding, as chromadb-client builds it."""
-    return {
-        "ids": None,
-        "query_embeddings": [[float(v) for v in embedding]],
-        "n_results": n_results,
-        "where": where,
-        "where_document": None,
-        "include": INCLUDE,
-    }
-
-
 def query_content(embedding: Sequence[float], n_results: int, where: dict[str, Any] | None) -> bytes:
-    """`query_body(...)` as the bytes httpx would send for it, reusing an `Embedding`'s JSON text."""
+    """The body of `POST .../collections/{id}/query` for one embedding, as chromadb-client builds it
+    (`ids`, `query_embeddings`, `n_results`, `where`, `where_document`, `include`), as the bytes httpx
+    sends for it, reusing an `Embedding`'s JSON text."""
     vector = embedding.json_text() if isinstance(embedding, Embedding) else Embedding(embedding).json_text()
     rest = _JSON.encode({"n_results": n_results, "where": where, "where_document": None, "include": INCLUDE})
     return f'{{"ids":null,"query_embeddings":[{vector}],{rest[1:]}'.encode()
