@@ -145,18 +145,13 @@ class LexicalIndex:
                     if self._index.stamp(i) != stamp_of(row) or not stamp_of(row)
                 ]
             rows = [listed[i] for i in changed] if not self._synced else self._fetch(changed)
-            read = [(row, terms(row.document or "")) for row in rows]
-            with self._lock:
-                for chunk_id in gone:
-                    self._index.remove(chunk_id)
-                for row, row_terms in read:
-                    self._index.add(row, row_terms)
+            self._apply(rows, gone)
             self._synced, self._since_ms, self._listed = (started, generation), now_ms, started
             logger.debug(
                 "lexical index synced",
                 extra={
                     "chunks": len(listed),
-                    "read": len(read),
+                    "read": len(rows),
                     "dropped": len(gone),
                     "ms": round((time.monotonic() - started) * 1000, 1),
                 },
@@ -172,11 +167,17 @@ class LexicalIndex:
             added = sum(chunk_id not in self._index.chunks for chunk_id in fresh)
             if count != len(self._index) + added:
                 return False
-        read = [(row, terms(row.document or "")) for row in self._fetch(fresh)]
+        self._apply(self._fetch(fresh))
+        return True
+
+    def _apply(self, rows: list[QueryRow], gone: Sequence[str] = ()) -> None:
+        """Index the rows read (their terms worked out outside the lock) and drop the chunks gone."""
+        read = [(row, terms(row.document or "")) for row in rows]
         with self._lock:
+            for chunk_id in gone:
+                self._index.remove(chunk_id)
             for row, row_terms in read:
                 self._index.add(row, row_terms)
-        return True
 
     def _sync_aside(self) -> None:
         if not self._sync_lock.locked():
