@@ -68,8 +68,8 @@ def test_an_embedding_encodes_its_values_once_for_every_request(monkeypatch):
             encoded.append(value)
             return real.encode(value)
 
-    real = chroma_query._JSON
-    monkeypatch.setattr(chroma_query, "_JSON", Counting())
+    real = chroma_query.JSON
+    monkeypatch.setattr(chroma_query, "JSON", Counting())
     second = query_content(embedding, 5, {"callerId": "b"})
     assert [type(o) for o in encoded] == [dict]  # the rest of the body only, not the vector again
     assert first.split(b'"n_results"')[0] == second.split(b'"n_results"')[0]

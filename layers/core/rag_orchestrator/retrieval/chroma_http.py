@@ -1,17 +1,18 @@
-"""Chroma's v2 REST API over httpx: the requests chromadb-client 1.5.9 sends, without chromadb.
+"""Chroma's v2 REST API: the requests chromadb-client 1.5.9 sends, without chromadb.
 
 Importing chromadb costs 0.7 s of CPU (numpy, the OpenTelemetry SDK, its gRPC exporter), more than a cold
 chat-stream Lambda spends before its first token, so the layer speaks the wire protocol itself. Reads: a
 collection by name (its id and metadata), a query by id (nearest neighbours), entries by ids or filters (the
 lexical search's term lookups, `lexical`), a count. Writes (bodies in `chroma_writes`): get or create a
 collection by name, upsert, delete by ids or filter; they wait up to WRITE_TIMEOUT, not a search's timeout.
+Requests travel on pooled keep-alive connections of the standard library (`chroma_wire`).
 
 Errors come back as `{"error": "<ChromaError class name>", "message": ...}`; a missing collection is
 `NotFoundError` (HTTP 404), whether its name, its id or its database is missing.
 
     timeout (CHROMA_TIMEOUT_SECONDS;
       a write's WRITE_TIMEOUT)       -> VectorStoreUnavailable("Chroma did not answer within N s")
-    httpx.TransportError             -> VectorStoreUnavailable("Chroma could not be reached")
+    no connection, or a broken one    -> VectorStoreUnavailable("Chroma could not be reached")
     NotFoundError                    -> ChromaNotFound (the caller decides: a search finds nothing, a write
                                         creates the collection again once; on get-or-create: no database)
     any other non-2xx answer         -> VectorStoreUnavailable("Chroma refused the request (HTTP n)"); Chroma's
@@ -20,6 +21,7 @@ Errors come back as `{"error": "<ChromaError class name>", "message": ...}`; a m
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,13 +32,21 @@ import httpx
 from rag_orchestrator import tls
 from rag_orchestrator.errors import VectorStoreUnavailable
 from rag_orchestrator.observability import logger, redacted
-from rag_orchestrator.retrieval.chroma_query import query_content
+from rag_orchestrator.retrieval.chroma_query import JSON, query_content
+from rag_orchestrator.retrieval.chroma_wire import (
+    ConnectionPool,
+    HttpxWire,
+    Timeout,
+    Wire,
+    WireTimeout,
+    WireUnreachable,
+    proxied,
+)
 from rag_orchestrator.retrieval.chroma_writes import create_body, delete_body, upsert_body
 
 DEFAULT_TIMEOUT_SECONDS = 3.0
 # Writes (ingestion, memory indexing after a turn) may take longer than a search; no turn waits on them.
-WRITE_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
-KEEPALIVE_SECONDS = 40.0  # chromadb-client's default
+WRITE_TIMEOUT = Timeout(connect=3.0, read=30.0)
 USER_AGENT = "rag-orchestrator (Chroma v2 REST; chromadb-client 1.5.9 protocol)"
 
 
@@ -115,7 +125,8 @@ def parse_get(body: dict[str, Any]) -> list[QueryRow]:
 
 
 class ChromaClient:
-    """Reads and writes one tenant and database of a Chroma server over one pooled httpx client."""
+    """Reads and writes one tenant and database of a Chroma server over one pool of connections (through
+    httpx instead with a `transport`, or a proxy from the environment)."""
 
     def __init__(
         self,
@@ -131,15 +142,17 @@ class ChromaClient:
         if token:
             headers["x-chroma-token"] = token
         base_url = api_url(chroma_url)
-        self._http = httpx.Client(
-            base_url=base_url,
-            headers=headers,
-            # Every phase (connect, each read) is bounded: a paused server costs a search this long.
-            timeout=httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, 3.0)),
-            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
-            verify=tls.verify(base_url),
-            transport=transport,
-        )
+        # Every phase (connect, each read) is bounded: a paused server costs a search this long.
+        self._timeout = Timeout(connect=min(timeout_seconds, 3.0), read=timeout_seconds)
+        self._wire: Wire
+        if transport is None and not proxied():
+            context = tls.context() if base_url.scheme == "https" else None
+            self._wire = ConnectionPool(base_url.host, base_url.port or 80, base_url.path, headers, context)
+        else:
+            client = httpx.Client(
+                base_url=base_url, headers=headers, verify=tls.verify(base_url), transport=transport
+            )
+            self._wire = HttpxWire(client)
         self.timeout_seconds = timeout_seconds
         self.tenant = tenant
         self.database = database
@@ -203,7 +216,7 @@ class ChromaClient:
         self._request("POST", path, delete_body(ids, where), timeout=WRITE_TIMEOUT)
 
     def close(self) -> None:
-        self._http.close()
+        self._wire.close()
 
     def _no_database(self) -> VectorStoreUnavailable:
         logger.error(
@@ -222,39 +235,33 @@ class ChromaClient:
         *,
         content: bytes | None = None,
         allow_number: bool = False,
-        timeout: httpx.Timeout | None = None,
+        timeout: Timeout | None = None,
     ) -> Any:
-        # Like chromadb-client: escape the path ourselves, httpx does not.
+        if body is not None:
+            content = JSON.encode(body).encode()
+        limits = timeout or self._timeout
+        # Like chromadb-client: escape the path ourselves.
         try:
-            response = self._http.request(
-                method,
-                quote(path, safe="/"),
-                json=body,
-                content=content,
-                timeout=timeout or self._http.timeout,
-            )
-        except httpx.TimeoutException as exc:
-            logger.warning("chroma timed out", extra={"error_type": type(exc).__name__})
-            seconds = (timeout.read if timeout else None) or self.timeout_seconds
-            raise VectorStoreUnavailable(f"Chroma did not answer within {seconds:g} s") from None
-        except httpx.TransportError as exc:
-            logger.warning("chroma unreachable", extra={"error_type": type(exc).__name__})
+            status, raw = self._wire.send(method, quote(path, safe="/"), content, limits)
+        except WireTimeout as exc:
+            logger.warning("chroma timed out", extra={"error_type": str(exc)})
+            raise VectorStoreUnavailable(f"Chroma did not answer within {limits.read:g} s") from None
+        except WireUnreachable as exc:
+            logger.warning("chroma unreachable", extra={"error_type": str(exc)})
             raise VectorStoreUnavailable("Chroma could not be reached") from None
         try:
-            answer = response.json()
+            answer = json.loads(raw)
         except ValueError:
             answer = None
-        if response.is_success and (isinstance(answer, dict) or (allow_number and isinstance(answer, int))):
+        if 200 <= status < 300 and (isinstance(answer, dict) or (allow_number and isinstance(answer, int))):
             return answer
         error = answer.get("error") if isinstance(answer, dict) else None
         if error == "NotFoundError":
             raise ChromaNotFound(str(answer.get("message", "")))
-        error_type = str(error) if error else f"HTTP {response.status_code}"
-        detail = answer.get("message") if isinstance(answer, dict) else response.text
+        error_type = str(error) if error else f"HTTP {status}"
+        detail = answer.get("message") if isinstance(answer, dict) else raw.decode("utf-8", "replace")
         logger.error(
             "chroma refused a request",
-            extra={"error_type": error_type, "status": response.status_code, "detail": redacted(str(detail))},
+            extra={"error_type": error_type, "status": status, "detail": redacted(str(detail))},
         )
-        raise VectorStoreUnavailable(
-            f"Chroma refused the request (HTTP {response.status_code})", retryable=response.status_code >= 500
-        )
+        raise VectorStoreUnavailable(f"Chroma refused the request (HTTP {status})", retryable=status >= 500)

@@ -15,7 +15,7 @@ from typing import Any
 INCLUDE = ["documents", "metadatas", "distances"]
 
 # httpx's own encoding of a `json=` body (httpx/_content.py, encode_json), made once.
-_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 class Embedding(list[float]):
@@ -30,7 +30,7 @@ class Embedding(list[float]):
 
     def json_text(self) -> str:
         if self._json is None:
-            self._json = _JSON.encode(self)  # a list to the encoder: no copy
+            self._json = JSON.encode(self)  # a list to the encoder: no copy
         return self._json
 
 
@@ -39,5 +39,5 @@ def query_content(embedding: Sequence[float], n_results: int, where: dict[str, A
     (`ids`, `query_embeddings`, `n_results`, `where`, `where_document`, `include`), as the bytes httpx
     sends for it, reusing an `Embedding`'s JSON text."""
     vector = embedding.json_text() if isinstance(embedding, Embedding) else Embedding(embedding).json_text()
-    rest = _JSON.encode({"n_results": n_results, "where": where, "where_document": None, "include": INCLUDE})
+    rest = JSON.encode({"n_results": n_results, "where": where, "where_document": None, "include": INCLUDE})
     return f'{{"ids":null,"query_embeddings":[{vector}],{rest[1:]}'.encode()
