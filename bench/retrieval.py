@@ -15,6 +15,7 @@ import asyncio
 import shutil
 import time
 
+from bench.chroma_client import add_costs
 from bench.report import ROOT, Section
 
 CHUNKS = 2000
@@ -123,6 +124,7 @@ def run(quick: bool = False) -> Section:
             rerank(question, candidates)
             alone.append((time.perf_counter() - begun) * 1000)
         section.add("local reranker alone, 20 candidates, in process", "ms", alone)
+        add_costs(section, settings, knowledge, asked)
     finally:
         chroma.stop()
     return section
