@@ -160,11 +160,12 @@ def _open(connection: http.client.HTTPConnection) -> bool:
     sock = connection.sock
     if sock is None:
         return False
+    poller = select.poll()  # not select.select, which fails for a descriptor above 1,023
+    poller.register(sock, select.POLLIN)
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
-    except (OSError, ValueError):
+        return not poller.poll(0)
+    except OSError:
         return False
-    return not readable
 
 
 class HttpxWire:
