@@ -34,6 +34,7 @@ from rag_orchestrator.errors import VectorStoreUnavailable
 from rag_orchestrator.observability import logger, redacted
 from rag_orchestrator.retrieval.chroma_query import JSON, query_content
 from rag_orchestrator.retrieval.chroma_wire import (
+    KEEPALIVE_SECONDS,
     ConnectionPool,
     HttpxWire,
     Timeout,
@@ -150,7 +151,11 @@ class ChromaClient:
             self._wire = ConnectionPool(base_url.host, base_url.port or 80, base_url.path, headers, context)
         else:
             client = httpx.Client(
-                base_url=base_url, headers=headers, verify=tls.verify(base_url), transport=transport
+                base_url=base_url,
+                headers=headers,
+                limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
+                verify=tls.verify(base_url),
+                transport=transport,
             )
             self._wire = HttpxWire(client)
         self.timeout_seconds = timeout_seconds
