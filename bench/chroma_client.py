@@ -1,5 +1,5 @@
 """What a Chroma request costs the client, in the `retrieval` section: a knowledge-base query's CPU on
-the pooled http.client connections (retrieval/chroma_wire.py) and through httpx, alternating on the same
+the pooled http.client connections (http_pool.py) and through httpx, alternating on the same
 server, collection and questions; and a query vector's JSON text as float32 (retrieval/chroma_query.py)
 and as Python's floats."""
 

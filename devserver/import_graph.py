@@ -23,6 +23,7 @@ LAYERS: list[set[str]] = [
         "errors",
         "observability",
         "tls",
+        "http_pool",
         "aws",
         "aws_json",
         "aws_sigv4",

@@ -5,7 +5,7 @@ chat-stream Lambda spends before its first token, so the layer speaks the wire p
 collection by name (its id and metadata), a query by id (nearest neighbours), entries by ids or filters (the
 lexical search's term lookups, `lexical`), a count. Writes (bodies in `chroma_writes`): get or create a
 collection by name, upsert, delete by ids or filter; they wait up to WRITE_TIMEOUT, not a search's timeout.
-Requests travel on pooled keep-alive connections of the standard library (`chroma_wire`).
+Requests travel on pooled keep-alive connections of the standard library (`http_pool`).
 
 Errors come back as `{"error": "<ChromaError class name>", "message": ...}`; a missing collection is
 `NotFoundError` (HTTP 404), whether its name, its id or its database is missing.
@@ -29,20 +29,10 @@ from urllib.parse import quote, urlparse
 
 import httpx
 
-from rag_orchestrator import tls
 from rag_orchestrator.errors import VectorStoreUnavailable
+from rag_orchestrator.http_pool import Timeout, WireTimeout, WireUnreachable, wire_for
 from rag_orchestrator.observability import logger, redacted
 from rag_orchestrator.retrieval.chroma_query import JSON, query_content
-from rag_orchestrator.retrieval.chroma_wire import (
-    KEEPALIVE_SECONDS,
-    ConnectionPool,
-    HttpxWire,
-    Timeout,
-    Wire,
-    WireTimeout,
-    WireUnreachable,
-    proxied,
-)
 from rag_orchestrator.retrieval.chroma_writes import create_body, delete_body, upsert_body
 
 DEFAULT_TIMEOUT_SECONDS = 3.0
@@ -142,22 +132,10 @@ class ChromaClient:
         headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT}
         if token:
             headers["x-chroma-token"] = token
-        base_url = api_url(chroma_url)
         # Every phase (connect, each read) is bounded: a paused server costs a search this long.
         self._timeout = Timeout(connect=min(timeout_seconds, 3.0), read=timeout_seconds)
-        self._wire: Wire
-        if transport is None and not proxied():
-            context = tls.context() if base_url.scheme == "https" else None
-            self._wire = ConnectionPool(base_url.host, base_url.port or 80, base_url.path, headers, context)
-        else:
-            client = httpx.Client(
-                base_url=base_url,
-                headers=headers,
-                limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
-                verify=tls.verify(base_url),
-                transport=transport,
-            )
-            self._wire = HttpxWire(client)
+        base_url = api_url(chroma_url)
+        self._wire = wire_for(str(base_url), base_url.path, headers, transport)
         self.timeout_seconds = timeout_seconds
         self.tenant = tenant
         self.database = database
@@ -247,24 +225,25 @@ class ChromaClient:
         limits = timeout or self._timeout
         # Like chromadb-client: escape the path ourselves.
         try:
-            status, raw = self._wire.send(method, quote(path, safe="/"), content, limits)
+            answer = self._wire.send(method, quote(path, safe="/"), content, limits)
         except WireTimeout as exc:
             logger.warning("chroma timed out", extra={"error_type": str(exc)})
             raise VectorStoreUnavailable(f"Chroma did not answer within {limits.read:g} s") from None
         except WireUnreachable as exc:
             logger.warning("chroma unreachable", extra={"error_type": str(exc)})
             raise VectorStoreUnavailable("Chroma could not be reached") from None
+        status, raw = answer.status, answer.body
         try:
-            answer = json.loads(raw)
+            found = json.loads(raw)
         except ValueError:
-            answer = None
-        if 200 <= status < 300 and (isinstance(answer, dict) or (allow_number and isinstance(answer, int))):
-            return answer
-        error = answer.get("error") if isinstance(answer, dict) else None
+            found = None
+        if 200 <= status < 300 and (isinstance(found, dict) or (allow_number and isinstance(found, int))):
+            return found
+        error = found.get("error") if isinstance(found, dict) else None
         if error == "NotFoundError":
-            raise ChromaNotFound(str(answer.get("message", "")))
+            raise ChromaNotFound(str(found.get("message", "")))
         error_type = str(error) if error else f"HTTP {status}"
-        detail = answer.get("message") if isinstance(answer, dict) else raw.decode("utf-8", "replace")
+        detail = found.get("message") if isinstance(found, dict) else raw.decode("utf-8", "replace")
         logger.error(
             "chroma refused a request",
             extra={"error_type": error_type, "status": status, "detail": redacted(str(detail))},

@@ -1,17 +1,20 @@
-"""How Chroma's requests travel: keep-alive HTTP/1.1 connections of the standard library, pooled.
+"""Requests to Chroma and to AWS's JSON APIs (DynamoDB, SSM, Secrets Manager): keep-alive HTTP/1.1
+connections of the standard library, pooled.
 
-A search makes up to three requests to Chroma and a turn's memory one more write; httpx spends ~1.1 ms
-more client CPU on a query than `http.client` does for the same request and answer (its request and
-response models, httpcore's state machine): 1.8 ms against 0.7 ms on a slow core (bench/README.md).
+A turn makes three or four Chroma requests with the defaults and three DynamoDB requests (more for a
+streamed turn's event log). httpx spends ~1 ms more client CPU on each than `http.client` does for the
+same request and answer (its request and response models, httpcore's state machine): a Chroma query
+2.15 ms against 1.03 ms, a DynamoDB GetItem 1.5 ms against 0.65 ms on a slow core (bench/README.md).
 
 `ConnectionPool` sends each request on an idle connection of its own (requests of one search run at
 once, in worker threads), and sends it once: on a new connection when a kept one has been idle 40 s or
-turns out closed by the server (a Chroma restart, a Lambda environment thawed). It bounds every phase:
-the connect, and each read of the answer. Every failure is a `WireTimeout` or a `WireUnreachable`, as
-httpx's are its `TimeoutException` and `TransportError`.
+turns out closed by the server (a restart, a Lambda environment thawed). It bounds every phase: the
+connect, and each read of the answer. Every failure is a `WireTimeout` or a `WireUnreachable`, as
+httpx's are its `TimeoutException` and `TransportError`; whether to send again is the caller's (the AWS
+client retries as botocore does, Chroma's client does not).
 
-`HttpxWire` sends the same bytes through httpx: for a proxy from the environment (which httpx honours and
-this pool does not) and for tests that script a transport.
+`HttpxWire` sends the same bytes through httpx: for a proxy named in the environment (which httpx
+honours and this pool does not) and for tests that script a transport.
 """
 
 from __future__ import annotations
@@ -22,13 +25,16 @@ import select
 import ssl
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import httpx
 
+from rag_orchestrator import tls
+
 KEEPALIVE_SECONDS = 40.0  # chromadb-client's default: a connection idle longer is closed, not reused
-MAX_IDLE = 8  # connections kept for reuse; a search holds at most three at once
+MAX_IDLE = 32  # connections kept for reuse (the archival job runs up to 32 workers)
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
@@ -38,17 +44,36 @@ class Timeout:
     read: float  # each read of the answer, as httpx's
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)  # names in lower case
+
+
 class WireTimeout(Exception):
-    """Chroma did not connect or answer in time."""
+    """The server did not connect (`connect`) or answer in time."""
+
+    def __init__(self, kind: str, *, connect: bool = False) -> None:
+        super().__init__(kind)
+        self.connect = connect
 
 
 class WireUnreachable(Exception):
-    """No connection to Chroma, or it broke off mid-answer."""
+    """No connection to the server, or it broke off mid-answer."""
 
 
 class Wire(Protocol):
-    def send(self, method: str, path: str, body: bytes | None, timeout: Timeout) -> tuple[int, bytes]:
-        """Chroma's status and answer for `method path` (path from the API root, escaped) with `body`."""
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        timeout: Timeout,
+        headers: Mapping[str, str] | None = None,
+    ) -> Answer:
+        """The server's answer to `method path` (escaped, under the wire's root) with `body`; `headers` on
+        top of the wire's own."""
         ...
 
     def close(self) -> None: ...
@@ -70,18 +95,31 @@ class ConnectionPool:
     """One server's keep-alive connections; thread-safe, each request on a connection no other holds."""
 
     def __init__(
-        self, host: str, port: int, root: str, headers: dict[str, str], context: ssl.SSLContext | None
+        self,
+        host: str,
+        port: int,
+        root: str,
+        headers: Mapping[str, str],
+        context: ssl.SSLContext | None,
     ) -> None:
         self._host, self._port, self._root = host, port, root.rstrip("/")
-        self._headers = headers
+        self._headers = dict(headers)
         self._context = context  # HTTPS when set
         self._idle: list[_Idle] = []
         self._lock = threading.Lock()
 
-    def send(self, method: str, path: str, body: bytes | None, timeout: Timeout) -> tuple[int, bytes]:
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        timeout: Timeout,
+        headers: Mapping[str, str] | None = None,
+    ) -> Answer:
         """Sent once, as httpx sends a request: a kept connection the server has closed is seen before the
         request is written, and not used."""
-        return self._exchange(self._take(timeout), method, path, body, timeout)
+        sent = {**self._headers, **headers} if headers else self._headers
+        return self._exchange(self._take(timeout), method, self._root + path, body, sent, timeout)
 
     def close(self) -> None:
         with self._lock:
@@ -95,15 +133,18 @@ class ConnectionPool:
         method: str,
         path: str,
         body: bytes | None,
+        headers: dict[str, str],
         timeout: Timeout,
-    ) -> tuple[int, bytes]:
+    ) -> Answer:
         try:
             sock = connection.sock
             if sock is not None:
                 sock.settimeout(timeout.read)
-            connection.request(method, self._root + path, body=body, headers=self._headers)
+            connection.request(method, path, body=body, headers=headers)
             response = connection.getresponse()
-            answer = response.read()
+            answer = Answer(
+                response.status, response.read(), {k.lower(): v for k, v in response.getheaders()}
+            )
         except TimeoutError as exc:
             connection.close()
             raise WireTimeout(type(exc).__name__) from None
@@ -114,7 +155,7 @@ class ConnectionPool:
             connection.close()
         else:
             self._give(connection)
-        return response.status, answer
+        return answer
 
     def _take(self, timeout: Timeout) -> http.client.HTTPConnection:
         """An idle connection still open, else a new one."""
@@ -141,7 +182,7 @@ class ConnectionPool:
             connection.connect()
         except TimeoutError as exc:
             connection.close()
-            raise WireTimeout(type(exc).__name__) from None
+            raise WireTimeout(type(exc).__name__, connect=True) from None
         except OSError as exc:
             connection.close()
             raise WireUnreachable(type(exc).__name__) from None
@@ -175,16 +216,49 @@ class HttpxWire:
     def __init__(self, client: httpx.Client) -> None:
         self._http = client
 
-    def send(self, method: str, path: str, body: bytes | None, timeout: Timeout) -> tuple[int, bytes]:
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        timeout: Timeout,
+        headers: Mapping[str, str] | None = None,
+    ) -> Answer:
         try:
             response = self._http.request(
-                method, path, content=body, timeout=httpx.Timeout(timeout.read, connect=timeout.connect)
+                method,
+                path,
+                content=body,
+                headers=headers or None,
+                timeout=httpx.Timeout(timeout.read, connect=timeout.connect),
             )
+        except httpx.ConnectTimeout as exc:
+            raise WireTimeout(type(exc).__name__, connect=True) from None
         except httpx.TimeoutException as exc:
             raise WireTimeout(type(exc).__name__) from None
         except httpx.TransportError as exc:
             raise WireUnreachable(type(exc).__name__) from None
-        return response.status_code, response.content
+        return Answer(response.status_code, response.content, dict(response.headers))
 
     def close(self) -> None:
         self._http.close()
+
+
+def wire_for(
+    url: str, root: str, headers: Mapping[str, str], transport: httpx.BaseTransport | None = None
+) -> Wire:
+    """A pool of connections to `url`'s host, or, with a transport or a proxy in the environment, httpx."""
+    target = httpx.URL(url)
+    https = target.scheme == "https"
+    if transport is None and not proxied():
+        context = tls.context() if https else None
+        return ConnectionPool(target.host, target.port or (443 if https else 80), root, headers, context)
+    base = target.copy_with(path=root or "/", query=None, fragment=None)
+    client = httpx.Client(
+        base_url=base,
+        headers=dict(headers),
+        limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
+        verify=tls.verify(base),
+        transport=transport,
+    )
+    return HttpxWire(client)

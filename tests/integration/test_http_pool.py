@@ -1,4 +1,4 @@
-"""Chroma's connection pool against a real HTTP/1.1 server on loopback: keep-alive, one connection per
+"""The connection pool of Chroma's and AWS's clients against a real HTTP/1.1 server on loopback: keep-alive, one connection per
 request in flight, a kept connection the server closed, timeouts, refusals and TLS."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import ClassVar
 import pytest
 
 from devserver.stack import free_port
-from rag_orchestrator.retrieval import chroma_wire
-from rag_orchestrator.retrieval.chroma_wire import ConnectionPool, Timeout, WireTimeout, WireUnreachable
+from rag_orchestrator import http_pool
+from rag_orchestrator.http_pool import ConnectionPool, Timeout, WireTimeout, WireUnreachable
 from tests.fakes.certs import self_signed
 
 HEADERS = {"Content-Type": "application/json", "User-Agent": "wire-test", "x-chroma-token": "t0ken"}
@@ -77,13 +77,23 @@ def connections() -> set[int]:
 def test_requests_share_one_kept_connection_with_the_clients_headers(server):
     pool = pool_of(server)
     answers = [pool.send("POST", f"/q{i}", b'{"n":1}', QUICK) for i in range(5)]
-    assert [status for status, _ in answers] == [200] * 5
-    assert json.loads(answers[3][1]) == {"path": "/api/v2/q3", "echo": '{"n":1}'}
+    assert [answer.status for answer in answers] == [200] * 5
+    assert answers[3].headers["content-type"] == "application/json"
+    assert json.loads(answers[3].body) == {"path": "/api/v2/q3", "echo": '{"n":1}'}
     assert len(connections()) == 1
     sent = Handler.seen[0]["headers"]
     assert {k: sent[k] for k in HEADERS} == HEADERS and sent["Content-Length"] == "7"
-    assert pool.send("GET", "/count", None, QUICK)[0] == 200 and len(connections()) == 1
+    assert pool.send("GET", "/count", None, QUICK).status == 200 and len(connections()) == 1
     pool.close()
+
+
+def test_a_requests_own_headers_go_on_top_of_the_pools(server):
+    pool = pool_of(server)
+    pool.send("POST", "/signed", b"{}", QUICK, {"Authorization": "AWS4 x", "User-Agent": "mine"})
+    pool.send("POST", "/plain", b"{}", QUICK)
+    signed, plain = (request["headers"] for request in Handler.seen)
+    assert signed["Authorization"] == "AWS4 x" and signed["User-Agent"] == "mine"
+    assert "Authorization" not in plain and plain["User-Agent"] == "wire-test"
 
 
 def test_requests_in_flight_at_once_each_have_a_connection_then_reuse_them(server):
@@ -105,7 +115,7 @@ def test_a_kept_connection_the_server_closed_is_replaced(server):
     pool = pool_of(server)
     pool.send("POST", "/first", b"{}", QUICK)
     time.sleep(0.1)  # the server's FIN arrives: the kept connection reads EOF
-    assert pool.send("POST", "/second", b"{}", QUICK)[0] == 200
+    assert pool.send("POST", "/second", b"{}", QUICK).status == 200
     assert len(connections()) == 2
 
 
@@ -116,11 +126,11 @@ def test_a_kept_connection_that_breaks_as_it_is_reused_is_unreachable_and_nothin
     pool = pool_of(server)
     pool.send("POST", "/first", b"{}", QUICK)
     time.sleep(0.1)
-    monkeypatch.setattr(chroma_wire, "_open", lambda connection: True)  # closed after the check
+    monkeypatch.setattr(http_pool, "_open", lambda connection: True)  # closed after the check
     with pytest.raises(WireUnreachable):
         pool.send("POST", "/second", b"{}", QUICK)
     monkeypatch.undo()
-    assert pool.send("POST", "/third", b"{}", QUICK)[0] == 200  # on a new connection
+    assert pool.send("POST", "/third", b"{}", QUICK).status == 200  # on a new connection
     assert [r["path"] for r in Handler.seen] == ["/api/v2/first", "/api/v2/third"]
 
 
@@ -152,10 +162,11 @@ def test_a_slow_answer_times_out_at_the_read_timeout_and_its_connection_is_dropp
     Handler.script = {"slow": "sleep"}
     pool = pool_of(server)
     started = time.monotonic()
-    with pytest.raises(WireTimeout):
+    with pytest.raises(WireTimeout) as caught:
         pool.send("POST", "/slow", b"{}", Timeout(connect=1.0, read=0.2))
+    assert not caught.value.connect
     assert time.monotonic() - started < 0.55  # not the server's 0.6 s, and not sent twice
-    assert pool.send("POST", "/after", b"{}", QUICK)[0] == 200
+    assert pool.send("POST", "/after", b"{}", QUICK).status == 200
     assert len(connections()) == 2
 
 
@@ -172,7 +183,7 @@ def test_https_verifies_the_servers_certificate(server, tmp_path: Path):
     server.socket = served.wrap_socket(server.socket, server_side=True)
     trusting = ssl.create_default_context(cafile=str(cert))
     pool = pool_of(server, trusting)
-    assert [pool.send("POST", "/q", b"{}", QUICK)[0] for _ in range(2)] == [200, 200]
+    assert [pool.send("POST", "/q", b"{}", QUICK).status for _ in range(2)] == [200, 200]
     assert len(connections()) == 1
     with pytest.raises(WireUnreachable):  # a certificate no CA of the default bundle signed
         pool_of(server, ssl.create_default_context()).send("POST", "/q", b"{}", QUICK)
