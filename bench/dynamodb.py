@@ -155,8 +155,38 @@ def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
     }
     section.details["items per transaction of the last of each"] = transaction_items
     section.details["META item size (bytes; an Update is billed on it)"] = _meta_size(settings, conversation)
+    _client_cpu(section, aws.client("dynamodb"), settings, conversation, 30 if quick else 300)
     aws.reset()
     return section, usage
+
+
+def _client_cpu(section: Section, client: Any, settings: Any, conversation_id: str, runs: int) -> None:
+    """A GetItem's client CPU on the pooled connections (http_pool.py) and through httpx as before,
+    alternating on the same moto server and item."""
+    import copy
+
+    import httpx
+
+    from rag_orchestrator.aws_json import JsonClient
+    from rag_orchestrator.conversations.meta_update import meta_key
+    from rag_orchestrator.http_pool import wire_for
+
+    if not isinstance(client, JsonClient):  # boto3's: no credentials in the environment
+        return
+    before = copy.copy(client)
+    before._wire = wire_for(client.url, "", {}, httpx.HTTPTransport())
+    clients = {"pooled http.client": client, "httpx (as before)": before}
+    cpu: dict[str, list[float]] = {name: [] for name in clients}
+    key = meta_key(conversation_id)
+    for turn in range(runs + 10):
+        for name, each in clients.items():
+            begun = time.thread_time()
+            each.get_item(TableName=settings.conversations_table, Key=key)
+            if turn >= 10:  # connections open, code warm
+                cpu[name].append((time.thread_time() - begun) * 1000)
+    ours = section.add("a GetItem's client CPU, pooled http.client", "ms", cpu["pooled http.client"])
+    theirs = section.add("a GetItem's client CPU, through httpx (as before)", "ms", cpu["httpx (as before)"])
+    theirs.note = f"{theirs.median / ours.median:.1f}x ours" if ours.median else ""
 
 
 def _meta_size(settings: Any, conversation_id: str) -> int:
