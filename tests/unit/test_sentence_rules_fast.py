@@ -1,5 +1,6 @@
-"""The quick paths of two sentence rules decide as the plain patterns do: `reads_as_code` with each
-token's kind kept, `is_mostly_links` looking for what a link must hold before running the patterns.
+"""The quick paths of the sentence rules decide as the plain patterns do: `reads_as_code` with each
+token's kind kept; `is_mostly_links`, a line's `is_link_only` and its table test looking for what a
+match must hold before running the patterns.
 The references are the rules as they were, over every sentence of the eval corpus, the dev stack's
 sample documents and Python's own documentation topics, and over texts made to sit at each edge."""
 
@@ -14,7 +15,8 @@ from devserver.sample import sample_documents
 from eval.questions import corpus_documents
 from rag_orchestrator.providers import sentence_rules
 from rag_orchestrator.providers.sentence_rules import is_mostly_links, reads_as_code
-from rag_orchestrator.text.sentences import INLINE_CODE, segments
+from rag_orchestrator.text import sentences as lines
+from rag_orchestrator.text.sentences import INLINE_CODE, is_link_only, line_kind, segments
 
 
 def reads_as_code_reference(text: str) -> bool:
@@ -27,6 +29,26 @@ def reads_as_code_reference(text: str) -> bool:
 def is_mostly_links_reference(text: str) -> bool:
     visible = sentence_rules._URL.sub(" ", sentence_rules._LINK_TARGET.sub(r"\1", text))
     return visible != text and len(re.findall(r"[^\W\d_]{2,}", visible)) < 3
+
+
+def is_link_only_reference(line: str) -> bool:
+    rest = lines._LINK.sub(" ", line)
+    rest = re.sub(
+        r"^\s*\.\.\s+\|?[\w -]*\|?\s*(image|figure)::.*|^\s*:(target|alt|width|height):.*", " ", rest
+    )
+    return not re.search(r"[^\W\d_]{2,}", rest) and rest != line
+
+
+def line_kind_reference(line: str) -> str | None:
+    if lines._ATX_HEADING.match(line):
+        return "heading"
+    if lines._TABLE.search(line) or lines._UNDERLINE.match(line):
+        return "table"
+    if is_link_only_reference(line):
+        return "link"
+    if lines.is_code_like(line):
+        return "code"
+    return None
 
 
 EDGES = [
@@ -53,6 +75,20 @@ EDGES = [
     "a_b c_d e_f",
     "Sourdough loaf: €4.90",
     "Links: https://a.example https://b.example https://c.example",
+    ".. image:: diagram.png",
+    "  .. |logo| figure:: logo.svg",
+    ":target: https://example.com",
+    "   :alt: a diagram",
+    "\u2003:width: 200px",
+    "<https://example.com>",
+    "| a | b |",
+    "+---+---+",
+    "x | y | z",
+    "1 + 2 = 3",
+    "=====",
+    "# Heading",
+    ">>> print(1)",
+    "`a`, `b`",
 ]
 
 
@@ -72,12 +108,19 @@ def test_the_corpus_holds_links_code_and_figures():
     assert len(held) > 5000
     assert sum(map(is_mostly_links_reference, held)) > 10
     assert sum(map(reads_as_code_reference, held)) > 100
+    assert sum(map(is_link_only_reference, held)) > 10
+    assert {line_kind_reference(text) for text in held} == {"heading", "table", "link", "code", None}
 
 
 @pytest.mark.parametrize(
     ("quick", "reference"),
-    [(reads_as_code, reads_as_code_reference), (is_mostly_links, is_mostly_links_reference)],
-    ids=["reads_as_code", "is_mostly_links"],
+    [
+        (reads_as_code, reads_as_code_reference),
+        (is_mostly_links, is_mostly_links_reference),
+        (is_link_only, is_link_only_reference),
+        (line_kind, line_kind_reference),
+    ],
+    ids=["reads_as_code", "is_mostly_links", "is_link_only", "line_kind"],
 )
 def test_a_quick_path_decides_as_the_patterns_do(quick, reference):
     for text in sentences():

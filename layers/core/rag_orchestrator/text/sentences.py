@@ -29,6 +29,8 @@ _CODE_START = re.compile(
     r"python3? -|uv |npm |make \w|export \w+=|\w+\s*=\s*[\w\[{(\"'])"
 )
 _LINK = re.compile(r"!?\[[^\]]*\]\([^)]*\)|<https?://[^>]*>|https?://\S+|`[^`]*<[^>]+>`_")
+_IMAGE_OPTION = re.compile(r"^\s*\.\.\s+\|?[\w -]*\|?\s*(image|figure)::.*|^\s*:(target|alt|width|height):.*")
+_WORD = re.compile(r"[^\W\d_]{2,}")
 INLINE_CODE = re.compile(r"``?[^`]+``?")
 # A sentence ends at . ! or ? (perhaps closed by quotes or brackets) before a space and a capital,
 # digit, quote, bracket or backtick, or before a list marker (chunking joins a long list's lines);
@@ -73,25 +75,30 @@ def _starts_inside_code(lines: list[_Line]) -> bool:
 
 
 def is_link_only(line: str) -> bool:
-    rest = _LINK.sub(" ", line)
-    rest = re.sub(
-        r"^\s*\.\.\s+\|?[\w -]*\|?\s*(image|figure)::.*|^\s*:(target|alt|width|height):.*", " ", rest
-    )
-    return not re.search(r"[^\W\d_]{2,}", rest) and rest != line
+    if not _may_link(line):  # neither pattern can match: nothing is taken away
+        return False
+    rest = _IMAGE_OPTION.sub(" ", _LINK.sub(" ", line))
+    return not _WORD.search(rest) and rest != line
+
+
+def _may_link(line: str) -> bool:
+    """What a match of `_LINK` or `_IMAGE_OPTION` holds, looked for without the patterns (a line of a
+    passage is read for each candidate the reranker has not read before)."""
+    return "](" in line or "http" in line or "`_" in line or "::" in line or line.lstrip().startswith(":")
 
 
 def is_code_like(line: str) -> bool:
     """A shell or REPL prompt, a statement, a directive, or a line of inline code and punctuation only."""
     if PROMPT.match(line) or _CODE_START.match(line) or _DIRECTIVE.match(line):
         return True
-    return "`" in line and not re.search(r"[^\W\d_]{2,}", INLINE_CODE.sub(" ", line))
+    return "`" in line and not _WORD.search(INLINE_CODE.sub(" ", line))
 
 
 def line_kind(line: str) -> Kind | None:
     """The kind a single line has by itself (None: prose, or part of a paragraph)."""
     if _ATX_HEADING.match(line):
         return "heading"
-    if _TABLE.search(line) or _UNDERLINE.match(line):
+    if (("|" in line or "+" in line) and _TABLE.search(line)) or _UNDERLINE.match(line):
         return "table"
     if is_link_only(line):
         return "link"
