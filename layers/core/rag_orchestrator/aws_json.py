@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
 from rag_orchestrator.aws_sigv4 import Credentials, Signer
-from rag_orchestrator.http_pool import Answer, Timeout, WireTimeout, WireUnreachable, wire_for
+from rag_orchestrator.http_pool import Answer, Request, Timeout, WireTimeout, WireUnreachable, wire_for
 
 
 @dataclass(frozen=True)
@@ -228,7 +228,7 @@ class JsonClient:
 
     def _send(self, operation: str, body: bytes) -> Answer:
         signed = self._signer.headers("POST", self.url, self._headers(operation), body)
-        return self._wire.send("POST", self._path, body, self._timeout, signed)
+        return self._wire.send(Request("POST", self._path, body, self._timeout, signed))
 
 
 def _encoded(value: Any) -> Any:

@@ -45,6 +45,15 @@ class Timeout:
 
 
 @dataclass(frozen=True, slots=True)
+class Request:
+    method: str
+    path: str  # escaped, under the wire's root
+    body: bytes | None
+    timeout: Timeout
+    headers: Mapping[str, str] | None = None  # on top of the wire's own
+
+
+@dataclass(frozen=True, slots=True)
 class Answer:
     status: int
     body: bytes
@@ -64,16 +73,8 @@ class WireUnreachable(Exception):
 
 
 class Wire(Protocol):
-    def send(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None,
-        timeout: Timeout,
-        headers: Mapping[str, str] | None = None,
-    ) -> Answer:
-        """The server's answer to `method path` (escaped, under the wire's root) with `body`; `headers` on
-        top of the wire's own."""
+    def send(self, request: Request) -> Answer:
+        """The server's answer to `request`."""
         ...
 
     def close(self) -> None: ...
@@ -108,18 +109,10 @@ class ConnectionPool:
         self._idle: list[_Idle] = []
         self._lock = threading.Lock()
 
-    def send(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None,
-        timeout: Timeout,
-        headers: Mapping[str, str] | None = None,
-    ) -> Answer:
+    def send(self, request: Request) -> Answer:
         """Sent once, as httpx sends a request: a kept connection the server has closed is seen before the
         request is written, and not used."""
-        sent = {**self._headers, **headers} if headers else self._headers
-        return self._exchange(self._take(timeout), method, self._root + path, body, sent, timeout)
+        return self._exchange(self._take(request.timeout), request)
 
     def close(self) -> None:
         with self._lock:
@@ -127,20 +120,13 @@ class ConnectionPool:
         for kept in idle:
             kept.connection.close()
 
-    def _exchange(
-        self,
-        connection: http.client.HTTPConnection,
-        method: str,
-        path: str,
-        body: bytes | None,
-        headers: dict[str, str],
-        timeout: Timeout,
-    ) -> Answer:
+    def _exchange(self, connection: http.client.HTTPConnection, request: Request) -> Answer:
+        headers = {**self._headers, **request.headers} if request.headers else self._headers
         try:
             sock = connection.sock
             if sock is not None:
-                sock.settimeout(timeout.read)
-            connection.request(method, path, body=body, headers=headers)
+                sock.settimeout(request.timeout.read)
+            connection.request(request.method, self._root + request.path, body=request.body, headers=headers)
             response = connection.getresponse()
             answer = Answer(
                 response.status, response.read(), {k.lower(): v for k, v in response.getheaders()}
@@ -216,21 +202,14 @@ class HttpxWire:
     def __init__(self, client: httpx.Client) -> None:
         self._http = client
 
-    def send(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None,
-        timeout: Timeout,
-        headers: Mapping[str, str] | None = None,
-    ) -> Answer:
+    def send(self, request: Request) -> Answer:
         try:
             response = self._http.request(
-                method,
-                path,
-                content=body,
-                headers=headers or None,
-                timeout=httpx.Timeout(timeout.read, connect=timeout.connect),
+                request.method,
+                request.path,
+                content=request.body,
+                headers=request.headers or None,
+                timeout=httpx.Timeout(request.timeout.read, connect=request.timeout.connect),
             )
         except httpx.ConnectTimeout as exc:
             raise WireTimeout(type(exc).__name__, connect=True) from None

@@ -30,7 +30,7 @@ from urllib.parse import quote, urlparse
 import httpx
 
 from rag_orchestrator.errors import VectorStoreUnavailable
-from rag_orchestrator.http_pool import Timeout, WireTimeout, WireUnreachable, wire_for
+from rag_orchestrator.http_pool import Request, Timeout, WireTimeout, WireUnreachable, wire_for
 from rag_orchestrator.observability import logger, redacted
 from rag_orchestrator.retrieval.chroma_query import JSON, query_content
 from rag_orchestrator.retrieval.chroma_writes import create_body, delete_body, upsert_body
@@ -225,7 +225,7 @@ class ChromaClient:
         limits = timeout or self._timeout
         # Like chromadb-client: escape the path ourselves.
         try:
-            answer = self._wire.send(method, quote(path, safe="/"), content, limits)
+            answer = self._wire.send(Request(method, quote(path, safe="/"), content, limits))
         except WireTimeout as exc:
             logger.warning("chroma timed out", extra={"error_type": str(exc)})
             raise VectorStoreUnavailable(f"Chroma did not answer within {limits.read:g} s") from None
