@@ -1,8 +1,9 @@
-"""One TLS context per process for every httpx client.
+"""One TLS context per process for every httpx client and every pool of `http_pool`.
 
 httpx builds a new SSLContext, loading the whole CA bundle, for each client it creates: 40–90 ms of
 a cold start per client, even for one that only ever speaks plain HTTP. A chat turn may create four
-(JWKS, model, embedder, Chroma). An SSLContext is safe to share between clients and threads.
+(JWKS, model, embedder; Chroma and AWS on `http_pool`). An SSLContext is safe to share between clients
+and threads.
 """
 
 from __future__ import annotations
