@@ -1,5 +1,6 @@
 """Warm chat-stream processes, one per mode, taking turns in alternation, so that load on the machine
-hits every mode alike (bench/memory.py: memory on and off; bench/titles.py: titles on and off).
+hits every mode alike (bench/memory.py: memory on and off; bench/titles.py: titles on and off); and
+two ways of doing one thing in this process, called in alternation (`in_process`).
 
 Per turn, with the clocks of bench/ttft.py:
 - added first-token delay: the fake LLM's first content delta of the turn's answer -> the client's
@@ -11,6 +12,7 @@ Per turn, with the clocks of bench/ttft.py:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -66,3 +68,24 @@ def report(section: Section, name: str, samples: Samples, which: str) -> None:
         section.add(
             f"{name} {mode}: Completed -> end of response (after-turn work), {which}", "ms", taken["after"]
         )
+
+
+def in_process(
+    section: Section,
+    labels: tuple[str, str],
+    calls: tuple[Callable[[int], object], Callable[[int], object]],
+    runs: int,
+    warmup: int = 10,
+) -> None:
+    """The two `calls` (each given the round's number) in alternation, `warmup + runs` rounds; a row each
+    of the thread CPU per call over the last `runs` (ms), the second's noted as a multiple of the first's."""
+    cpu: tuple[list[float], list[float]] = ([], [])
+    for n in range(warmup + runs):
+        for call, samples in zip(calls, cpu, strict=True):
+            begun = time.thread_time()
+            call(n)
+            if n >= warmup:
+                samples.append((time.thread_time() - begun) * 1000)
+    first = section.add(labels[0], "ms", cpu[0])
+    second = section.add(labels[1], "ms", cpu[1])
+    second.note = f"{second.median / first.median:.1f}x the first" if first.median else ""

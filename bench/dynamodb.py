@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from bench.alternation import in_process
 from bench.report import Section
 
 GOAL = 4
@@ -175,18 +176,16 @@ def _client_cpu(section: Section, client: Any, settings: Any, conversation_id: s
         return
     before = copy.copy(client)
     before._wire = wire_for(client.url, "", {}, httpx.HTTPTransport())
-    clients = {"pooled http.client": client, "httpx (as before)": before}
-    cpu: dict[str, list[float]] = {name: [] for name in clients}
     key = meta_key(conversation_id)
-    for turn in range(runs + 10):
-        for name, each in clients.items():
-            begun = time.thread_time()
-            each.get_item(TableName=settings.conversations_table, Key=key)
-            if turn >= 10:  # connections open, code warm
-                cpu[name].append((time.thread_time() - begun) * 1000)
-    ours = section.add("a GetItem's client CPU, pooled http.client", "ms", cpu["pooled http.client"])
-    theirs = section.add("a GetItem's client CPU, through httpx (as before)", "ms", cpu["httpx (as before)"])
-    theirs.note = f"{theirs.median / ours.median:.1f}x ours" if ours.median else ""
+    ours, theirs = (
+        lambda _, each=each: each.get_item(TableName=settings.conversations_table, Key=key)
+        for each in (client, before)
+    )
+    labels = (
+        "a GetItem's client CPU, pooled http.client",
+        "a GetItem's client CPU, through httpx (as before)",
+    )
+    in_process(section, labels, (ours, theirs), runs)  # 10 rounds first: connections open, code warm
 
 
 def _meta_size(settings: Any, conversation_id: str) -> int:
