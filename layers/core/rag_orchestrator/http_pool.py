@@ -26,7 +26,7 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 import httpx
@@ -57,7 +57,7 @@ class Request:
 class Answer:
     status: int
     body: bytes
-    headers: dict[str, str] = field(default_factory=dict)  # names in lower case
+    headers: dict[str, str]  # names in lower case
 
 
 class WireTimeout(Exception):

@@ -59,6 +59,6 @@ def query_content(embedding: Sequence[float], n_results: int, where: dict[str, A
     """The body of `POST .../collections/{id}/query` for one embedding, as chromadb-client builds it
     (`ids`, `query_embeddings`, `n_results`, `where`, `where_document`, `include`), as the bytes httpx
     sends for it but for the vector's float32 text, an `Embedding`'s kept one."""
-    vector = embedding.json_text() if isinstance(embedding, Embedding) else Embedding(embedding).json_text()
+    vector = embedding.json_text() if isinstance(embedding, Embedding) else float32_text(embedding)
     rest = JSON.encode({"n_results": n_results, "where": where, "where_document": None, "include": INCLUDE})
     return f'{{"ids":null,"query_embeddings":[{vector}],{rest[1:]}'.encode()
