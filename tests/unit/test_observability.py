@@ -124,6 +124,31 @@ def test_the_log_formatter_writes_what_powertools_would(message, args):
     assert ours.keys_combined == theirs.keys_combined  # what clear_state goes back to
 
 
+def test_the_log_formatter_places_appended_keys_as_powertools_does():
+    """Keys appended to the format and to the context, reserved ones %-formatted from the record,
+    and the record's extras after them, in Powertools' order; a reserved key given a non-string fails
+    alike."""
+    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter, clear_context_keys
+
+    from rag_orchestrator.observability import _Formatter
+
+    ours, theirs = _Formatter(service="s"), LambdaPowertoolsFormatter(service="s")
+    try:
+        for formatter in (ours, theirs):
+            formatter.append_keys(order="o-1", module="%(module)s!", level=None)
+        ours.thread_safe_append_keys(request="r-1", process="%(process)d", lineno="", caller_id="shadowed")
+        record = logging.LogRecord("x", logging.WARNING, "/a/f.py", 7, "m", (), None, "f")
+        record.caller_id, record.thread, record.extra_none = "alice", 5, None
+        assert ours.format(record) == theirs.format(record)
+        assert '"module":"f!"' in ours.format(record) and '"caller_id":"alice"' in ours.format(record)
+        ours.thread_safe_append_keys(process=7)
+        for formatter in (ours, theirs):
+            with pytest.raises(ValueError, match="need to be type 'str', instead got 'int'"):
+                formatter.format(record)
+    finally:
+        clear_context_keys()
+
+
 @pytest.mark.filterwarnings("ignore:POWERTOOLS_DEV environment variable is enabled")
 def test_the_log_formatter_indents_as_powertools_does_under_sam_local(monkeypatch):
     from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter

@@ -20,7 +20,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+from aws_lambda_powertools.logging.formatter import RESERVED_LOG_ATTRS, LambdaPowertoolsFormatter
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "rag-orchestrator")
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "RagOrchestrator")
@@ -37,6 +37,7 @@ def _numeric_level() -> int | None:
     return int(raw) if raw.isdigit() else None
 
 
+_RESERVED = frozenset(RESERVED_LOG_ATTRS)  # Powertools looks each key up in a tuple of 24
 _JSON_STARTS = frozenset('{["-0123456789')
 _JSON_WORDS = frozenset({"true", "false", "null", "NaN", "Infinity"})
 
@@ -45,7 +46,8 @@ class _Formatter(LambdaPowertoolsFormatter):
     """Powertools' JSON formatter, line for line, without its try at reading every message as JSON:
     a plain message such as "turn usage" paid for a JSONDecodeError raised and caught on each line.
     And its serializer made once: `json.dumps` given options builds a new encoder for every line. And
-    its default timestamp ("2026-11-27 03:29:18,168+0000") formatted once a second, not once a line."""
+    its default timestamp ("2026-11-27 03:29:18,168+0000") formatted once a second, not once a line.
+    And a record's keys told from its extras by a set, not a tuple."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)
@@ -67,6 +69,26 @@ class _Formatter(LambdaPowertoolsFormatter):
                 time.strftime("%z", moment),
             )
         return f"{cached[1]},{int(record.msecs):03d}{cached[2]}"
+
+    def _extract_log_keys(self, log_record: logging.LogRecord) -> dict[str, Any]:
+        """Powertools' own, step for step: its format's keys, then the appended keys (a reserved
+        attribute's value %-formatted from the record), then the record's extras."""
+        record = log_record.__dict__.copy()
+        record["asctime"] = self.formatTime(record=log_record)
+        formatted: dict[str, Any] = {}
+        for keys in (self.log_format, self.thread_safe_get_current_keys()):
+            for key, value in keys.items():
+                if value and key in _RESERVED:
+                    if not isinstance(value, str):
+                        raise ValueError(
+                            "Logging keys that override reserved log attributes need to be type 'str', "
+                            f"instead got '{type(value).__name__}'",
+                        )
+                    formatted[key] = value % record
+                else:
+                    formatted[key] = value
+        formatted.update({key: value for key, value in record.items() if key not in _RESERVED})
+        return formatted
 
     def _extract_log_message(self, log_record: logging.LogRecord) -> Any:
         message = log_record.msg
