@@ -19,7 +19,7 @@ import boto3
 import pytest
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
-from rag_orchestrator import aws_json
+from rag_orchestrator import aws_wire
 from rag_orchestrator.attribute_values import serialize
 from rag_orchestrator.aws_json import SERVICES, JsonClient, environment
 
@@ -231,7 +231,7 @@ def scripted(monkeypatch) -> Iterator[tuple[Any, JsonClient, list[float]]]:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", f"http://127.0.0.1:{server.server_address[1]}")
     pauses: list[float] = []
-    monkeypatch.setattr(aws_json.time, "sleep", pauses.append)  # the pauses, not the waiting
+    monkeypatch.setattr(aws_wire.time, "sleep", pauses.append)  # the pauses, not the waiting
     found = environment()
     assert found is not None
     client = JsonClient(SERVICES["dynamodb"], *found, max_attempts=3)

@@ -16,6 +16,8 @@ dict boto3 would: binary values as bytes, `ResponseMetadata` beside. What boto3 
   own fields (a cancelled transaction's `CancellationReasons`, a refused condition's `Item`), and
   `EndpointConnectionError`, `ConnectTimeoutError` or `ReadTimeoutError` when AWS cannot be reached.
 
+The endpoint, the retries and the errors are aws_wire.py's, shared with Bedrock's client (aws_bedrock.py).
+
 `AwsClients` (aws.py) uses it only where the environment holds credentials and a region, as Lambda's
 always does; elsewhere (a profile, SSO, an instance role) boto3's client, which finds those.
 """
@@ -24,18 +26,16 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
-
 from rag_orchestrator.aws_sigv4 import Credentials, Signer
-from rag_orchestrator.http_pool import Answer, Request, Timeout, WireTimeout, WireUnreachable, wire_for
+from rag_orchestrator.aws_wire import endpoint, environment, exchange, response_metadata
+from rag_orchestrator.http_pool import Answer, Request, Timeout, wire_for
+
+__all__ = ["SERVICES", "JsonClient", "Service", "environment"]
 
 
 @dataclass(frozen=True)
@@ -56,39 +56,6 @@ SERVICES = {
         "secretsmanager", "secretsmanager", "1.1", "SECRETS_MANAGER", "secrets-manager"
     ),
 }
-_RETRIED_CODES = frozenset(
-    {
-        "Throttling",
-        "ThrottlingException",
-        "ThrottledException",
-        "RequestThrottledException",
-        "TooManyRequestsException",
-        "ProvisionedThroughputExceededException",
-        "TransactionInProgressException",
-        "RequestLimitExceeded",
-        "RequestThrottled",
-        "LimitExceededException",
-        "InternalServerError",
-    }
-)
-_FIELDS_OF_ERROR = frozenset({"__type", "message", "Message"})
-
-
-def environment() -> tuple[Credentials, str] | None:
-    """The credentials and region the environment holds, when it holds both (Lambda's does)."""
-    key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
-    region = os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION")
-    if not (key and secret and region) or os.environ.get("AWS_USE_FIPS_ENDPOINT") == "true":
-        return None
-    return Credentials(key, secret, os.environ.get("AWS_SESSION_TOKEN") or None), region
-
-
-def endpoint(service: Service, region: str) -> str:
-    configured = os.environ.get(f"AWS_ENDPOINT_URL_{service.env}") or os.environ.get("AWS_ENDPOINT_URL")
-    if configured:
-        return configured.rstrip("/") + "/"
-    suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
-    return f"https://{service.name}.{region}.{suffix}/"
 
 
 @dataclass(frozen=True)
@@ -159,7 +126,7 @@ class JsonClient:
         max_attempts: int = 5,
     ) -> None:
         self.service = service
-        self.url = endpoint(service, region)
+        self.url = endpoint(service.name, service.env, region)
         self.max_attempts = max_attempts
         self.meta = Meta(service, region, self.url)
         self._signer = Signer(credentials, region, service.name)
@@ -192,30 +159,17 @@ class JsonClient:
                 "context": {},
             }
             events.emit(f"before-call.{named}", params=request, model=model, context={}, request_signer=None)
-        for attempt in range(self.max_attempts):
-            last = attempt == self.max_attempts - 1
+
+        def send() -> Answer:
             events.emit(f"before-send.{named}", request=None)
-            try:
-                response = self._send(operation, body)
-            except (WireTimeout, WireUnreachable) as exc:
-                if last:
-                    raise _unreachable(exc, self.url) from None
-            else:
-                error = _client_error(operation, response, attempt) if response.status >= 300 else None
-                if error is None or last or not _retried(response.status, error):
-                    parsed = (
-                        _decoded(json.loads(response.body), response, attempt)
-                        if error is None
-                        else error.response
-                    )
-                    events.emit(
-                        f"after-call.{named}", http_response=response, parsed=parsed, model=model, context={}
-                    )
-                    if error is not None:
-                        raise error
-                    return parsed
-            time.sleep(random.random() * min(20, 2**attempt))
-        raise AssertionError("unreachable")  # the last attempt returns or raises
+            return self._send(operation, body)
+
+        response, attempt, error = exchange(send, operation, self.url, self.max_attempts, _binary)
+        parsed = _decoded(json.loads(response.body), response, attempt) if error is None else error.response
+        events.emit(f"after-call.{named}", http_response=response, parsed=parsed, model=model, context={})
+        if error is not None:
+            raise error
+        return parsed
 
     def close(self) -> None:
         self._wire.close()
@@ -256,44 +210,5 @@ def _binary(value: Any) -> Any:
     return value
 
 
-def _metadata(response: Answer, attempt: int) -> dict[str, Any]:
-    return {
-        "RequestId": response.headers.get("x-amzn-requestid", ""),
-        "HTTPStatusCode": response.status,
-        "HTTPHeaders": dict(response.headers),
-        "RetryAttempts": attempt,
-    }
-
-
 def _decoded(body: dict[str, Any], response: Answer, attempt: int) -> dict[str, Any]:
-    return {**_binary(body), "ResponseMetadata": _metadata(response, attempt)}
-
-
-def _client_error(operation: str, response: Answer, attempt: int) -> ClientError:
-    try:
-        body = json.loads(response.body)
-    except ValueError:
-        body = {}
-    if not isinstance(body, dict):
-        body = {}
-    kind = str(body.get("__type") or response.headers.get("x-amzn-errortype") or response.status)
-    code = kind.rsplit("#", 1)[-1].split(":", 1)[0]
-    fields = _binary({key: value for key, value in body.items() if key not in _FIELDS_OF_ERROR})
-    parsed = {
-        "Error": {"Code": code, "Message": str(body.get("message") or body.get("Message") or "")},
-        "ResponseMetadata": _metadata(response, attempt),
-        **fields,
-    }
-    return ClientError(parsed, operation)
-
-
-def _retried(status: int, error: ClientError) -> bool:
-    return status >= 500 or error.response["Error"]["Code"] in _RETRIED_CODES
-
-
-def _unreachable(exc: WireTimeout | WireUnreachable, url: str) -> Exception:
-    if isinstance(exc, WireTimeout) and exc.connect:
-        return ConnectTimeoutError(endpoint_url=url, error=str(exc))
-    if isinstance(exc, WireTimeout):
-        return ReadTimeoutError(endpoint_url=url, error=str(exc))
-    return EndpointConnectionError(endpoint_url=url, error=str(exc))
+    return {**_binary(body), "ResponseMetadata": response_metadata(response, attempt)}

@@ -1,0 +1,117 @@
+"""What AWS's clients without boto3 share (aws_json.py, aws_bedrock.py; docs/performance.md, "Requests
+without boto3"): the environment's credentials and region, a service's endpoint, botocore's standard
+retries, and botocore's errors — `ClientError` with `Error.Code`, `Error.Message` and the error's own
+fields, or `EndpointConnectionError`, `ConnectTimeoutError` or `ReadTimeoutError` when AWS cannot be
+reached."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
+
+from rag_orchestrator.aws_sigv4 import Credentials
+from rag_orchestrator.http_pool import Answer, WireTimeout, WireUnreachable
+
+_RETRIED_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "TransactionInProgressException",
+        "RequestLimitExceeded",
+        "RequestThrottled",
+        "LimitExceededException",
+        "InternalServerError",
+    }
+)
+_FIELDS_OF_ERROR = frozenset({"__type", "message", "Message"})
+
+Fields = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def environment() -> tuple[Credentials, str] | None:
+    """The credentials and region the environment holds, when it holds both (Lambda's does)."""
+    key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
+    region = os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION")
+    if not (key and secret and region) or os.environ.get("AWS_USE_FIPS_ENDPOINT") == "true":
+        return None
+    return Credentials(key, secret, os.environ.get("AWS_SESSION_TOKEN") or None), region
+
+
+def endpoint(prefix: str, env: str, region: str) -> str:
+    """AWS_ENDPOINT_URL_<env>, else AWS_ENDPOINT_URL, else the region's `https://<prefix>.<region>...`;
+    with a closing slash."""
+    configured = os.environ.get(f"AWS_ENDPOINT_URL_{env}") or os.environ.get("AWS_ENDPOINT_URL")
+    if configured:
+        return configured.rstrip("/") + "/"
+    suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    return f"https://{prefix}.{region}.{suffix}/"
+
+
+def exchange(
+    send: Callable[[], Answer], operation: str, url: str, max_attempts: int, fields: Fields = dict
+) -> tuple[Answer, int, ClientError | None]:
+    """`send()` retried as botocore's standard mode retries: a connection failure, a 5xx or a throttle,
+    up to `max_attempts` in all, each after a random pause of up to 2^n seconds (20 at most). The last
+    answer, its attempt (from 0) and its ClientError when it is one (the error's own fields read by
+    `fields`); botocore's connection errors when the last attempt reached nothing."""
+    for attempt in range(max_attempts):
+        last = attempt == max_attempts - 1
+        try:
+            response = send()
+        except (WireTimeout, WireUnreachable) as exc:
+            if last:
+                raise _unreachable(exc, url) from None
+        else:
+            error = _client_error(operation, response, attempt, fields) if response.status >= 300 else None
+            if error is None or last or not _retried(response.status, error):
+                return response, attempt, error
+        time.sleep(random.random() * min(20, 2**attempt))
+    raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+def response_metadata(response: Answer, attempt: int) -> dict[str, Any]:
+    return {
+        "RequestId": response.headers.get("x-amzn-requestid", ""),
+        "HTTPStatusCode": response.status,
+        "HTTPHeaders": dict(response.headers),
+        "RetryAttempts": attempt,
+    }
+
+
+def _client_error(operation: str, response: Answer, attempt: int, fields: Fields) -> ClientError:
+    try:
+        body = json.loads(response.body)
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    kind = str(body.get("__type") or response.headers.get("x-amzn-errortype") or response.status)
+    code = kind.rsplit("#", 1)[-1].split(":", 1)[0]
+    parsed = {
+        "Error": {"Code": code, "Message": str(body.get("message") or body.get("Message") or "")},
+        "ResponseMetadata": response_metadata(response, attempt),
+        **fields({key: value for key, value in body.items() if key not in _FIELDS_OF_ERROR}),
+    }
+    return ClientError(parsed, operation)
+
+
+def _retried(status: int, error: ClientError) -> bool:
+    return status >= 500 or error.response["Error"]["Code"] in _RETRIED_CODES
+
+
+def _unreachable(exc: WireTimeout | WireUnreachable, url: str) -> Exception:
+    if isinstance(exc, WireTimeout) and exc.connect:
+        return ConnectTimeoutError(endpoint_url=url, error=str(exc))
+    if isinstance(exc, WireTimeout):
+        return ReadTimeoutError(endpoint_url=url, error=str(exc))
+    return EndpointConnectionError(endpoint_url=url, error=str(exc))
