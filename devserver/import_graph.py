@@ -26,6 +26,8 @@ LAYERS: list[set[str]] = [
         "http_pool",
         "aws",
         "aws_json",
+        "aws_wire",
+        "aws_bedrock",
         "aws_sigv4",
         "attribute_values",
         "sanitize",

@@ -25,8 +25,9 @@ def mocked_aws(table: str, bucket: str, *, versioned: bool = False) -> Iterator[
     queries as on the moto server (devserver/moto_dynamodb.py: no copy or sort of the whole table)."""
     undo = lighten()
     # moto's in-process mock answers botocore alone: AwsClients makes boto3's clients meanwhile. The JSON
-    # client (aws_json.py) speaks HTTP, and is tested against the moto server (tests/integration).
-    json_services, aws.JSON_SERVICES = aws.JSON_SERVICES, frozenset()
+    # clients without boto3 (aws_json.py, aws_bedrock.py) speak HTTP, and are tested against the moto
+    # server and scripted servers (tests/integration).
+    without_boto3, aws.WITHOUT_BOTO3 = aws.WITHOUT_BOTO3, frozenset()
     try:
         with mock_aws():
             dynamodb = boto3.client("dynamodb", region_name="us-east-1")
@@ -34,7 +35,7 @@ def mocked_aws(table: str, bucket: str, *, versioned: bool = False) -> Iterator[
             provision(dynamodb, s3, table, bucket, versioned=versioned)
             yield dynamodb, s3
     finally:
-        aws.JSON_SERVICES = json_services
+        aws.WITHOUT_BOTO3 = without_boto3
         undo()
         reset_model_data()  # what moto kept of every object it made, for its dashboard
 

@@ -297,18 +297,33 @@ print(json.dumps([events[-1], heavy]))
 """
 
 
-def test_a_fresh_stream_apps_first_turn_imports_neither_boto3_nor_fastapi(stack):
-    """DynamoDB through aws_json.py, the routes on Starlette alone: a cold instance's first turn pays for
-    neither package's import (docs/performance.md)."""
+@pytest.mark.parametrize("embedder", ["hashing", "bedrock"])
+def test_a_fresh_stream_apps_first_turn_imports_neither_boto3_nor_fastapi(stack, embedder):
+    """DynamoDB through aws_json.py, the default embedder's Bedrock through aws_bedrock.py (a fake Titan
+    here), the routes on Starlette alone: a cold instance's first turn pays for neither package's import
+    (docs/performance.md)."""
     import json
     import os
     import subprocess
     import sys
+    import uuid
+
+    from tests.fakes.fake_titan import fake_titan
 
     environ = os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)}
-    done = subprocess.run(
-        [sys.executable, "-c", FIRST_TURN_IMPORTS], capture_output=True, text=True, env=environ, check=True
-    )
+    with fake_titan([1 / 32] * 1024) as titan:
+        if embedder == "bedrock":  # collections of its own: the stack's are the hashing embedder's
+            suffix = uuid.uuid4().hex[:12]
+            environ |= {
+                "EMBEDDING_PROVIDER": "bedrock",
+                "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": titan.url,
+                "CHROMA_COLLECTION": f"titan-{suffix}",
+                "CHROMA_MEMORY_COLLECTION": f"titan-memory-{suffix}",
+            }
+        done = subprocess.run(
+            [sys.executable, "-c", FIRST_TURN_IMPORTS], capture_output=True, text=True, env=environ, check=True
+        )
     last_event, heavy = json.loads(done.stdout.strip().splitlines()[-1])
     assert last_event == "event: Completed"
     assert heavy == []
+    assert (len(titan.received) > 0) == (embedder == "bedrock")  # the question was embedded by Titan

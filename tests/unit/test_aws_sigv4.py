@@ -1,5 +1,5 @@
 """Our SigV4 signs a request to the same bytes as botocore's SigV4Auth (the reference implementation),
-for the requests the JSON client sends: any credentials (with a session token or without), regions,
+for the requests the JSON client and Bedrock's send: any credentials (with a session token or without), regions,
 services, endpoints with and without a port, header values with runs of spaces, any body."""
 
 from __future__ import annotations
@@ -21,6 +21,15 @@ CASES = [
     ("secretsmanager", "ap-south-1", "http://127.0.0.1:5001/", "t", b'{"SecretId":"x"}'),
     ("dynamodb", "cn-north-1", "https://dynamodb.cn-north-1.amazonaws.com.cn:443/", None, b""),
     ("dynamodb", "us-west-2", "http://localhost:8000/", None, '{"S":"h\u00e9\u2603"}'.encode()),
+    # Bedrock Runtime's InvokeModel: a path, its model id's ':' escaped (signed escaped again, as botocore)
+    (
+        "bedrock",
+        "us-east-1",
+        "https://bedrock-runtime.us-east-1.amazonaws.com/model/amazon.titan-embed-text-v2%3A0/invoke",
+        "t",
+        b'{"inputText":"x"}',
+    ),
+    ("bedrock", "eu-central-1", "http://127.0.0.1:5001/root/model/a%2Fb%20c~d/invoke", None, b"{}"),
 ]
 
 

@@ -2,8 +2,9 @@
 
 DynamoDB, SSM and Secrets Manager speak AWS's JSON protocol: where the environment holds credentials
 and a region (Lambda's always does), their client is aws_json.py's, which sends what boto3 would
-without importing boto3 (a quarter of a second of a cold start's first turn). Every other service,
-and those three elsewhere (a profile, SSO, an instance role), get boto3's client with adaptive retries.
+without importing boto3 (a quarter of a second of a cold start's first turn); Bedrock Runtime's, for
+the default embedder's InvokeModel, is aws_bedrock.py's. Every other service, and those four
+elsewhere (a profile, SSO, an instance role), get boto3's client with adaptive retries.
 
 A composition root (api/deps.py, each function's app.py) makes one `AwsClients` and hands it to what
 talks to AWS; nothing below the roots makes a session or a client of its own. One Session loads
@@ -36,8 +37,10 @@ THROTTLING_CODES = frozenset(
 )
 
 
-# The services aws_json.py serves; the module is imported only when one of them is asked for.
+# The services aws_json.py serves, and those with a client of their own without boto3; each module is
+# imported only when one of its services is asked for.
 JSON_SERVICES = frozenset({"dynamodb", "ssm", "secretsmanager"})
+WITHOUT_BOTO3 = JSON_SERVICES | {"bedrock-runtime"}  # bedrock-runtime: InvokeModel (aws_bedrock.py)
 
 
 class AwsClients:
@@ -60,11 +63,17 @@ class AwsClients:
 
     def _make(self, service: str, read_timeout: float, max_attempts: int) -> Any:
         """A new client (under the lock: a Session is not thread-safe)."""
-        if service in JSON_SERVICES:
-            from rag_orchestrator import aws_json
+        if service in WITHOUT_BOTO3:
+            from rag_orchestrator.aws_wire import environment
 
-            found = aws_json.environment()
+            found = environment()
+            if found is not None and service == "bedrock-runtime":
+                from rag_orchestrator.aws_bedrock import BedrockRuntime
+
+                return BedrockRuntime(*found, read_timeout=read_timeout, max_attempts=max_attempts)
             if found is not None:
+                from rag_orchestrator import aws_json
+
                 return aws_json.JsonClient(
                     aws_json.SERVICES[service], *found, read_timeout=read_timeout, max_attempts=max_attempts
                 )

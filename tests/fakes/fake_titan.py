@@ -1,0 +1,59 @@
+"""A scripted Bedrock Runtime on loopback: each InvokeModel gets the next (status, error type, body) of
+the server's `script`, or Titan v2's answer of `vector` when the script is empty; the server keeps what
+it received (path, lower-cased headers, body)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+class FakeTitan(http.server.ThreadingHTTPServer):
+    def __init__(self, vector: list[float]) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.vector = vector
+        self.script: list[tuple[int, str | None, Any]] = []
+        self.received: list[tuple[str, dict[str, str], bytes]] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: FakeTitan
+
+    def do_POST(self) -> None:
+        server = self.server
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        server.received.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        answer = {"embedding": server.vector, "inputTextTokenCount": 3}
+        status, kind, answer = server.script.pop(0) if server.script else (200, None, answer)
+        payload = json.dumps(answer if kind is None else {"message": answer}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("x-amzn-RequestId", f"req-{len(server.received)}")
+        if kind is not None:
+            self.send_header("x-amzn-ErrorType", kind)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def fake_titan(vector: list[float]) -> Iterator[FakeTitan]:
+    server = FakeTitan(vector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
