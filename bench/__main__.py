@@ -44,6 +44,7 @@ BENCHMARKS = {
     "memory_use": "bench.memory_use",
     "size": "bench.size",
     "embedders": "bench.embedders",
+    "bedrock": "bench.bedrock",
     "retrieval": "bench.retrieval",
     "bill": "bench.bill",
 }

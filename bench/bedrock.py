@@ -1,0 +1,144 @@
+"""Bedrock's embeddings without boto3 (aws_bedrock.py): the default embedder (EMBEDDING_PROVIDER=bedrock,
+Titan Text Embeddings v2) against a fake Titan on loopback that answers 1,024 values at once.
+
+1. A cold instance's first embedding, in fresh processes (median of 5, CPU): from what a first turn has
+   loaded by then (httpx, the settings, the DynamoDB client) to the first vector — the client's import,
+   its making and the first call — through boto3's bedrock-runtime client as before, and through
+   aws_bedrock.py now. Each child makes its embedder as the app does (`create_embedder`); the "before"
+   child is told to give bedrock-runtime to boto3 (`AwsClients` did until now).
+2. A warm embedding's client CPU, both ways, alternating in this process on the same server.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from bench.alternation import in_process
+from bench.report import ROOT, Section
+
+VECTOR = json.dumps(
+    {"embedding": [round(0.001 * i, 6) for i in range(1024)], "inputTextTokenCount": 9}
+).encode()
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "bench",
+    "AWS_SECRET_ACCESS_KEY": "bench",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+FIRST = """
+import sys, time
+import httpx, rag_orchestrator.config, rag_orchestrator.aws_json  # what a first turn has loaded by then
+from rag_orchestrator import aws
+from rag_orchestrator.config import load_settings
+if sys.argv[1] == "boto3":
+    aws.WITHOUT_BOTO3 = aws.JSON_SERVICES  # bedrock-runtime to boto3, as before
+settings = load_settings(conversation_storage="memory", embedding_provider="bedrock")
+started = time.process_time()
+from rag_orchestrator.retrieval.embedders import create_embedder
+vector = create_embedder(settings, aws.AwsClients()).embed("How do I run the tests?")
+print(len(vector), time.process_time() - started)
+"""
+
+
+class _Titan(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(VECTOR)))
+        self.end_headers()
+        self.wfile.write(VECTOR)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def fake_titan() -> Iterator[str]:
+    """A Titan v2 that answers every InvokeModel with the same vector; its URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Titan)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def _first_embedding(url: str, way: str) -> float:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT / "layers" / "core"),
+        "AUTH_MODE": "dev",
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
+        **CREDENTIALS,
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", FIRST, way], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"the first embedding through {way} failed\n{proc.stderr[-2000:]}")
+    dimensions, seconds = proc.stdout.split()[-2:]
+    assert dimensions == "1024", proc.stdout
+    return float(seconds) * 1000
+
+
+def run(quick: bool = False) -> Section:
+    section = Section("bedrock", packages=["boto3", "botocore"])
+    rounds = 3 if quick else 5
+    with fake_titan() as url:
+        first = {way: [_first_embedding(url, way) for _ in range(rounds)] for way in ("boto3", "aws_bedrock")}
+        before = section.add(
+            "a cold instance's first embedding: client import, making and first call, boto3 (before)",
+            "ms",
+            first["boto3"],
+        )
+        now = section.add(
+            "a cold instance's first embedding: client import, making and first call, aws_bedrock (now)",
+            "ms",
+            first["aws_bedrock"],
+        )
+        now.note = (
+            f"{statistics.median(first['aws_bedrock']) / before.median:.2f}x before" if before.median else ""
+        )
+        _warm(section, url, 30 if quick else 300)
+    return section
+
+
+def _warm(section: Section, url: str, runs: int) -> None:
+    import boto3
+    from botocore.config import Config
+
+    from rag_orchestrator.aws_bedrock import BedrockRuntime
+    from rag_orchestrator.aws_sigv4 import Credentials
+    from rag_orchestrator.retrieval.embedders.bedrock import BedrockEmbedder
+
+    saved = {key: os.environ.get(key) for key in ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", *CREDENTIALS)}
+    os.environ.update({"AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url, **CREDENTIALS})
+    try:
+        config = Config(connect_timeout=3, read_timeout=5, retries={"mode": "adaptive", "max_attempts": 3})
+        theirs = boto3.session.Session().client("bedrock-runtime", config=config)
+        ours = BedrockRuntime(Credentials("bench", "bench"), "us-east-1", read_timeout=5, max_attempts=3)
+        embedders = (BedrockEmbedder(ours), BedrockEmbedder(theirs))
+        calls = tuple(lambda n, e=embedder: e.embed(f"question {n}") for embedder in embedders)
+        labels = (
+            "a warm embedding's client CPU, aws_bedrock",
+            "a warm embedding's client CPU, boto3 (before)",
+        )
+        in_process(section, labels, calls, runs)  # type: ignore[arg-type]
+        ours.close()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
