@@ -321,7 +321,11 @@ def test_a_fresh_stream_apps_first_turn_imports_neither_boto3_nor_fastapi(stack,
                 "CHROMA_MEMORY_COLLECTION": f"titan-memory-{suffix}",
             }
         done = subprocess.run(
-            [sys.executable, "-c", FIRST_TURN_IMPORTS], capture_output=True, text=True, env=environ, check=True
+            [sys.executable, "-c", FIRST_TURN_IMPORTS],
+            capture_output=True,
+            text=True,
+            env=environ,
+            check=True,
         )
     last_event, heavy = json.loads(done.stdout.strip().splitlines()[-1])
     assert last_event == "event: Completed"

@@ -8,6 +8,7 @@ import json
 import math
 
 import boto3
+import httpx
 import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
@@ -213,6 +214,29 @@ def test_openai_compatible_learns_its_dimensions():
         embedder = make_openai(fake)
         assert embedder.dimensions == 16
     assert "dimensions" not in fake.requests[0]["body"]
+
+
+def test_openai_compatible_through_httpx_retries_a_failed_connect_and_never_a_silent_server():
+    """With a transport (a proxy in the environment goes the same way: through httpx), the same
+    decisions as on the pooled connections."""
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content)["input"][0])
+        if len(seen) == 1:
+            raise httpx.ConnectError("refused")
+        if seen[-1] == "silent":
+            raise httpx.ReadTimeout("silent")
+        data = [{"index": 0, "embedding": [0.6, 0.8]}]
+        return httpx.Response(200, json={"data": data})
+
+    embedder = OpenAICompatibleEmbedder(
+        "http://embeddings.test/v1", "m", backoff_seconds=0.001, transport=httpx.MockTransport(answer)
+    )
+    assert embedder.embed("x") == [0.6, 0.8] and seen == ["x", "x"]
+    with pytest.raises(EmbedderUnavailable, match="did not answer in time"):
+        embedder.embed("silent")
+    assert seen == ["x", "x", "silent"]
 
 
 def test_openai_compatible_reports_an_unreachable_server():

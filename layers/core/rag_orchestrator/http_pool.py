@@ -1,5 +1,5 @@
-"""Requests to Chroma and to AWS's JSON APIs (DynamoDB, SSM, Secrets Manager): keep-alive HTTP/1.1
-connections of the standard library, pooled.
+"""Requests to Chroma, to AWS without boto3 (DynamoDB, SSM, Secrets Manager, Bedrock Runtime) and to an
+OpenAI-compatible embedder: keep-alive HTTP/1.1 connections of the standard library, pooled.
 
 A turn makes three or four Chroma requests with the defaults and three DynamoDB requests (more for a
 streamed turn's event log). httpx spends ~1 ms more client CPU on each than `http.client` does for the
