@@ -44,7 +44,7 @@ BENCHMARKS = {
     "memory_use": "bench.memory_use",
     "size": "bench.size",
     "embedders": "bench.embedders",
-    "bedrock": "bench.bedrock",
+    "remote_embedders": "bench.remote_embedders",
     "retrieval": "bench.retrieval",
     "bill": "bench.bill",
 }

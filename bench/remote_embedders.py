@@ -1,5 +1,7 @@
-"""Bedrock's embeddings without boto3 (aws_bedrock.py): the default embedder (EMBEDDING_PROVIDER=bedrock,
-Titan Text Embeddings v2) against a fake Titan on loopback that answers 1,024 values at once.
+"""The remote embedders' clients. Bedrock's embeddings without boto3 (aws_bedrock.py): the default
+embedder (EMBEDDING_PROVIDER=bedrock, Titan Text Embeddings v2) against a fake Titan on loopback that
+answers 1,024 values at once. And the OpenAI-compatible embedder on the pooled connections
+(http_pool.py) against httpx's client, as before.
 
 1. A cold instance's first embedding, in fresh processes (median of 5, CPU): from what a first turn has
    loaded by then (httpx, the settings, the DynamoDB client) to the first vector — the client's import,
@@ -7,6 +9,9 @@ Titan Text Embeddings v2) against a fake Titan on loopback that answers 1,024 va
    aws_bedrock.py now. Each child makes its embedder as the app does (`create_embedder`); the "before"
    child is told to give bedrock-runtime to boto3 (`AwsClients` did until now).
 2. A warm embedding's client CPU, both ways, alternating in this process on the same server.
+3. The OpenAI-compatible embedder's warm client CPU for one question and for a batch of 8 texts
+   (tests/fakes/fake_embeddings.py, 16 values a text), through the pool and through httpx (its
+   `transport` given httpx's own), alternating.
 """
 
 from __future__ import annotations
@@ -93,7 +98,7 @@ def _first_embedding(url: str, way: str) -> float:
 
 
 def run(quick: bool = False) -> Section:
-    section = Section("bedrock", packages=["boto3", "botocore"])
+    section = Section("remote_embedders", packages=["boto3", "botocore", "httpx"])
     rounds = 3 if quick else 5
     with fake_titan() as url:
         first = {way: [_first_embedding(url, way) for _ in range(rounds)] for way in ("boto3", "aws_bedrock")}
@@ -111,7 +116,31 @@ def run(quick: bool = False) -> Section:
             f"{statistics.median(first['aws_bedrock']) / before.median:.2f}x before" if before.median else ""
         )
         _warm(section, url, 30 if quick else 300)
+    _openai_compatible(section, 30 if quick else 300)
     return section
+
+
+def _openai_compatible(section: Section, runs: int) -> None:
+    import httpx
+
+    from rag_orchestrator.retrieval.embedders.openai_compatible import OpenAICompatibleEmbedder
+    from tests.fakes.fake_embeddings import serve_fake_embeddings
+
+    with serve_fake_embeddings() as fake:
+        pooled = OpenAICompatibleEmbedder(fake.url, "bench", batch_size=8)
+        before = OpenAICompatibleEmbedder(fake.url, "bench", batch_size=8, transport=httpx.HTTPTransport())
+        texts = [f"passage {i} of the bench's batch, about the tests" for i in range(8)]
+        for name, call in (
+            ("a question", lambda e, n: e.embed(f"question {n}")),
+            ("a batch of 8", lambda e, n: e.embed_batch(texts)),
+        ):
+            labels = (
+                f"OpenAI-compatible, {name}: client CPU, pooled http.client",
+                f"OpenAI-compatible, {name}: client CPU, through httpx (as before)",
+            )
+            calls = tuple(lambda n, e=embedder, c=call: c(e, n) for embedder in (pooled, before))
+            in_process(section, labels, calls, runs)  # type: ignore[arg-type]
+        fake.requests.clear()
 
 
 def _warm(section: Section, url: str, runs: int) -> None:
