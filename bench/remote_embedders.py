@@ -16,23 +16,16 @@ answers 1,024 values at once. And the OpenAI-compatible embedder on the pooled c
 
 from __future__ import annotations
 
-import http.server
-import json
 import os
 import statistics
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 from bench.alternation import in_process
 from bench.report import ROOT, Section
+from tests.fakes.fake_titan import fake_titan
 
-VECTOR = json.dumps(
-    {"embedding": [round(0.001 * i, 6) for i in range(1024)], "inputTextTokenCount": 9}
-).encode()
+VECTOR = [round(0.001 * i, 6) for i in range(1024)]  # what the fake Titan answers each text
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "bench",
     "AWS_SECRET_ACCESS_KEY": "bench",
@@ -51,32 +44,6 @@ from rag_orchestrator.retrieval.embedders import create_embedder
 vector = create_embedder(settings, aws.AwsClients()).embed("How do I run the tests?")
 print(len(vector), time.process_time() - started)
 """
-
-
-class _Titan(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["Content-Length"]))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(VECTOR)))
-        self.end_headers()
-        self.wfile.write(VECTOR)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@contextmanager
-def fake_titan() -> Iterator[str]:
-    """A Titan v2 that answers every InvokeModel with the same vector; its URL."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Titan)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
 
 
 def _first_embedding(url: str, way: str) -> float:
@@ -100,7 +67,8 @@ def _first_embedding(url: str, way: str) -> float:
 def run(quick: bool = False) -> Section:
     section = Section("remote_embedders", packages=["boto3", "botocore", "httpx"])
     rounds = 3 if quick else 5
-    with fake_titan() as url:
+    with fake_titan(VECTOR) as titan:
+        url = titan.url
         first = {way: [_first_embedding(url, way) for _ in range(rounds)] for way in ("boto3", "aws_bedrock")}
         before = section.add(
             "a cold instance's first embedding: client import, making and first call, boto3 (before)",

@@ -12,36 +12,20 @@ Its endpoint, retries and errors are aws_wire.py's, as the JSON-protocol clients
 from __future__ import annotations
 
 import io
+from functools import partial
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
-from rag_orchestrator.aws_sigv4 import Credentials, Signer
-from rag_orchestrator.aws_wire import endpoint, exchange, response_metadata
-from rag_orchestrator.http_pool import Request, Timeout, wire_for
+from rag_orchestrator.aws_wire import SignedClient, exchange, response_metadata
 
-SIGNING_NAME = "bedrock"  # bedrock-runtime's requests are signed for `bedrock`, as botocore's model says
 JSON = "application/json"
 
 
-class BedrockRuntime:
+class BedrockRuntime(SignedClient):
     """The bedrock-runtime client's `invoke_model`, over pooled connections."""
 
-    def __init__(
-        self,
-        credentials: Credentials,
-        region: str,
-        *,
-        connect_timeout: float = 3,
-        read_timeout: float = 10,
-        max_attempts: int = 5,
-    ) -> None:
-        self.url = endpoint("bedrock-runtime", "BEDROCK_RUNTIME", region)
-        self.max_attempts = max_attempts
-        self._signer = Signer(credentials, region, SIGNING_NAME)
-        self._timeout = Timeout(connect=connect_timeout, read=read_timeout)
-        parts = urlsplit(self.url)
-        self._origin, self._root = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
-        self._wire = wire_for(self.url, "", {})  # TLS with the process's one context (tls.py)
+    # Its endpoint's prefix and variable; its requests are signed for `bedrock`, as botocore's model says.
+    names = ("bedrock-runtime", "BEDROCK_RUNTIME", "bedrock")
 
     def invoke_model(
         self, *, modelId: str, body: bytes | str, contentType: str = JSON, accept: str = JSON
@@ -49,13 +33,9 @@ class BedrockRuntime:
         """The model's answer to `body`; botocore's ClientError (its code and message) when Bedrock
         refuses, its connection errors when Bedrock cannot be reached."""
         data = body.encode() if isinstance(body, str) else bytes(body)
-        path = f"{self._root}/model/{quote(modelId, safe='')}/invoke"  # a model id's ':' sent as %3A
-        url, headers = self._origin + path, {"Content-Type": contentType, "Accept": accept}
-
-        def send() -> Any:
-            signed = self._signer.headers("POST", url, headers, data)
-            return self._wire.send(Request("POST", path, data, self._timeout, signed))
-
+        path = f"/model/{quote(modelId, safe='')}/invoke"  # a model id's ':' sent as %3A
+        headers = {"Content-Type": contentType, "Accept": accept}
+        send = partial(self._post, path, headers, data)
         response, attempt, error = exchange(send, "InvokeModel", self.url, self.max_attempts)
         if error is not None:
             raise error
@@ -64,6 +44,3 @@ class BedrockRuntime:
             "contentType": response.headers.get("content-type", ""),
             "body": io.BytesIO(response.body),
         }
-
-    def close(self) -> None:
-        self._wire.close()

@@ -29,11 +29,10 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
-from rag_orchestrator.aws_sigv4 import Credentials, Signer
-from rag_orchestrator.aws_wire import endpoint, environment, exchange, response_metadata
-from rag_orchestrator.http_pool import Answer, Request, Timeout, wire_for
+from rag_orchestrator.aws_sigv4 import Credentials
+from rag_orchestrator.aws_wire import SignedClient, environment, exchange, response_metadata
+from rag_orchestrator.http_pool import Answer
 
 __all__ = ["SERVICES", "JsonClient", "Service", "environment"]
 
@@ -112,27 +111,15 @@ class Meta:
         self.endpoint_url = url.rstrip("/")
 
 
-class JsonClient:
+class JsonClient(SignedClient):
     """One service's client: each snake_case method is the operation of that name."""
 
-    def __init__(
-        self,
-        service: Service,
-        credentials: Credentials,
-        region: str,
-        *,
-        connect_timeout: float = 3,
-        read_timeout: float = 10,
-        max_attempts: int = 5,
-    ) -> None:
+    def __init__(self, service: Service, credentials: Credentials, region: str, **options: Any) -> None:
+        """`options`: SignedClient's timeouts and attempts."""
+        self.names = (service.name, service.env, service.name)
+        super().__init__(credentials, region, **options)
         self.service = service
-        self.url = endpoint(service.name, service.env, region)
-        self.max_attempts = max_attempts
         self.meta = Meta(service, region, self.url)
-        self._signer = Signer(credentials, region, service.name)
-        self._timeout = Timeout(connect=connect_timeout, read=read_timeout)
-        self._path = urlsplit(self.url).path or "/"
-        self._wire = wire_for(self.url, "", {})  # TLS with the process's one context (tls.py)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -162,7 +149,7 @@ class JsonClient:
 
         def send() -> Answer:
             events.emit(f"before-send.{named}", request=None)
-            return self._send(operation, body)
+            return self._post("/", self._headers(operation), body)
 
         response, attempt, error = exchange(send, operation, self.url, self.max_attempts, _binary)
         parsed = _decoded(json.loads(response.body), response, attempt) if error is None else error.response
@@ -171,18 +158,11 @@ class JsonClient:
             raise error
         return parsed
 
-    def close(self) -> None:
-        self._wire.close()
-
     def _headers(self, operation: str) -> dict[str, str]:
         return {
             "Content-Type": f"application/x-amz-json-{self.service.version}",
             "X-Amz-Target": f"{self.service.target}.{operation}",
         }
-
-    def _send(self, operation: str, body: bytes) -> Answer:
-        signed = self._signer.headers("POST", self.url, self._headers(operation), body)
-        return self._wire.send(Request("POST", self._path, body, self._timeout, signed))
 
 
 def _encoded(value: Any) -> Any:

@@ -12,11 +12,12 @@ import random
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
-from rag_orchestrator.aws_sigv4 import Credentials
-from rag_orchestrator.http_pool import Answer, WireTimeout, WireUnreachable
+from rag_orchestrator.aws_sigv4 import Credentials, Signer
+from rag_orchestrator.http_pool import Answer, Request, Timeout, WireTimeout, WireUnreachable, wire_for
 
 _RETRIED_CODES = frozenset(
     {
@@ -55,6 +56,40 @@ def endpoint(prefix: str, env: str, region: str) -> str:
         return configured.rstrip("/") + "/"
     suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
     return f"https://{prefix}.{region}.{suffix}/"
+
+
+class SignedClient:
+    """A service's endpoint as a client without boto3 reaches it: its URL, a SigV4 signer, the timeouts
+    and the pooled connections (TLS with the process's one context, tls.py); `_post` signs and sends."""
+
+    names: tuple[str, str, str]  # the endpoint's prefix, its AWS_ENDPOINT_URL_<env>, the signing name
+
+    def __init__(
+        self,
+        credentials: Credentials,
+        region: str,
+        *,
+        connect_timeout: float = 3,
+        read_timeout: float = 10,
+        max_attempts: int = 5,
+    ) -> None:
+        prefix, env, signing_name = self.names
+        self.url = endpoint(prefix, env, region)
+        self.max_attempts = max_attempts
+        parts = urlsplit(self.url)
+        self._origin, self._root = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+        self._signer = Signer(credentials, region, signing_name)
+        self._timeout = Timeout(connect=connect_timeout, read=read_timeout)
+        self._wire = wire_for(self.url, "", {})
+
+    def _post(self, path: str, headers: dict[str, str], body: bytes) -> Answer:
+        """One signed POST of `body` to `path` (escaped) under the endpoint's own path."""
+        path = self._root + path
+        signed = self._signer.headers("POST", self._origin + path, headers, body)
+        return self._wire.send(Request("POST", path, body, self._timeout, signed))
+
+    def close(self) -> None:
+        self._wire.close()
 
 
 def exchange(
