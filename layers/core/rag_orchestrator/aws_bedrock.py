@@ -19,6 +19,8 @@ from urllib.parse import quote
 from rag_orchestrator.aws_wire import SignedClient, exchange, response_metadata
 
 JSON = "application/json"
+# The errors bedrock-runtime's model marks retryable, which botocore's standard mode retries too.
+MODELED_RETRYABLE = frozenset({"ModelNotReadyException"})
 
 
 class BedrockRuntime(SignedClient):
@@ -36,7 +38,9 @@ class BedrockRuntime(SignedClient):
         path = f"/model/{quote(modelId, safe='')}/invoke"  # a model id's ':' sent as %3A
         headers = {"Content-Type": contentType, "Accept": accept}
         send = partial(self._post, path, headers, data)
-        response, attempt, error = exchange(send, "InvokeModel", self.url, self.max_attempts)
+        response, attempt, error = exchange(
+            send, "InvokeModel", self.url, self.max_attempts, modeled=MODELED_RETRYABLE
+        )
         if error is not None:
             raise error
         return {

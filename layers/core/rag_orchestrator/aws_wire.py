@@ -93,12 +93,18 @@ class SignedClient:
 
 
 def exchange(
-    send: Callable[[], Answer], operation: str, url: str, max_attempts: int, fields: Fields = dict
+    send: Callable[[], Answer],
+    operation: str,
+    url: str,
+    max_attempts: int,
+    fields: Fields = dict,
+    modeled: frozenset[str] = frozenset(),
 ) -> tuple[Answer, int, ClientError | None]:
-    """`send()` retried as botocore's standard mode retries: a connection failure, a 5xx or a throttle,
-    up to `max_attempts` in all, each after a random pause of up to 2^n seconds (20 at most). The last
-    answer, its attempt (from 0) and its ClientError when it is one (the error's own fields read by
-    `fields`); botocore's connection errors when the last attempt reached nothing."""
+    """`send()` retried as botocore's standard mode retries: a connection failure, a 5xx, a throttle or
+    an error the service's model calls retryable (`modeled`), up to `max_attempts` in all, each after a
+    random pause of up to 2^n seconds (20 at most). The last answer, its attempt (from 0) and its
+    ClientError when it is one (the error's own fields read by `fields`); botocore's connection errors
+    when the last attempt reached nothing."""
     for attempt in range(max_attempts):
         last = attempt == max_attempts - 1
         try:
@@ -108,7 +114,7 @@ def exchange(
                 raise _unreachable(exc, url) from None
         else:
             error = _client_error(operation, response, attempt, fields) if response.status >= 300 else None
-            if error is None or last or not _retried(response.status, error):
+            if error is None or last or not _retried(response.status, error, modeled):
                 return response, attempt, error
         time.sleep(random.random() * min(20, 2**attempt))
     raise AssertionError("unreachable")  # the last attempt returns or raises
@@ -140,8 +146,9 @@ def _client_error(operation: str, response: Answer, attempt: int, fields: Fields
     return ClientError(parsed, operation)
 
 
-def _retried(status: int, error: ClientError) -> bool:
-    return status >= 500 or error.response["Error"]["Code"] in _RETRIED_CODES
+def _retried(status: int, error: ClientError, modeled: frozenset[str]) -> bool:
+    code = error.response["Error"]["Code"]
+    return status >= 500 or code in _RETRIED_CODES or code in modeled
 
 
 def _unreachable(exc: WireTimeout | WireUnreachable, url: str) -> Exception:
