@@ -4,8 +4,9 @@ The default embedder (EMBEDDING_PROVIDER=bedrock, retrieval/embedders/bedrock.py
 `client.invoke_model(modelId=..., body=..., contentType=..., accept=...)`. Importing boto3 and making
 its bedrock-runtime client for it was ~0.25 s of CPU of a cold instance's first turn, and each call
 ~3 ms of client CPU. This client sends what boto3's would — POST `/model/{modelId}/invoke` with the
-body as given, its Content-Type and Accept, signed with SigV4 for `bedrock` — and returns what boto3's
-returns: the model's answer as `body` (read it with `.read()`), its `contentType`, `ResponseMetadata`.
+body as given, its Content-Type and Accept, signed with SigV4 for `bedrock` — and returns the parts of
+boto3's answer a caller reads: the model's answer as `body` (`.read()` it), its `contentType`,
+`ResponseMetadata` (not the performance-configuration and service-tier headers, which nothing reads).
 Its endpoint, retries and errors are aws_wire.py's, as the JSON-protocol clients' (aws_json.py).
 """
 
