@@ -21,7 +21,8 @@ from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionEr
 
 from rag_orchestrator import aws_wire
 from rag_orchestrator.attribute_values import serialize
-from rag_orchestrator.aws_json import SERVICES, JsonClient, environment
+from rag_orchestrator.aws_json import SERVICES, JsonClient
+from rag_orchestrator.aws_wire import environment
 
 pytestmark = pytest.mark.integration
 

@@ -31,10 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_orchestrator.aws_sigv4 import Credentials
-from rag_orchestrator.aws_wire import SignedClient, environment, exchange, response_metadata
+from rag_orchestrator.aws_wire import SignedClient, exchange, response_metadata
 from rag_orchestrator.http_pool import Answer
-
-__all__ = ["SERVICES", "JsonClient", "Service", "environment"]
 
 
 @dataclass(frozen=True)
