@@ -20,6 +20,7 @@ import os
 import statistics
 import subprocess
 import sys
+from unittest import mock
 
 from bench.alternation import in_process
 from bench.report import ROOT, Section
@@ -108,7 +109,6 @@ def _openai_compatible(section: Section, runs: int) -> None:
             )
             calls = tuple(lambda n, e=embedder, c=call: c(e, n) for embedder in (pooled, before))
             in_process(section, labels, calls, runs)  # type: ignore[arg-type]
-        fake.requests.clear()
 
 
 def _warm(section: Section, url: str, runs: int) -> None:
@@ -119,9 +119,7 @@ def _warm(section: Section, url: str, runs: int) -> None:
     from rag_orchestrator.aws_sigv4 import Credentials
     from rag_orchestrator.retrieval.embedders.bedrock import BedrockEmbedder
 
-    saved = {key: os.environ.get(key) for key in ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", *CREDENTIALS)}
-    os.environ.update({"AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url, **CREDENTIALS})
-    try:
+    with mock.patch.dict(os.environ, {"AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url, **CREDENTIALS}):
         config = Config(connect_timeout=3, read_timeout=5, retries={"mode": "adaptive", "max_attempts": 3})
         theirs = boto3.session.Session().client("bedrock-runtime", config=config)
         ours = BedrockRuntime(Credentials("bench", "bench"), "us-east-1", read_timeout=5, max_attempts=3)
@@ -133,9 +131,3 @@ def _warm(section: Section, url: str, runs: int) -> None:
         )
         in_process(section, labels, calls, runs)  # type: ignore[arg-type]
         ours.close()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value

@@ -96,15 +96,11 @@ class OpenAICompatibleEmbedder:
             last = attempt == self.max_retries
             try:
                 response = self._wire.send(request)
-            except WireTimeout as exc:
-                if not exc.connect:  # it took the request and stayed silent: asking again only waits longer
+            except (WireTimeout, WireUnreachable) as exc:
+                # It took the request and stayed silent: asking again would only wait longer.
+                if isinstance(exc, WireTimeout) and not exc.connect:
                     logger.warning("embedding request timed out", extra={"url": self.url})
                     raise EmbedderUnavailable(f"Embedding service did not answer in time ({exc})") from None
-                if last:
-                    raise EmbedderUnavailable(f"Embedding service unreachable ({exc})") from None
-                self._sleep(self._backoff(attempt, None))
-                continue
-            except WireUnreachable as exc:
                 if last:
                     raise EmbedderUnavailable(f"Embedding service unreachable ({exc})") from None
                 self._sleep(self._backoff(attempt, None))
