@@ -17,6 +17,7 @@ dict boto3 would: binary values as bytes, `ResponseMetadata` beside. What boto3 
   `EndpointConnectionError`, `ConnectTimeoutError` or `ReadTimeoutError` when AWS cannot be reached.
 
 The endpoint, the retries and the errors are aws_wire.py's, shared with Bedrock's client (aws_bedrock.py).
+Its events are aws_events.py's, as S3's client (aws_s3.py) emits them.
 
 `AwsClients` (aws.py) uses it only where the environment holds credentials and a region, as Lambda's
 always does; elsewhere (a profile, SSO, an instance role) boto3's client, which finds those.
@@ -26,10 +27,10 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rag_orchestrator.aws_events import Meta, Observed
 from rag_orchestrator.aws_sigv4 import Credentials
 from rag_orchestrator.aws_wire import SignedClient, exchange, response_metadata
 from rag_orchestrator.http_pool import Answer
@@ -55,60 +56,6 @@ SERVICES = {
 }
 
 
-@dataclass(frozen=True)
-class Operation:
-    name: str  # as botocore's OperationModel names it: `PutItem`
-
-
-class Events:
-    """botocore's client events, the part that observes a call: handlers registered for
-    `provide-client-params`, `before-call`, `before-send` (each attempt) and `after-call`, or for such a
-    name narrowed to a service or an operation (`before-send.dynamodb.PutItem`), get botocore's keyword
-    arguments. What measures or tests a boto3 client observes this client the same way."""
-
-    def __init__(self) -> None:
-        self._handlers: dict[str, list[Callable[..., Any]]] = {}
-
-    def register(self, event_name: str, handler: Callable[..., Any]) -> None:
-        self._handlers.setdefault(event_name, []).append(handler)
-
-    def unregister(self, event_name: str, handler: Callable[..., Any]) -> None:
-        found = self._handlers.get(event_name, [])
-        if handler in found:
-            found.remove(handler)
-        if not found:
-            self._handlers.pop(event_name, None)  # so that `heard` is whether any name has a handler
-
-    @property
-    def heard(self) -> bool:
-        """Whether any handler is registered (a call emits nothing otherwise)."""
-        return bool(self._handlers)
-
-    def emit(self, event_name: str, **kwargs: Any) -> None:
-        if not self.heard:
-            return
-        parts = event_name.split(".")
-        for depth in range(len(parts), 0, -1):
-            for handler in list(self._handlers.get(".".join(parts[:depth]), ())):
-                handler(event_name=event_name, **kwargs)
-
-
-@dataclass(frozen=True)
-class ServiceModel:
-    service_name: str
-    endpoint_prefix: str
-
-
-class Meta:
-    """What a boto3 client's `meta` tells of it: its events, service, region and endpoint."""
-
-    def __init__(self, service: Service, region: str, url: str) -> None:
-        self.events = Events()
-        self.service_model = ServiceModel(service.name, service.name)
-        self.region_name = region
-        self.endpoint_url = url.rstrip("/")
-
-
 class JsonClient(SignedClient):
     """One service's client: each snake_case method is the operation of that name."""
 
@@ -117,7 +64,7 @@ class JsonClient(SignedClient):
         self.names = (service.name, service.env, service.name)
         super().__init__(credentials, region, **options)
         self.service = service
-        self.meta = Meta(service, region, self.url)
+        self.meta = Meta(service.name, region, self.url)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -130,11 +77,10 @@ class JsonClient(SignedClient):
         return call
 
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        model, events, named = Operation(operation), self.meta.events, f"{self.service.event}.{operation}"
-        events.emit(f"provide-client-params.{named}", params=params, model=model, context={})
+        call = Observed(self.meta.events, self.service.event, operation, params)
         body = json.dumps(params, default=_encoded, separators=(",", ":")).encode()
-        if events.heard:
-            request = {
+        call.before(
+            lambda: {
                 "url_path": "/",
                 "query_string": "",
                 "method": "POST",
@@ -143,15 +89,15 @@ class JsonClient(SignedClient):
                 "url": self.url,
                 "context": {},
             }
-            events.emit(f"before-call.{named}", params=request, model=model, context={}, request_signer=None)
+        )
 
         def send() -> Answer:
-            events.emit(f"before-send.{named}", request=None)
+            call.sending()
             return self._post("/", self._headers(operation), body)
 
         response, attempt, error = exchange(send, operation, self.url, self.max_attempts, _binary)
         parsed = _decoded(json.loads(response.body), response, attempt) if error is None else error.response
-        events.emit(f"after-call.{named}", http_response=response, parsed=parsed, model=model, context={})
+        call.after(response, parsed)
         if error is not None:
             raise error
         return parsed
