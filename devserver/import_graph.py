@@ -28,6 +28,8 @@ LAYERS: list[set[str]] = [
         "aws_json",
         "aws_wire",
         "aws_bedrock",
+        "aws_events",
+        "aws_s3",
         "aws_sigv4",
         "attribute_values",
         "sanitize",

@@ -3,7 +3,8 @@
 DynamoDB, SSM and Secrets Manager speak AWS's JSON protocol: where the environment holds credentials
 and a region (Lambda's always does), their client is aws_json.py's, which sends what boto3 would
 without importing boto3 (a quarter of a second of a cold start's first turn); Bedrock Runtime's, for
-the default embedder's InvokeModel, is aws_bedrock.py's. Every other service, and those four
+the default embedder's InvokeModel, is aws_bedrock.py's; S3's GetObject and PutObject of what a function
+reads when it starts (`objects()`), aws_s3.py's. Every other service, and these
 elsewhere (a profile, SSO, an instance role), get boto3's client with adaptive retries.
 
 A composition root (api/deps.py, each function's app.py) makes one `AwsClients` and hands it to what
@@ -40,7 +41,8 @@ THROTTLING_CODES = frozenset(
 # The services aws_json.py serves, and those with a client of their own without boto3; each module is
 # imported only when one of its services is asked for.
 JSON_SERVICES = frozenset({"dynamodb", "ssm", "secretsmanager"})
-WITHOUT_BOTO3 = JSON_SERVICES | {"bedrock-runtime"}  # bedrock-runtime: InvokeModel (aws_bedrock.py)
+OBJECTS = "s3:objects"  # S3's GetObject and PutObject alone (aws_s3.py), for what a function reads at start
+WITHOUT_BOTO3 = JSON_SERVICES | {"bedrock-runtime", OBJECTS}  # bedrock-runtime: InvokeModel (aws_bedrock.py)
 
 
 class AwsClients:
@@ -71,12 +73,17 @@ class AwsClients:
                 from rag_orchestrator.aws_bedrock import BedrockRuntime
 
                 return BedrockRuntime(*found, read_timeout=read_timeout, max_attempts=max_attempts)
+            if found is not None and service == OBJECTS:
+                from rag_orchestrator.aws_s3 import S3Objects
+
+                return S3Objects(*found, read_timeout=read_timeout, max_attempts=max_attempts)
             if found is not None:
                 from rag_orchestrator import aws_json
 
                 return aws_json.JsonClient(
                     aws_json.SERVICES[service], *found, read_timeout=read_timeout, max_attempts=max_attempts
                 )
+        service = "s3" if service == OBJECTS else service  # boto3's S3 client has both operations
         from botocore.config import Config
 
         config = Config(
@@ -91,6 +98,12 @@ class AwsClients:
 
             self._session = boto3.session.Session()
         return self._session.client(service, config=config)
+
+    def objects(self) -> Any:
+        """A client of S3's `get_object` and `put_object` alone, for what a function reads when it starts
+        (a tool catalogue, the tool index's cache): aws_s3.py's where the environment holds credentials
+        and a region, else boto3's S3 client."""
+        return self.client(OBJECTS)
 
     def lazy(self, service: str) -> LazyClient:
         """Stands in for `client(service)` and makes it on first use."""

@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnec
 from rag_orchestrator.aws_sigv4 import Credentials, Signer
 from rag_orchestrator.http_pool import Answer, Request, Timeout, WireTimeout, WireUnreachable, wire_for
 
+# botocore's standard mode: its throttling codes and its transient ones (retries/standard.py), and ours.
 _RETRIED_CODES = frozenset(
     {
         "Throttling",
@@ -31,12 +32,19 @@ _RETRIED_CODES = frozenset(
         "RequestLimitExceeded",
         "RequestThrottled",
         "LimitExceededException",
+        "BandwidthLimitExceeded",
+        "SlowDown",
+        "PriorRequestNotComplete",
+        "EC2ThrottledException",
+        "RequestTimeout",
+        "RequestTimeoutException",
         "InternalServerError",
     }
 )
 _FIELDS_OF_ERROR = frozenset({"__type", "message", "Message"})
 
 Fields = Callable[[dict[str, Any]], dict[str, Any]]
+ErrorOf = Callable[[str, Answer, int], ClientError]  # an error answer read: its operation, it, its attempt
 
 
 def environment() -> tuple[Credentials, str] | None:
@@ -99,12 +107,13 @@ def exchange(
     max_attempts: int,
     fields: Fields = dict,
     modeled: frozenset[str] = frozenset(),
+    error_of: ErrorOf | None = None,
 ) -> tuple[Answer, int, ClientError | None]:
     """`send()` retried as botocore's standard mode retries: a connection failure, a 5xx, a throttle or
     an error the service's model calls retryable (`modeled`), up to `max_attempts` in all, each after a
     random pause of up to 2^n seconds (20 at most). The last answer, its attempt (from 0) and its
-    ClientError when it is one (the error's own fields read by `fields`); botocore's connection errors
-    when the last attempt reached nothing."""
+    ClientError when it is one (a JSON error, its own fields read by `fields`; else as `error_of` reads
+    it); botocore's connection errors when the last attempt reached nothing."""
     for attempt in range(max_attempts):
         last = attempt == max_attempts - 1
         try:
@@ -113,7 +122,11 @@ def exchange(
             if last:
                 raise _unreachable(exc, url) from None
         else:
-            error = _client_error(operation, response, attempt, fields) if response.status >= 300 else None
+            error = None
+            if response.status >= 300 and error_of is not None:
+                error = error_of(operation, response, attempt)
+            elif response.status >= 300:
+                error = _client_error(operation, response, attempt, fields)
             if error is None or last or not _retried(response.status, error, modeled):
                 return response, attempt, error
         time.sleep(random.random() * min(20, 2**attempt))

@@ -68,7 +68,7 @@ def read_remote_document(location: str, aws: AwsClients, setting: str = CATALOG_
         suffix = Path(key).suffix
         if suffix.lower() not in (".yaml", ".yml", ".json"):
             raise ConfigError(f"{setting}: {location} must end in .yaml, .yml or .json")
-        body = aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+        body = aws.objects().get_object(Bucket=bucket, Key=key)["Body"].read()
         return parse_document(body.decode("utf-8"), location, suffix, setting)
     except ConfigError:
         raise

@@ -10,6 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from botocore.exceptions import ClientError
+
+from rag_orchestrator.aws import error_code
+
 PREFIX = "cache/tool-index/"
 
 
@@ -17,7 +21,8 @@ class S3VectorCache:
     def __init__(self, bucket: str, client: Any, prefix: str = PREFIX) -> None:
         self.bucket = bucket
         self.prefix = prefix
-        self.client = client  # an S3 client, made on first use (AwsClients.lazy) where it may not be
+        # S3's GetObject and PutObject (AwsClients.objects), made on first use (AwsClients.lazy)
+        self.client = client
 
     def object_key(self, key: str) -> str:
         return f"{self.prefix}{key}.json"
@@ -25,8 +30,10 @@ class S3VectorCache:
     def load(self, key: str) -> dict[str, list[float]] | None:
         try:
             response = self.client.get_object(Bucket=self.bucket, Key=self.object_key(key))
-        except self.client.exceptions.NoSuchKey:
-            return None
+        except ClientError as exc:
+            if error_code(exc) == "NoSuchKey":
+                return None
+            raise
         document = json.loads(response["Body"].read())
         vectors = document.get("vectors")
         return vectors if isinstance(vectors, dict) else None

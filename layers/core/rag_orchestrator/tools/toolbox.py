@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from rag_orchestrator.aws import AwsClients
+from rag_orchestrator.aws import OBJECTS, AwsClients
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import may_use_tools
 from rag_orchestrator.observability import logger
@@ -89,7 +89,7 @@ def _cache(settings: Settings, aws: AwsClients | None) -> Any:
         return None
     from rag_orchestrator.tools.index_cache import S3VectorCache
 
-    return S3VectorCache(settings.transcripts_bucket, aws.lazy("s3"))
+    return S3VectorCache(settings.transcripts_bucket, aws.lazy(OBJECTS))
 
 
 def build_toolbox(

@@ -1,0 +1,101 @@
+"""A scripted S3 on loopback, path-style: PUT keeps an object under its path, GET returns it (S3's
+NoSuchKey when there is none); each request first takes the next answer of the server's `script`, a
+(status, error code, extra headers) it answers with S3's XML error document. The server keeps what it
+received (method, path, lower-cased headers, body)."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import unquote
+
+ERROR = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
+    "<Key>{key}</Key><RequestId>{request}</RequestId><HostId>host-{request}</HostId></Error>"
+)
+
+
+class FakeS3(http.server.ThreadingHTTPServer):
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.objects: dict[str, tuple[bytes, str]] = {}  # unescaped path -> body, content type
+        self.script: list[tuple[int, str, dict[str, str]]] = []
+        self.received: list[tuple[str, str, dict[str, str], bytes]] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: FakeS3
+
+    def do_GET(self) -> None:
+        self._answer(self._received(), put=False)
+
+    def do_PUT(self) -> None:
+        self._answer(self._received(), put=True)
+
+    def _received(self) -> bytes:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.server.received.append((self.command, self.path, headers, body))
+        return body
+
+    def _answer(self, body: bytes, *, put: bool) -> None:
+        server, request = self.server, f"req-{len(self.server.received)}"
+        key = unquote(self.path)
+        if server.script:
+            status, code, extra = server.script.pop(0)
+            self._send(
+                status, ERROR.format(code=code, message=f"{code} here", key=key, request=request), extra
+            )
+        elif put:
+            server.objects[key] = (body, self.headers.get("Content-Type", "binary/octet-stream"))
+            etag = f'"{hashlib.md5(body).hexdigest()}"'
+            self._send(200, "", {"ETag": etag})
+        elif key in server.objects:
+            stored, kind = server.objects[key]
+            self._send(200, stored, {"Content-Type": kind, "ETag": f'"{hashlib.md5(stored).hexdigest()}"'})
+        else:
+            self._send(
+                404,
+                ERROR.format(
+                    code="NoSuchKey", message="The specified key does not exist.", key=key, request=request
+                ),
+                {},
+            )
+
+    def _send(self, status: int, body: str | bytes, headers: dict[str, str]) -> None:
+        payload = body.encode() if isinstance(body, str) else body
+        self.send_response(status)
+        request = f"req-{len(self.server.received)}"
+        for name, value in {
+            "x-amz-request-id": request,
+            "x-amz-id-2": f"host-{request}",
+            "Content-Type": "application/xml" if status >= 300 else "application/octet-stream",
+            **headers,
+        }.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def fake_s3() -> Iterator[FakeS3]:
+    server = FakeS3()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
