@@ -93,6 +93,42 @@ def test_yaml_and_json_files_load(tmp_path):
         assert load_catalog(settings(tmp_path / name), LOOKUP).tools[0].name == "get_order_status"
 
 
+def test_yaml_is_read_by_libyaml_where_the_wheel_has_it_to_the_same_documents(monkeypatch):
+    """The C loader (a cold start's catalogue ~8x faster) gives what the pure-Python one gives, for the
+    catalogues and YAML documents of the repository; without it, the pure-Python loader reads them."""
+    from pathlib import Path
+
+    import yaml
+
+    from rag_orchestrator.tools.catalog_source import parse_document
+
+    root = Path(__file__).resolve().parents[2]
+    documents = [
+        root / name
+        for name in (
+            "tests/data/tool_catalog_30.yaml",
+            "devserver/demo_catalog.yaml",
+            "eval/everyday.yaml",
+            "eval/project_docs.yaml",
+            "eval/questions.yaml",
+        )
+    ] + [EXAMPLE_PATH]
+    used: list[str] = []
+
+    class Spy(yaml.CSafeLoader):
+        def __init__(self, stream: str) -> None:
+            used.append("libyaml")
+            super().__init__(stream)
+
+    monkeypatch.setattr(yaml, "CSafeLoader", Spy)
+    for path in documents:
+        text = path.read_text(encoding="utf-8")
+        assert parse_document(text, str(path), ".yaml") == yaml.load(text, Loader=yaml.SafeLoader), path
+    assert used == ["libyaml"] * len(documents)
+    monkeypatch.delattr(yaml, "CSafeLoader")  # a pyyaml built without libyaml
+    assert parse_document("tools: [a, b]", "x.yaml", ".yaml") == {"tools": ["a", "b"]}
+
+
 @pytest.mark.parametrize(
     ("filename", "content", "expected"),
     [

@@ -35,7 +35,9 @@ def parse_document(text: str, source: str, suffix: str, setting: str = CATALOG_S
             return json.loads(text)
         import yaml
 
-        return yaml.safe_load(text)
+        # libyaml's parser where the wheel has it (Lambda's layer does): the same documents, ~8x faster
+        # (a 30-tool catalogue: 41 -> 5 ms of a cold start's CPU, docs/performance.md).
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (ValueError, ImportError) as exc:
         raise ConfigError(f"{setting}: {source} is not valid: {exc}") from None
     except Exception as exc:  # yaml.YAMLError, without importing yaml for JSON catalogues
