@@ -24,6 +24,7 @@ from rag_orchestrator.domain.callers import ANONYMOUS, normalise_roles
 from rag_orchestrator.errors import ConfigError
 from rag_orchestrator.tools.catalog_source import read_catalog_document
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
+from rag_orchestrator.tools.schema_check import plainly_valid
 
 if TYPE_CHECKING:
     from rag_orchestrator.aws import AwsClients
@@ -192,14 +193,15 @@ def resolve(text: str, lookup: Lookup = environment_secret) -> str:
 
 
 def _schema_problems(schema: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    from jsonschema import Draft202012Validator, SchemaError
+    if not plainly_valid(schema):  # jsonschema is imported only for a schema beyond plain typed properties
+        from jsonschema import Draft202012Validator, SchemaError
 
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        where = ".".join(str(p) for p in exc.path)
-        yield f"inputSchema{'.' + where if where else ''}", exc.message
-        return
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            where = ".".join(str(p) for p in exc.path)
+            yield f"inputSchema{'.' + where if where else ''}", exc.message
+            return
     if schema.get("type") != "object":
         yield "inputSchema.type", "must be 'object'"
 

@@ -24,6 +24,7 @@ from rag_orchestrator.tools.mcp_endpoint import McpEndpoint
 from rag_orchestrator.tools.mcp_exchange import ListedTool, McpCallFailed
 from rag_orchestrator.tools.mcp_servers import TOOL_NAME
 from rag_orchestrator.tools.mcp_tool import McpTool
+from rag_orchestrator.tools.schema_check import plainly_valid
 from rag_orchestrator.tools.selection import Offer, ToolIndex, index_key
 
 RETRY_SECONDS = 30.0  # a server that could not be listed is tried again this soon (or at the TTL)
@@ -173,6 +174,8 @@ def _problem(name: str, schema: Any) -> str | None:
         return "its name is not 64 characters of a-z, A-Z, 0-9, _ and - with its server's prefix"
     if not isinstance(schema, dict) or schema.get("type") != "object":
         return "its input schema is not a JSON Schema of an object"
+    if plainly_valid(schema):  # jsonschema is not imported for a schema of plain typed properties
+        return None
     from jsonschema import Draft202012Validator, SchemaError
 
     try:
