@@ -45,6 +45,7 @@ BENCHMARKS = {
     "size": "bench.size",
     "embedders": "bench.embedders",
     "remote_embedders": "bench.remote_embedders",
+    "catalogue": "bench.catalogue",
     "retrieval": "bench.retrieval",
     "bill": "bench.bill",
 }
