@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import http.server
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager as ContextManager
 from typing import Any
 from urllib.parse import unquote
+
+from tests.fakes.loopback import LoopbackServer, serving
 
 ERROR = (
     '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
@@ -19,16 +19,12 @@ ERROR = (
 )
 
 
-class FakeS3(http.server.ThreadingHTTPServer):
+class FakeS3(LoopbackServer):
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.objects: dict[str, tuple[bytes, str]] = {}  # unescaped path -> body, content type
         self.script: list[tuple[int, str, dict[str, str]]] = []
         self.received: list[tuple[str, str, dict[str, str], bytes]] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -90,12 +86,5 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@contextmanager
-def fake_s3() -> Iterator[FakeS3]:
-    server = FakeS3()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+def fake_s3() -> ContextManager[FakeS3]:
+    return serving(FakeS3())

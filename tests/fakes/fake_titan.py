@@ -6,22 +6,18 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager as ContextManager
 from typing import Any
 
+from tests.fakes.loopback import LoopbackServer, serving
 
-class FakeTitan(http.server.ThreadingHTTPServer):
+
+class FakeTitan(LoopbackServer):
     def __init__(self, vector: list[float]) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.vector = vector
         self.script: list[tuple[int, str | None, Any]] = []
         self.received: list[tuple[str, dict[str, str], bytes]] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -48,12 +44,5 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@contextmanager
-def fake_titan(vector: list[float]) -> Iterator[FakeTitan]:
-    server = FakeTitan(vector)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
+def fake_titan(vector: list[float]) -> ContextManager[FakeTitan]:
+    return serving(FakeTitan(vector))

@@ -38,36 +38,30 @@ from botocore.exceptions import ClientError
 
 from rag_orchestrator.aws_events import Meta, Observed
 from rag_orchestrator.aws_sigv4 import Credentials, Signer
-from rag_orchestrator.aws_wire import endpoint, exchange, response_metadata
-from rag_orchestrator.http_pool import Answer, Request, Timeout, Wire, wire_for
+from rag_orchestrator.aws_wire import SignedClient, exchange, response_metadata
+from rag_orchestrator.http_pool import Answer, Request, Wire, wire_for
 
 # A bucket name botocore addresses by virtual host: 3 to 63 lower-case letters, digits and hyphens.
 _VIRTUAL_HOST = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
 _REDIRECTS = (301, 307, 400)  # S3's answers to a request for a bucket of another region
 
 
-class S3Objects:
-    """S3's `get_object` and `put_object`, over pooled connections to each bucket's endpoint."""
+class S3Objects(SignedClient):
+    """S3's `get_object` and `put_object`, over pooled connections to each bucket's endpoint: the
+    endpoint's own (SignedClient's) where buckets are in the path, a bucket's host where it is its own."""
 
-    def __init__(
-        self,
-        credentials: Credentials,
-        region: str,
-        *,
-        connect_timeout: float = 3,
-        read_timeout: float = 10,
-        max_attempts: int = 5,
-    ) -> None:
+    names = ("s3", "S3", "s3")  # its endpoint's prefix and variable, its signing name
+
+    def __init__(self, credentials: Credentials, region: str, **options: Any) -> None:
+        """`options`: SignedClient's timeouts and attempts."""
+        super().__init__(credentials, region, **options)
         configured = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-        self.url = endpoint("s3", "S3", region)
         self._custom = self.url.rstrip("/") if configured else None  # an endpoint of its own: path-style
-        self.region, self.max_attempts = region, max_attempts
+        self.region = region
         self.meta = Meta("s3", region, self.url)
-        self._credentials = credentials
-        self._timeout = Timeout(connect=connect_timeout, read=read_timeout)
         self._regions: dict[str, str] = {}  # bucket -> its region, once S3 said it is another
-        self._signers: dict[str, Signer] = {}
-        self._wires: dict[str, Wire] = {}  # by origin
+        self._signers = {region: self._signer}
+        self._wires = {self._origin: self._wire}  # by origin
         self._lock = threading.Lock()
 
     def get_object(self, *, Bucket: str, Key: str) -> dict[str, Any]:
@@ -92,7 +86,7 @@ class S3Objects:
     def close(self) -> None:
         with self._lock:
             wires, self._wires = list(self._wires.values()), {}
-        for wire in wires:
+        for wire in wires:  # the endpoint's own among them
             wire.close()
 
     def address(self, bucket: str, key: str, region: str) -> tuple[str, str]:
@@ -146,7 +140,7 @@ class S3Objects:
         body: bytes | None,
         region: str,
     ) -> Callable[[], Answer]:
-        signer, wire = self._signer(region), self._wire(origin)
+        signer, wire = self._signer_for(region), self._wire_to(origin)
 
         def send() -> Answer:
             call.sending()
@@ -155,13 +149,13 @@ class S3Objects:
 
         return send
 
-    def _signer(self, region: str) -> Signer:
+    def _signer_for(self, region: str) -> Signer:
         with self._lock:
             if region not in self._signers:
-                self._signers[region] = Signer(self._credentials, region, "s3")
+                self._signers[region] = Signer(self._signer.credentials, region, "s3")
             return self._signers[region]
 
-    def _wire(self, origin: str) -> Wire:
+    def _wire_to(self, origin: str) -> Wire:
         with self._lock:
             if origin not in self._wires:
                 self._wires[origin] = wire_for(origin, "", {})
