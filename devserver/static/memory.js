@@ -1,6 +1,7 @@
 // The sidebar's memory panel: what the service remembers of the caller (GET /api/v1/memory, newest
-// first or best match for a search), forget one fragment or all of them (docs/memory.md). Fragment text
-// is shown as text, never as HTML: it is what a user typed and what a model answered.
+// first or best match for a search), a page at a time ("Show more" asks for the next), forget one
+// fragment or all of them (docs/memory.md). Fragment text is shown as text, never as HTML: it is what a
+// user typed and what a model answered.
 "use strict";
 
 import { api, caller } from "./api.js";
@@ -32,10 +33,38 @@ export class MemoryPanel {
     if (!caller()) return this.clear();
     if (!this.root.open) return;
     const q = this.search.value.trim();
-    const page = await api("GET", `/memory?limit=50${q ? `&q=${encodeURIComponent(q)}` : ""}`);
+    const page = await this.pageOf(q);
     if (asked !== this.asked || !this.root.open) return;
     this.list.replaceChildren(...page.items.map((f) => this.item(f)));
     if (!page.items.length) this.list.append(el("li", "empty muted", q ? "Nothing remembered matches." : "Nothing remembered."));
+    this.offerMore(page.nextCursor, q, asked);
+  }
+
+  // One page of the caller's fragments (of a search's matches), from `cursor` on. Its size is the
+  // panel's data-page-size, 50 unless a test sets it smaller.
+  pageOf(q, cursor) {
+    const size = Number(this.root.dataset.pageSize) || 50;
+    const query = new URLSearchParams({ limit: String(size) });
+    if (q) query.set("q", q);
+    if (cursor) query.set("cursor", cursor);
+    return api("GET", `/memory?${query}`);
+  }
+
+  // "Show more" after the last item while the service has more: its next page is added below, as long
+  // as the panel still shows the same caller and search.
+  offerMore(cursor, q, asked) {
+    if (!cursor) return;
+    const more = el("li", "more");
+    more.append(button("Show more", "secondary", () => this.showMore(more, cursor, q, asked).catch(this.page.report)));
+    this.list.append(more);
+  }
+
+  async showMore(more, cursor, q, asked) {
+    more.remove();
+    const page = await this.pageOf(q, cursor);
+    if (asked !== this.asked || !this.root.open) return;
+    this.list.append(...page.items.map((f) => this.item(f)));
+    this.offerMore(page.nextCursor, q, asked);
   }
 
   clear() {

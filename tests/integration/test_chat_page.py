@@ -141,7 +141,7 @@ MEMORY_QUESTIONS = {
 
 
 @pytest.mark.parametrize("size", ["1280x900", "390x844"])
-def test_the_memory_panel_lists_searches_and_forgets_and_temporary_chats_add_nothing(
+def test_the_memory_panel_lists_pages_searches_and_forgets_and_temporary_chats_add_nothing(
     aws_stack, dev_app, size
 ):
     answer = "Noted: <b>returns</b> go to the Utrecht depot."
@@ -159,6 +159,8 @@ def test_the_memory_panel_lists_searches_and_forgets_and_temporary_chats_add_not
     assert page["temporaryBadges"] == ["temporary"]
     said, answered = f"you said: {MEMORY_QUESTIONS['remembered']}", f"answered: {answer}"
     assert page["listed"] == [answered, said] and page["html"] == 0  # newest first; the <b> stayed text
+    assert page["firstPage"] == {"items": [answered], "more": ["Show more"]}  # pages of one
+    assert page["secondPage"] == {"items": [answered, said], "more": []}  # the next added below, no more
     assert page["searched"][0] == said and len(page["searched"]) == 2  # the best match first
     assert page["afterForget"] == [said] and page["apiAfterForget"] == ["said"]
     assert page["otherClosed"] is False and page["other"] == ["Nothing remembered."]

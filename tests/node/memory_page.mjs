@@ -1,5 +1,6 @@
 // Drives the chat page's memory panel in headless Chromium at one viewport: a temporary chat (marked as
-// one) whose turn is not remembered; a turn in a conversation listed with its kinds, as text; a search
+// one) whose turn is not remembered; a turn in a conversation listed with its kinds, as text, a page at
+// a time ("Show more"); a search
 // putting its best match first; forget one; another caller's panel showing none of it; forget all; the
 // caller cleared. Prints what the page showed.
 //
@@ -10,9 +11,9 @@ const [base, screenshot, size, callerId, otherId, questionsJson] = process.argv.
 const [width, height] = size.split("x").map(Number);
 const questions = JSON.parse(questionsJson);
 
-// What the panel lists: "<kind>: <text>" per fragment, or its empty line.
+// What the panel lists: "<kind>: <text>" per fragment, or its empty line ("Show more" aside).
 const listed = (page) =>
-  page.$$eval("#memory li", (items) =>
+  page.$$eval("#memory li:not(.more)", (items) =>
     items.map((li) => (li.classList.contains("empty") ? li.textContent : `${li.querySelector(".kind").textContent}: ${li.querySelector(".text").textContent}`)),
   );
 
@@ -61,6 +62,18 @@ await withPage(
     out.listed = await listed(page);
     out.html = await page.$$eval("#memory .text *", (nodes) => nodes.length);
     await page.screenshot({ path: screenshot, fullPage: true });
+
+    // A page at a time: with pages of one fragment, the newest and "Show more", which adds the next.
+    await page.evaluate(() => (document.querySelector("#memory-panel").dataset.pageSize = "1"));
+    await reopen(page, 2);
+    await page.waitForSelector("#memory li.more"); // the list drawn anew, not the one before
+    out.firstPage = { items: await listed(page), more: await texts(page, "#memory li.more button") };
+    await page.click("#memory li.more button");
+    await page.waitForFunction(() => document.querySelectorAll("#memory li.fragment").length === 2);
+    out.secondPage = { items: await listed(page), more: await texts(page, "#memory li.more button") };
+    await page.evaluate(() => delete document.querySelector("#memory-panel").dataset.pageSize);
+    await reopen(page, 2);
+    await page.waitForFunction(() => document.querySelectorAll("#memory li.fragment").length === 2 && !document.querySelector("#memory li.more"));
 
     // A search ranks the best match first.
     await page.fill("#memory-search", questions.remembered);
