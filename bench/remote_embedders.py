@@ -9,6 +9,9 @@ answers 1,024 values at once. And the OpenAI-compatible embedder on the pooled c
    aws_bedrock.py now. Each child makes its embedder as the app does (`create_embedder`); the "before"
    child is told to give bedrock-runtime to boto3 (`AwsClients` did until now).
 2. A warm embedding's client CPU, both ways, alternating in this process on the same server.
+   And a batch of 30 texts (a tool index of 30 tools, embedded on a cold instance's first turn) with the
+   fake Titan answering each request after 20 ms, as a round trip in a region: one request after the
+   other as before, and `embed_batch`'s BATCH_REQUESTS at once now (wall time, alternating).
 3. The OpenAI-compatible embedder's warm client CPU for one question and for a batch of 8 texts
    (tests/fakes/fake_embeddings.py, 16 values a text), through the pool and through httpx (its
    `transport` given httpx's own), alternating.
@@ -20,11 +23,12 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from unittest import mock
 
 from bench.alternation import in_process
 from bench.report import ROOT, Section
-from tests.fakes.fake_titan import fake_titan
+from tests.fakes.fake_titan import FakeTitan, fake_titan
 
 VECTOR = [round(0.001 * i, 6) for i in range(1024)]  # what the fake Titan answers each text
 CREDENTIALS = {
@@ -85,6 +89,7 @@ def run(quick: bool = False) -> Section:
             f"{statistics.median(first['aws_bedrock']) / before.median:.2f}x before" if before.median else ""
         )
         _warm(section, url, 30 if quick else 300)
+        _batch(section, titan, 3 if quick else 10)
     _openai_compatible(section, 30 if quick else 300)
     return section
 
@@ -131,3 +136,33 @@ def _warm(section: Section, url: str, runs: int) -> None:
         )
         in_process(section, labels, calls, runs)  # type: ignore[arg-type]
         ours.close()
+
+
+def _batch(section: Section, titan: FakeTitan, runs: int) -> None:
+    """30 texts, each answered after a 20 ms round trip: one request after the other (before) and
+    `embed_batch` (now), alternating; wall time."""
+    from rag_orchestrator.aws_bedrock import BedrockRuntime
+    from rag_orchestrator.aws_sigv4 import Credentials
+    from rag_orchestrator.retrieval.embedders.bedrock import BATCH_REQUESTS, BedrockEmbedder
+
+    texts = [f"tool {i}: look something up about order {i}" for i in range(30)]
+    walls: dict[str, list[float]] = {"before": [], "now": []}
+    titan.delay = 0.02
+    with mock.patch.dict(os.environ, {"AWS_ENDPOINT_URL_BEDROCK_RUNTIME": titan.url, **CREDENTIALS}):
+        client = BedrockRuntime(Credentials("bench", "bench"), "us-east-1", read_timeout=5, max_attempts=3)
+        embedder = BedrockEmbedder(client)
+        ways = {
+            "before": lambda: [embedder.embed(t) for t in texts],
+            "now": lambda: embedder.embed_batch(texts),
+        }
+        for _ in range(runs):
+            for way, embed in ways.items():
+                started = time.perf_counter()
+                assert len(embed()) == len(texts)
+                walls[way].append((time.perf_counter() - started) * 1000)
+        client.close()
+    titan.delay = 0.0
+    what = "a batch of 30 texts (a 30-tool index), 20 ms a round trip"
+    before = section.add(f"{what}: one request after the other (before)", "ms", walls["before"])
+    now = section.add(f"{what}: embed_batch, {BATCH_REQUESTS} at once (now)", "ms", walls["now"])
+    now.note = f"{statistics.median(walls['now']) / before.median:.2f}x before"

@@ -150,7 +150,7 @@ def test_the_default_embedder_gets_its_vectors_and_its_failures_through_it(scrip
         BedrockRuntime,
     )
     assert embedder.embed_batch(["one", "two"]) == [TITAN["embedding"]] * 2
-    sent = [json.loads(body) for _, _, body in server.received[-2:]]
+    sent = sorted((json.loads(body) for _, _, body in server.received[-2:]), key=lambda b: b["inputText"])
     assert sent == [{"inputText": text, "dimensions": 256, "normalize": True} for text in ("one", "two")]
 
     server.script = [THROTTLED] * (settings.embedding_max_retries + 1)

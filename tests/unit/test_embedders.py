@@ -6,17 +6,20 @@ from __future__ import annotations
 import io
 import json
 import math
+import threading
+import time
 
 import boto3
 import httpx
 import pytest
+from botocore.exceptions import ClientError
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import ConfigError, EmbedderUnavailable
 from rag_orchestrator.retrieval.embedders import Embedder, create_embedder
-from rag_orchestrator.retrieval.embedders.bedrock import DEFAULT_MODEL, BedrockEmbedder
+from rag_orchestrator.retrieval.embedders.bedrock import BATCH_REQUESTS, DEFAULT_MODEL, BedrockEmbedder
 from rag_orchestrator.retrieval.embedders.openai_compatible import OpenAICompatibleEmbedder
 from rag_orchestrator.retrieval.embedders.wordllama import WordLlamaEmbedder
 from rag_orchestrator.text.hashing import HashingEmbedder, tokenize
@@ -271,10 +274,44 @@ def test_bedrock_invokes_titan_v2_once_per_text():
     embedder = BedrockEmbedder(client, dimensions=256)
     with Stubber(client) as stub:
         stub.add_response("invoke_model", titan_response([0.6, 0.8]), titan_request("first", 256))
-        stub.add_response("invoke_model", titan_response([1.0, 0.0]), titan_request("second", 256))
-        assert embedder.embed_batch(["first", "second"]) == [[0.6, 0.8], [1.0, 0.0]]
+        assert embedder.embed_batch(["first"]) == [[0.6, 0.8]]
         stub.assert_no_pending_responses()
     assert embedder.name == f"bedrock/{DEFAULT_MODEL}/256"
+
+
+class SlowTitan:
+    """A bedrock-runtime client answering each text with a vector of its own after a pause, counting the
+    requests in flight at once."""
+
+    def __init__(self, fail: str | None = None) -> None:
+        self.fail, self.sent, self.flying, self.most = fail, [], 0, 0
+        self.lock = threading.Lock()
+
+    def invoke_model(self, *, modelId, body, contentType, accept):
+        text = json.loads(body)["inputText"]
+        with self.lock:
+            self.sent.append(text)
+            self.flying += 1
+            self.most = max(self.most, self.flying)
+        time.sleep(0.02)
+        with self.lock:
+            self.flying -= 1
+        if text == self.fail:
+            raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "InvokeModel")
+        return {"body": io.BytesIO(json.dumps({"embedding": [float(len(text)), 1.0]}).encode())}
+
+
+def test_a_bedrock_batch_sends_its_texts_at_once_and_answers_in_order():
+    texts = ["x" * n for n in range(1, 21)]
+    client = SlowTitan()
+    assert BedrockEmbedder(client).embed_batch(texts) == [[float(n), 1.0] for n in range(1, 21)]
+    assert sorted(client.sent) == sorted(texts)  # each text once
+    assert 1 < client.most <= BATCH_REQUESTS  # at once, never more than BATCH_REQUESTS
+
+    failing = SlowTitan(fail="x" * 3)
+    with pytest.raises(EmbedderUnavailable, match="refused"):
+        BedrockEmbedder(failing).embed_batch(texts)
+    assert failing.flying == 0  # every request ended before the failure was raised
 
 
 def test_bedrock_maps_a_refusal_to_embedder_unavailable():
