@@ -1,6 +1,7 @@
 """A scripted S3 on loopback, path-style: PUT keeps an object under its path, GET returns it (S3's
 NoSuchKey when there is none); each request first takes the next answer of the server's `script`, a
-(status, error code, extra headers) it answers with S3's XML error document. The server keeps what it
+(status, error code, extras) it answers with S3's XML error document: extras named in lower case are
+headers, capitalised ones the document's fields (`Region`). The server keeps what it
 received (method, path, lower-cased headers, body)."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from tests.fakes.loopback import LoopbackServer, serving
 
 ERROR = (
     '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>{message}</Message>'
-    "<Key>{key}</Key><RequestId>{request}</RequestId><HostId>host-{request}</HostId></Error>"
+    "<Key>{key}</Key>{more}<RequestId>{request}</RequestId><HostId>host-{request}</HostId></Error>"
 )
 
 
@@ -49,9 +50,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         key = unquote(self.path)
         if server.script:
             status, code, extra = server.script.pop(0)
-            self._send(
-                status, ERROR.format(code=code, message=f"{code} here", key=key, request=request), extra
-            )
+            fields = {name: value for name, value in extra.items() if name[0].isupper()}  # the body's
+            more = "".join(f"<{name}>{value}</{name}>" for name, value in fields.items())
+            headers = {name: value for name, value in extra.items() if name not in fields}
+            error = ERROR.format(code=code, message=f"{code} here", key=key, more=more, request=request)
+            self._send(status, error, headers)
         elif put:
             server.objects[key] = (body, self.headers.get("Content-Type", "binary/octet-stream"))
             etag = f'"{hashlib.md5(body).hexdigest()}"'
@@ -63,7 +66,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send(
                 404,
                 ERROR.format(
-                    code="NoSuchKey", message="The specified key does not exist.", key=key, request=request
+                    code="NoSuchKey",
+                    message="The specified key does not exist.",
+                    key=key,
+                    more="",
+                    request=request,
                 ),
                 {},
             )

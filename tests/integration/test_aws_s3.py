@@ -140,6 +140,15 @@ def test_a_bucket_of_another_region_is_asked_again_there_and_remembered(scripted
     server.script = [(301, "PermanentRedirect", {"x-amz-bucket-region": "ap-south-1"})] * 2
     with pytest.raises(ClientError, match="PermanentRedirect"):  # asked again once, not forever
         ours.get_object(Bucket=BUCKET, Key="k.json")
+    # Signed for the wrong region: S3 names the right one in the error's document alone.
+    ours.put_object(Bucket="another", Key="k.json", Body=b"[]")
+    server.script, sent = (
+        [(400, "AuthorizationHeaderMalformed", {"Region": "sa-east-1"})],
+        len(server.received),
+    )
+    assert ours.get_object(Bucket="another", Key="k.json")["Body"].read() == b"[]"
+    scopes = [headers["authorization"].split("/")[2] for _, _, headers, _ in server.received[sent:]]
+    assert scopes == [ours.region, "sa-east-1"]
 
 
 @pytest.mark.parametrize("region", ["us-east-1", "eu-west-1", "cn-north-1"])
