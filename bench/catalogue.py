@@ -22,16 +22,12 @@ import sys
 from unittest import mock
 
 from bench.alternation import in_process
+from bench.remote_embedders import CREDENTIALS  # the fakes' credentials, as Lambda's environment holds some
 from bench.report import ROOT, Section
 from tests.fakes.fake_s3 import fake_s3
 
 BUCKET, KEY = "bench-config", "tools/catalogue.yaml"
 CATALOGUE = ROOT / "tests" / "data" / "tool_catalog_30.yaml"
-CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "bench",
-    "AWS_SECRET_ACCESS_KEY": "bench",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
 START = """
 import sys, time
 import httpx, yaml, rag_orchestrator.config, rag_orchestrator.aws_json  # what a start has loaded by then
