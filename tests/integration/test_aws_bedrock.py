@@ -17,7 +17,6 @@ import boto3
 import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
-from botocore.config import Config
 from botocore.credentials import Credentials as BotoCredentials
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
@@ -28,6 +27,7 @@ from rag_orchestrator.aws_wire import environment
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.errors import EmbedderUnavailable
 from rag_orchestrator.retrieval.embedders.bedrock import DEFAULT_MODEL, BedrockEmbedder
+from tests.fakes.client_pair import client_pair
 from tests.fakes.fake_titan import FakeTitan, fake_titan
 
 pytestmark = pytest.mark.integration
@@ -39,17 +39,15 @@ THROTTLED = (429, "ThrottlingException:http://internal.amazon.com/coral/com.amaz
 @pytest.fixture
 def scripted(monkeypatch) -> Iterator[tuple[FakeTitan, BedrockRuntime, Any, list[float]]]:
     """The server, ours and boto3's clients on it (three attempts each), and ours's pauses."""
-    with fake_titan(TITAN["embedding"]) as server:
-        monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", server.url)
-        pauses: list[float] = []
-        monkeypatch.setattr(aws_wire.time, "sleep", pauses.append)  # the pauses, not the waiting
-        found = environment()
-        assert found is not None  # the suite's environment holds credentials and a region
-        ours = BedrockRuntime(*found, max_attempts=3)
-        config = Config(retries={"mode": "standard", "max_attempts": 3})
-        theirs = boto3.session.Session().client("bedrock-runtime", endpoint_url=server.url, config=config)
+    with (
+        fake_titan(TITAN["embedding"]) as server,
+        client_pair(monkeypatch, server.url, "BEDROCK_RUNTIME", BedrockRuntime, "bedrock-runtime") as (
+            ours,
+            theirs,
+            pauses,
+        ),
+    ):
         yield server, ours, theirs, pauses
-        ours.close()
 
 
 def invoke(client: Any, text: str = "hello", model: str = DEFAULT_MODEL) -> dict[str, Any]:

@@ -19,14 +19,13 @@ import boto3
 import pytest
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
-from botocore.config import Config
 from botocore.credentials import Credentials as BotoCredentials
 from botocore.exceptions import ClientError
 
-from rag_orchestrator import aws_wire
 from rag_orchestrator.aws import AwsClients
 from rag_orchestrator.aws_s3 import S3Objects
 from rag_orchestrator.aws_wire import environment
+from tests.fakes.client_pair import client_pair
 from tests.fakes.fake_s3 import FakeS3, fake_s3
 
 pytestmark = pytest.mark.integration
@@ -38,17 +37,15 @@ KEYS = ("config/tools.yaml", "a b/caf\u00e9~+x.json", "odd/!'()*,;=@&$?#[]%25 \u
 @pytest.fixture
 def scripted(monkeypatch) -> Iterator[tuple[FakeS3, S3Objects, Any, list[float]]]:
     """The server, ours and boto3's clients on it (three attempts each), and ours's pauses."""
-    with fake_s3() as server:
-        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", server.url)
-        pauses: list[float] = []
-        monkeypatch.setattr(aws_wire.time, "sleep", pauses.append)  # the pauses, not the waiting
-        found = environment()
-        assert found is not None  # the suite's environment holds credentials and a region
-        ours = S3Objects(*found, max_attempts=3)
-        config = Config(retries={"mode": "standard", "max_attempts": 3}, s3={"addressing_style": "path"})
-        theirs = boto3.session.Session().client("s3", endpoint_url=server.url, config=config)
+    with (
+        fake_s3() as server,
+        client_pair(monkeypatch, server.url, "S3", S3Objects, "s3", s3={"addressing_style": "path"}) as (
+            ours,
+            theirs,
+            pauses,
+        ),
+    ):
         yield server, ours, theirs, pauses
-        ours.close()
 
 
 def botocore_signature(method: str, path: str, headers: dict[str, str], body: bytes, url: str) -> str:

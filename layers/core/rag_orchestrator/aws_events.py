@@ -8,7 +8,7 @@ shorter name (`before-send`, `before-call.dynamodb`) hears every call under it, 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,19 +65,29 @@ class Meta:
 
 
 class Observed:
-    """One call's events: `provide-client-params` when made, then `before` (the request as botocore's
-    `before-call` gives it, built only when a handler listens), `sending` before each attempt and
-    `after` with what the call returns or its error's response."""
+    """One call's events: `provide-client-params` when made, then `before` (`before-call`), `sending`
+    before each attempt and `after` with what the call returns or its error's response."""
 
     def __init__(self, events: Events, service_event: str, operation: str, params: dict[str, Any]) -> None:
         self.events, self.model, self.named = events, Operation(operation), f"{service_event}.{operation}"
         events.emit(f"provide-client-params.{self.named}", params=params, model=self.model, context={})
 
-    def before(self, request: Callable[[], dict[str, Any]]) -> None:
+    def before(
+        self, method: str, url: str, path: str, headers: Mapping[str, str], body: bytes | None
+    ) -> None:
+        """`before-call`, with the request as botocore gives it (made only when a handler listens)."""
         if self.events.heard:
-            params = request()
+            request = {
+                "url_path": path,
+                "query_string": "",
+                "method": method,
+                "headers": dict(headers),
+                "body": body or b"",
+                "url": url,
+                "context": {},
+            }
             self.events.emit(
-                f"before-call.{self.named}", params=params, model=self.model, context={}, request_signer=None
+                f"before-call.{self.named}", params=request, model=self.model, context={}, request_signer=None
             )
 
     def sending(self) -> None:

@@ -79,17 +79,7 @@ class JsonClient(SignedClient):
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         call = Observed(self.meta.events, self.service.event, operation, params)
         body = json.dumps(params, default=_encoded, separators=(",", ":")).encode()
-        call.before(
-            lambda: {
-                "url_path": "/",
-                "query_string": "",
-                "method": "POST",
-                "headers": self._headers(operation),
-                "body": body,
-                "url": self.url,
-                "context": {},
-            }
-        )
+        call.before("POST", self.url, "/", self._headers(operation), body)
 
         def send() -> Answer:
             call.sending()

@@ -110,7 +110,7 @@ class S3Objects(SignedClient):
         sent = {**headers, "X-Amz-Content-SHA256": hashlib.sha256(body or b"").hexdigest()}
         region = self._regions.get(bucket, self.region)
         origin, path = self.address(bucket, key, region)
-        call.before(lambda: _request(method, origin, path, sent, body))
+        call.before(method, origin + path, path, sent, body)
         for redirected in (False, True):
             send = self._sender(call, method, origin, path, sent, body, region)
             answer, attempt, error = exchange(send, operation, origin, self.max_attempts, error_of=_error)
@@ -168,21 +168,6 @@ def _origin_and_root(url: str, path: str) -> tuple[str, str]:
     """A configured endpoint's origin, and `path` under the endpoint's own path."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/") + path
-
-
-def _request(
-    method: str, origin: str, path: str, headers: dict[str, str], body: bytes | None
-) -> dict[str, Any]:
-    """The request as botocore's `before-call` gives it."""
-    return {
-        "url_path": path,
-        "query_string": "",
-        "method": method,
-        "headers": headers,
-        "body": body or b"",
-        "url": origin + path,
-        "context": {},
-    }
 
 
 def _metadata(answer: Answer, attempt: int) -> dict[str, Any]:
