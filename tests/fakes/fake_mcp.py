@@ -36,6 +36,9 @@ LOGGED_HEADERS = (
     "x-tenant",
     "user-agent",
     "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "mcp-param-region",
 )
 ORDERS = {"A-1001": "shipped", "A-1002": "processing"}
 HUGE_BYTES = 5 * 1024 * 1024
@@ -150,6 +153,7 @@ class FakeMcp:
         params = message.get("params") or {} if isinstance(message, dict) else {}
         self.log.append(
             {
+                "verb": scope["method"],
                 "method": message.get("method") if isinstance(message, dict) else None,
                 "tool": params.get("name"),
                 "arguments": params.get("arguments"),

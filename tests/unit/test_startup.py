@@ -80,12 +80,14 @@ def _sdk_modules(**env: str) -> list[list[str]]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_the_mcp_sdk_loads_only_where_mcp_servers_is_set_and_then_at_first_use():
+def test_the_mcp_client_loads_only_where_mcp_servers_is_set_and_then_at_first_use_without_the_sdk():
     assert _sdk_modules() == [[], ["httpx2"]]  # not even the MCP tool modules
     servers = json.dumps([{"name": "gone", "url": "http://127.0.0.1:9/mcp", "identity": "none"}])
     built, listed = _sdk_modules(MCP_SERVERS=servers)
-    assert not {"mcp", "mcp_types", "httpx2", "rag_orchestrator.tools.mcp_client"} & set(built)
-    assert {"mcp", "mcp_types", "rag_orchestrator.tools.mcp_client"} <= set(listed)
+    client = {"rag_orchestrator.tools.mcp_client", "rag_orchestrator.tools.mcp_session"}
+    assert not ({"mcp", "mcp_types", "httpx2"} | client) & set(built)
+    assert client <= set(listed)
+    assert not {"mcp", "mcp_types"} & set(listed)  # the SDK's client (a second of imports) is not used
 
 
 BOTO_AT_START = """

@@ -1,7 +1,7 @@
-"""What an exchange with an MCP server takes and gives, apart from the SDK that carries it.
+"""What an exchange with an MCP server takes and gives, apart from the client that carries it.
 
-Nothing here imports anything heavy: the `mcp` SDK (tools/mcp_client.py) loads when the first
-exchange starts (`lazy_client`), not when the toolbox is built.
+Nothing here imports anything heavy: the client (tools/mcp_client.py, and httpx where no HTTP tool
+loaded it) loads when the first exchange starts (`lazy_client`), not when the toolbox is built.
 """
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ class McpExchanges(Protocol):
 
 
 def lazy_client(max_response_bytes: int) -> Callable[[], Awaitable[McpExchanges]]:
-    """The SDK's client, made when first asked for. The SDK is imported in a worker thread (a second
-    or more): the event loop goes on serving meanwhile."""
+    """The client, made when first asked for, its modules imported in a worker thread: the event loop
+    goes on serving meanwhile."""
     made: list[McpExchanges] = []
 
     async def client() -> McpExchanges:
