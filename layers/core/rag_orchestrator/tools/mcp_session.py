@@ -63,14 +63,14 @@ class NoAnswer(Exception):
 
 class McpSession:
     def __init__(
-        self, http: httpx.AsyncClient, connection: Connection, limit: int, client: dict[str, str]
+        self, http: httpx.AsyncClient, connection: Connection, limit: int, client_info: dict[str, str]
     ) -> None:
         self.http, self.connection, self.limit = http, connection, limit
         self.received = 0
         self.version: str | None = None  # the modern protocol in use; None: the handshake's
         self.negotiated: str | None = None  # the handshake's protocol, once initialized
         self.session_id: str | None = None
-        self._client = client
+        self._client_info = client_info
         self._ids = itertools.count(1)
 
     @property
@@ -103,12 +103,7 @@ class McpSession:
             message["params"] = params
         answer = await self._post(message, {**self._headers(method, params), **(headers or {})})
         if isinstance(error := answer.get("error"), dict):
-            code = error.get("code")
-            raise RpcError(
-                code if isinstance(code, int) else INTERNAL_ERROR,
-                str(error.get("message", "")),
-                error.get("data"),
-            )
+            raise _rpc_error(error)
         result = answer.get("result")
         if not isinstance(result, dict):
             raise RpcError(PARSE_ERROR, "The answer holds no result")
@@ -142,7 +137,7 @@ class McpSession:
             await self._initialize()
 
     async def _initialize(self) -> None:
-        params = {"protocolVersion": HANDSHAKE[-1], "capabilities": {}, "clientInfo": self._client}
+        params = {"protocolVersion": HANDSHAKE[-1], "capabilities": {}, "clientInfo": self._client_info}
         result = await self.request("initialize", params)
         version = result.get("protocolVersion")
         if version not in HANDSHAKE:
@@ -153,14 +148,16 @@ class McpSession:
     def _meta(self) -> dict[str, Any]:
         return {
             "io.modelcontextprotocol/protocolVersion": self.version,
-            "io.modelcontextprotocol/clientInfo": self._client,
+            "io.modelcontextprotocol/clientInfo": self._client_info,
             "io.modelcontextprotocol/clientCapabilities": {},
         }
 
     def _headers(self, method: str, params: Mapping[str, Any] | None) -> dict[str, str]:
         headers = {**self.connection.headers, **_ACCEPT}
         if self.version is not None:
-            headers |= {"mcp-protocol-version": self.version, "mcp-method": method}
+            headers["mcp-protocol-version"] = self.version
+            if method:  # not on a reply to the server
+                headers["mcp-method"] = method
             if (key := _NAMED.get(method)) and isinstance(name := (params or {}).get(key), str):
                 headers["mcp-name"] = encoded(name)
         else:
@@ -232,9 +229,7 @@ class McpSession:
             with contextlib.suppress(RpcError, ValueError):
                 parsed = json.loads(await self._read(response))
                 if isinstance(parsed, dict) and isinstance(error := parsed.get("error"), dict):
-                    code = error.get("code")
-                    if isinstance(code, int):
-                        return RpcError(code, str(error.get("message", "")), error.get("data"))
+                    return _rpc_error(error)
         if status == 404:
             if self.session_id is None:
                 return RpcError(METHOD_NOT_FOUND, "Not Found")
@@ -285,6 +280,13 @@ async def _events(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
                 data = []
             elif line.startswith("data:"):
                 data.append(line[5:].removeprefix(" "))
+
+
+def _rpc_error(error: dict[str, Any]) -> RpcError:
+    code = error.get("code")
+    return RpcError(
+        code if isinstance(code, int) else INTERNAL_ERROR, str(error.get("message", "")), error.get("data")
+    )
 
 
 def _within_origin(sent: httpx.URL, to: httpx.URL) -> bool:
