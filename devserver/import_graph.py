@@ -21,6 +21,7 @@ LAYERS: list[set[str]] = [
     {
         "domain",
         "errors",
+        "event_stream",
         "observability",
         "tls",
         "http_pool",

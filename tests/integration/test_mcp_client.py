@@ -209,14 +209,15 @@ def failure(url: str, mode: str = MODERN, limit: int = LIMIT) -> str:
     return failed.value.message
 
 
-def test_an_answer_in_pieces_among_notifications_and_comments_is_read() -> None:
+def test_an_answer_in_pieces_with_crlf_among_notifications_and_comments_is_read() -> None:
     def answer(request: Request) -> Reply:
         done = json.dumps(result(request, CALLED))
         return events_reply(
             ": keep-alive\n\n",
             'event: message\ndata: {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}\n\n',
-            f"event: message\ndata: {done[:20]}",
-            f"{done[20:]}\n\n",
+            f"event: message\r\ndata: {done[:20]}",  # CR LF line ends, cut between the CR and the LF
+            f"{done[20:]}\r",
+            "\n\r\n",
         )
 
     with scripted(answer) as server:

@@ -8,7 +8,7 @@ import random
 import pytest
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
 
-from rag_orchestrator.providers.event_stream import EventStreamDecoder
+from rag_orchestrator.event_stream import EventStreamDecoder
 
 
 def decode(chunks: list[bytes]) -> list[tuple[str, str]]:

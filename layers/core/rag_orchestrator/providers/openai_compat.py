@@ -29,9 +29,9 @@ from rag_orchestrator.errors import (
     ProviderStreamError,
     ProviderTimeout,
 )
+from rag_orchestrator.event_stream import EventStreamDecoder
 from rag_orchestrator.observability import logger, redacted
 from rag_orchestrator.providers.deadline import IdleTimeout, StreamDeadline
-from rag_orchestrator.providers.event_stream import EventStreamDecoder
 from rag_orchestrator.providers.openai_wire import ChunkDelta, parse_chunk
 
 USER_AGENT = "rag-orchestrator"

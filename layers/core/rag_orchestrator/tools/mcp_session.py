@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from rag_orchestrator.event_stream import EventStreamDecoder
 from rag_orchestrator.tools.mcp_exchange import AUTO, LEGACY, Connection
 from rag_orchestrator.tools.mcp_headers import encoded
 
@@ -247,39 +248,30 @@ class McpSession:
         return b"".join([chunk async for chunk in self._chunks(response)])
 
     async def _from_events(self, response: httpx.Response, request_id: int) -> dict[str, Any]:
-        async for data in _events(self._chunks(response)):
-            message = _parsed(data)
-            if not isinstance(message, dict):
-                continue
-            if message.get("id") == request_id and ("result" in message or "error" in message):
-                return message
-            method = message.get("method")
-            if isinstance(method, str) and "id" in message:  # the server asks the client something
-                said = _REFUSED.get(method, "Method not found")
-                code = INVALID_REQUEST if method in _REFUSED else METHOD_NOT_FOUND
-                error = {"code": code, "message": said}
-                await self._send({"jsonrpc": "2.0", "id": message["id"], "error": error})
+        decoder = EventStreamDecoder()
+        async for chunk in self._chunks(response):
+            for _, data in decoder.feed(chunk):
+                if (answer := await self._event(data, request_id)) is not None:
+                    return answer
+        for _, data in decoder.flush():
+            if (answer := await self._event(data, request_id)) is not None:
+                return answer
         raise NoAnswer("the event stream ended without the answer")
 
-
-async def _events(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
-    """The data of each server-sent event (an event of several `data:` lines joined by newlines)."""
-    pending = bytearray()
-    data: list[str] = []
-    async for chunk in chunks:
-        pending += chunk
-        if b"\n" not in chunk:  # a long line arriving in pieces is split once it is whole
-            continue
-        *lines, rest = pending.split(b"\n")
-        pending = bytearray(rest)
-        for raw in lines:
-            line = raw.rstrip(b"\r").decode("utf-8", "replace")
-            if not line:
-                if data:
-                    yield "\n".join(data)
-                data = []
-            elif line.startswith("data:"):
-                data.append(line[5:].removeprefix(" "))
+    async def _event(self, data: str, request_id: int) -> dict[str, Any] | None:
+        """The answer, when the event holds it; a question of the server's is refused; others are skipped."""
+        message = _parsed(data)
+        if not isinstance(message, dict):
+            return None
+        if message.get("id") == request_id and ("result" in message or "error" in message):
+            return message
+        method = message.get("method")
+        if isinstance(method, str) and "id" in message:  # the server asks the client something
+            said = _REFUSED.get(method, "Method not found")
+            code = INVALID_REQUEST if method in _REFUSED else METHOD_NOT_FOUND
+            error = {"code": code, "message": said}
+            await self._send({"jsonrpc": "2.0", "id": message["id"], "error": error})
+        return None
 
 
 def _rpc_error(error: dict[str, Any]) -> RpcError:

@@ -1,4 +1,5 @@
-"""Server-sent events read from bytes as they arrive, for the model's answer stream.
+"""Server-sent events read from bytes as they arrive: the model's answer stream (providers), an MCP
+server's answers (tools/mcp_session.py).
 
 The WHATWG event-stream rules as httpx-sse applies them (lines end at CR LF, CR or LF; `:` starts a
 comment; `data` lines join with LF; an event is dispatched at a blank line), on bytes: a streamed
