@@ -17,7 +17,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from rag_orchestrator.tools.mcp_client import McpClient
-from rag_orchestrator.tools.mcp_exchange import AUTO, LEGACY, Connection, McpCallFailed
+from rag_orchestrator.tools.mcp_exchange import AUTO, LEGACY, Connection, Listing, McpCallFailed
 from tests.fakes.fake_mcp import FakeMcp, orders_server
 from tests.fakes.loopback import serving
 from tests.fakes.scripted_mcp import Reply, Request, ScriptedMcp, events_reply, json_reply, result
@@ -169,11 +169,21 @@ def test_on_the_wire_a_modern_call_is_one_request_with_its_headers(modern: FakeM
     )
 
 
-def test_on_the_wire_the_handshake_is_a_session_of_its_own_ended_after_the_answer(handshake: FakeMcp) -> None:
+def test_on_the_wire_the_handshake_is_a_session_of_its_own_deleted_beside_what_comes_next(
+    handshake: FakeMcp,
+) -> None:
     served = handshake
     before = len(served.log)
     connection = Connection(served.url, {"X-Tenant": "t-1"}, 5.0, LEGACY)
-    run(lambda: McpClient(max_response_bytes=LIMIT).call_tool(connection, "lookup_order", {"orderId": "A-1"}))
+
+    async def call() -> int:
+        client = McpClient(max_response_bytes=LIMIT)
+        await client.call_tool(connection, "lookup_order", {"orderId": "A-1"})
+        answered = len(served.log)  # the DELETE is not sent yet: the answer did not wait for it
+        await client.settled()
+        return answered
+
+    answered = run(call)
     sent = served.log[before:]
     assert [(e["verb"], e["method"]) for e in sent] == [
         ("POST", "initialize"),
@@ -181,13 +191,10 @@ def test_on_the_wire_the_handshake_is_a_session_of_its_own_ended_after_the_answe
         ("POST", "tools/call"),
         ("DELETE", None),
     ]
+    assert answered == before + 3
     assert all(e["headers"]["x-tenant"] == "t-1" for e in sent)
-    assert [e["headers"].get("mcp-protocol-version") for e in sent] == [
-        None,
-        "2025-11-25",
-        "2025-11-25",
-        "2025-11-25",
-    ]
+    versions = [e["headers"].get("mcp-protocol-version") for e in sent]
+    assert versions == [None, "2025-11-25", "2025-11-25", "2025-11-25"]
 
 
 # ---------------------------------------------------------------- cases of a scripted endpoint
@@ -282,10 +289,14 @@ def test_a_server_refusing_discovery_is_spoken_to_with_the_handshake() -> None:
                 )
         return Reply(202)
 
+    async def listed(url: str) -> Listing:
+        client = McpClient(max_response_bytes=LIMIT)
+        listing = await client.list_tools(Connection(url, {}, 3.0))
+        await client.settled()
+        return listing
+
     with scripted(answer) as server:
-        listing = run(
-            lambda: McpClient(max_response_bytes=LIMIT).list_tools(Connection(f"{server.url}/mcp", {}, 3.0))
-        )
+        listing = run(lambda: listed(f"{server.url}/mcp"))
     assert listing.mode == LEGACY and [t.name for t in listing.tools] == ["find"]
     sent = [
         (r.verb, r.method, r.headers.get("mcp-session-id"), r.headers.get("mcp-protocol-version"))

@@ -47,6 +47,7 @@ class McpClient:
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
             weakref.WeakKeyDictionary()
         )
+        self._closing: set[asyncio.Task[None]] = set()  # sessions being deleted
 
     def _http(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
@@ -91,14 +92,25 @@ class McpClient:
     ) -> T:
         session = McpSession(self._http(), connection, limit, _CLIENT_INFO)
         try:
-            try:
-                async with asyncio.timeout(connection.timeout):
-                    await session.open(connection.mode)
-                    return await work(session)
-            finally:
-                await session.close()
+            async with asyncio.timeout(connection.timeout):
+                await session.open(connection.mode)
+                return await work(session)
         except Exception as exc:
             raise _failure(exc, session, connection.timeout, limit) from None
+        finally:
+            self._close(session)
+
+    async def settled(self) -> None:
+        """Once the sessions being deleted are (a process's shutdown; tests that read a server's log)."""
+        await asyncio.gather(*self._closing, return_exceptions=True)
+
+    def _close(self, session: McpSession) -> None:
+        """A handshake's session is deleted beside what comes next: the answer does not wait for it."""
+        if session.session_id is None:
+            return
+        closing = asyncio.get_running_loop().create_task(session.close())
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
 
 
 async def _listed(session: McpSession) -> list[dict[str, Any]]:
