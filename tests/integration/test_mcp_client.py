@@ -197,6 +197,14 @@ def test_on_the_wire_the_handshake_is_a_session_of_its_own_deleted_beside_what_c
     assert versions == [None, "2025-11-25", "2025-11-25", "2025-11-25"]
 
 
+def test_a_call_longer_than_httpxs_own_default_timeout_gets_the_servers(modern: FakeMcp) -> None:
+    """httpx cuts a request at 5 s unless told otherwise: the server's `timeoutSeconds` is what counts."""
+    connection = Connection(modern.url, {}, 8.0, MODERN)
+    client = McpClient(max_response_bytes=LIMIT)
+    called = run(lambda: client.call_tool(connection, "slow_report", {"seconds": 5.5}))
+    assert called.text == "report" and not called.is_error
+
+
 # ---------------------------------------------------------------- cases of a scripted endpoint
 CALLED = {"content": [{"type": "text", "text": "done"}], "isError": False}
 

@@ -204,7 +204,9 @@ class McpSession:
     ) -> AsyncIterator[httpx.Response]:
         """The response, redirects followed while they keep the method and stay within the endpoint's
         origin (a trailing slash added, http to https), as the SDK's client follows them."""
-        request = self.http.build_request(method, self.connection.url, content=body, headers=headers)
+        request = self.http.build_request(
+            method, self.connection.url, content=body, headers=headers, timeout=self.connection.timeout
+        )
         response = await self.http.send(request, stream=True, follow_redirects=False)
         for _ in range(MAX_REDIRECTS):
             following = response.next_request
