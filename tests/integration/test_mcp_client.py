@@ -361,3 +361,20 @@ def test_a_bad_answer_is_a_failure_in_words(reply: Reply, says: str) -> None:
         said = failure(f"{server.url}/mcp", limit=1000)
     assert says in said
     assert "down" not in said and "hello" not in said  # the server's page is not quoted
+
+
+def test_a_tool_listed_with_an_invalid_header_annotation_is_left_out_on_the_current_protocol() -> None:
+    bad = {"type": "object", "properties": {"x": {"type": "number", "x-mcp-header": "X"}}}  # numbers may not
+    good = {"type": "object", "properties": {"x": {"type": "string", "x-mcp-header": "X"}}}
+
+    def answer(request: Request) -> Reply:
+        if request.method == "server/discover":
+            return json_reply(result(request, {"supportedVersions": [MODERN], "capabilities": {}}))
+        tools = [{"name": "bad", "inputSchema": bad}, {"name": "good", "inputSchema": good}]
+        return json_reply(result(request, {"tools": tools}))
+
+    with scripted(answer) as server:
+        listing = run(
+            lambda: McpClient(max_response_bytes=LIMIT).list_tools(Connection(f"{server.url}/mcp", {}, 3.0))
+        )
+    assert listing.mode == MODERN and [t.name for t in listing.tools] == ["good"]

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import httpx
 
 from rag_orchestrator import __version__, tls
+from rag_orchestrator.observability import logger
 from rag_orchestrator.tools.mcp_exchange import CallOutcome, Connection, ListedTool, Listing, McpCallFailed
 from rag_orchestrator.tools.mcp_headers import header_map, param_headers
 from rag_orchestrator.tools.mcp_session import (
@@ -129,7 +130,14 @@ async def _listed(session: McpSession) -> list[dict[str, Any]]:
             break
     if session.version is None:
         return tools
-    return [t for t in tools if header_map(t.get("inputSchema")) is not None]
+    kept = []
+    for tool in tools:
+        if header_map(tool.get("inputSchema")) is not None:
+            kept.append(tool)
+            continue
+        reason = "its x-mcp-header annotations are not valid ones"
+        logger.warning("mcp tool skipped", extra={"tool": tool["name"][:100], "reason": reason})
+    return kept
 
 
 async def _call(session: McpSession, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
