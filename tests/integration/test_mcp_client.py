@@ -353,8 +353,20 @@ def test_a_modern_server_of_other_versions_only_is_not_asked_for_the_handshake(s
         ),
         (events_reply(*[": " + "x" * 300 + "\n\n"] * 10), "larger than 1000"),
         (events_reply('data: {"jsonrpc": "2.0", "method": "notifications/progress"}\n\n'), "(NoAnswer)"),
+        (
+            json_reply({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "input_required"}}),
+            "asked for input",
+        ),
     ],
-    ids=["bare 500", "not JSON-RPC", "cut JSON", "declared too large", "streamed too large", "stream ends"],
+    ids=[
+        "bare 500",
+        "not JSON-RPC",
+        "cut JSON",
+        "declared too large",
+        "streamed too large",
+        "stream ends",
+        "input required",
+    ],
 )
 def test_a_bad_answer_is_a_failure_in_words(reply: Reply, says: str) -> None:
     with scripted(lambda request: reply) as server:

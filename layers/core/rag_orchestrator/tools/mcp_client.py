@@ -42,9 +42,8 @@ T = TypeVar("T")
 class McpClient:
     """Lists and calls the tools of MCP servers; one connection pool per event loop, like HTTP tools'."""
 
-    def __init__(self, *, max_response_bytes: int, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, *, max_response_bytes: int) -> None:
         self.max_response_bytes = max_response_bytes
-        self._transport = transport
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
             weakref.WeakKeyDictionary()
         )
@@ -56,7 +55,7 @@ class McpClient:
         if client is None:
             limits = httpx.Limits(max_connections=64, max_keepalive_connections=16)
             client = self._clients[loop] = httpx.AsyncClient(
-                verify=tls.context(), trust_env=False, limits=limits, transport=self._transport
+                verify=tls.context(), trust_env=False, limits=limits
             )
         return client
 
