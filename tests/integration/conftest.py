@@ -15,6 +15,7 @@ from devserver.demo_tools import CATALOG, MOUNT
 from devserver.stack import free_port
 from rag_orchestrator.tools.assertion import generate_key_pem
 from tests.fakes.fake_llm import FakeLLM
+from tests.fakes.fake_mcp import FakeMcp, orders_server
 from tests.integration.served import serve_dev_app
 
 DEV_KEY = generate_key_pem()
@@ -60,3 +61,17 @@ def dev_app(request, chroma_url, fake_llm, monkeypatch) -> Iterator[DevApp]:
     )
     with serve_dev_app(port) as url:
         yield DevApp(url, fake_llm)
+
+
+@pytest.fixture(scope="module")
+def orders() -> Iterator[FakeMcp]:
+    """The order service (tests/fakes/fake_mcp.py) as a stateless MCP server answering with SSE streams."""
+    with FakeMcp(orders_server().streamable_http_app(stateless_http=True)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def stateful() -> Iterator[FakeMcp]:
+    """The same service as a stateful server of the 2025 protocol only (initialize, sessions)."""
+    with FakeMcp(orders_server().streamable_http_app(), legacy=True) as server:
+        yield server

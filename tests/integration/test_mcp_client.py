@@ -124,20 +124,8 @@ def test_every_kind_of_call_ends_as_with_the_sdks_client(served: FakeMcp, name: 
         assert expected == ("result", "12 in stock in Zürich Nord ", False)
 
 
-@pytest.fixture(scope="module")
-def modern() -> Iterator[FakeMcp]:
-    with FakeMcp(orders_server().streamable_http_app(stateless_http=True)) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def handshake() -> Iterator[FakeMcp]:
-    with FakeMcp(orders_server().streamable_http_app(), legacy=True) as server:
-        yield server
-
-
-def test_on_the_wire_a_modern_call_is_one_request_with_its_headers(modern: FakeMcp) -> None:
-    served = modern
+def test_on_the_wire_a_modern_call_is_one_request_with_its_headers(orders: FakeMcp) -> None:
+    served = orders
     before = len(served.log)
     connection = Connection(served.url, {"X-Tenant": "t-1"}, 5.0, MODERN)
     run(lambda: McpClient(max_response_bytes=LIMIT).call_tool(connection, "lookup_order", {"orderId": "A-1"}))
@@ -170,9 +158,9 @@ def test_on_the_wire_a_modern_call_is_one_request_with_its_headers(modern: FakeM
 
 
 def test_on_the_wire_the_handshake_is_a_session_of_its_own_deleted_beside_what_comes_next(
-    handshake: FakeMcp,
+    stateful: FakeMcp,
 ) -> None:
-    served = handshake
+    served = stateful
     before = len(served.log)
     connection = Connection(served.url, {"X-Tenant": "t-1"}, 5.0, LEGACY)
 
@@ -197,9 +185,9 @@ def test_on_the_wire_the_handshake_is_a_session_of_its_own_deleted_beside_what_c
     assert versions == [None, "2025-11-25", "2025-11-25", "2025-11-25"]
 
 
-def test_a_call_longer_than_httpxs_own_default_timeout_gets_the_servers(modern: FakeMcp) -> None:
+def test_a_call_longer_than_httpxs_own_default_timeout_gets_the_servers(orders: FakeMcp) -> None:
     """httpx cuts a request at 5 s unless told otherwise: the server's `timeoutSeconds` is what counts."""
-    connection = Connection(modern.url, {}, 8.0, MODERN)
+    connection = Connection(orders.url, {}, 8.0, MODERN)
     client = McpClient(max_response_bytes=LIMIT)
     called = run(lambda: client.call_tool(connection, "slow_report", {"seconds": 5.5}))
     assert called.text == "report" and not called.is_error

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -64,20 +63,6 @@ def verified(app: TestClient, assertion: str, audience: str) -> dict[str, Any]:
         issuer="rag-orchestrator",
         options={"require": ["exp", "iat", "sub", "aud", "iss", "jti"]},
     )
-
-
-@pytest.fixture(scope="module")
-def orders() -> Iterator[FakeMcp]:
-    """The order service as a stateless server answering with SSE streams."""
-    with FakeMcp(orders_server().streamable_http_app(stateless_http=True)) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def stateful() -> Iterator[FakeMcp]:
-    """The same service as a stateful server of the 2025 protocol only (initialize, sessions)."""
-    with FakeMcp(orders_server().streamable_http_app(), legacy=True) as server:
-        yield server
 
 
 class Clock:
