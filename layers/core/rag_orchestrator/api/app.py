@@ -107,6 +107,11 @@ def create_app(
     """Build the app and its services (on `aws`, else the process's AWS clients); settings are
     validated here, so a bad setting stops start-up."""
     services = Services(settings or load_settings(), aws)
+    routers = list(routers)
+    if not set(routers) <= set(STREAM_ROUTERS):  # FastAPI's routers among them: built as they import
+        from rag_orchestrator.api.fastapi_v1 import skip_v1_import
+
+        skip_v1_import()
     mounted = []
     for name in routers:
         module_name, _, attribute = ROUTERS[name].partition(":")
