@@ -14,7 +14,7 @@ import asyncio
 import json
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 
@@ -36,7 +36,6 @@ LIST_MAX_BYTES = 2 * 1024 * 1024  # a tools/list page: descriptions and schemas 
 _ERROR_EXCERPT = 500
 _CLIENT_INFO = {"name": "rag-orchestrator", "version": __version__}
 _INPUT_REQUIRED = "input_required"
-T = TypeVar("T")
 
 
 class McpClient:
@@ -87,7 +86,7 @@ class McpClient:
             )
         return CallOutcome(_text(result), bool(result.get("isError")))
 
-    async def _exchange(
+    async def _exchange[T](
         self, connection: Connection, limit: int, work: Callable[[McpSession], Awaitable[T]]
     ) -> T:
         session = McpSession(self._http(), connection, limit, _CLIENT_INFO)
@@ -105,7 +104,8 @@ class McpClient:
         await asyncio.gather(*self._closing, return_exceptions=True)
 
     def _close(self, session: McpSession) -> None:
-        """A handshake's session is deleted beside what comes next: the answer does not wait for it."""
+        """A handshake's session is deleted beside what comes next: the answer does not wait for it
+        (a session of the current protocol has none to delete)."""
         if session.session_id is None:
             return
         closing = asyncio.get_running_loop().create_task(session.close())

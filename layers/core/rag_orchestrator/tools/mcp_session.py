@@ -1,7 +1,7 @@
 """One exchange with an MCP server over streamable HTTP: JSON-RPC requests, each a POST answered in
 JSON or as an event stream, in either generation of the protocol (docs/mcp.md).
 
-- **2026-07-28** (`MODERN`): every request stands alone. It carries the protocol version, the client and
+- **2026-07-28** (`LATEST`): every request stands alone. It carries the protocol version, the client and
   its (no) capabilities in `params._meta`, and the version, the method and a call's tool name in headers
   (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`). `server/discover` tells such a server.
 - **The 2025 revisions and 2024-11-05** (`HANDSHAKE`): `initialize`, `notifications/initialized`, then
@@ -30,7 +30,6 @@ from rag_orchestrator.tools.mcp_exchange import AUTO, LEGACY, Connection
 from rag_orchestrator.tools.mcp_headers import encoded
 
 LATEST = "2026-07-28"
-MODERN = (LATEST,)
 HANDSHAKE = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 # JSON-RPC error codes, the protocol's own among them
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INTERNAL_ERROR = -32700, -32600, -32601, -32603
@@ -112,8 +111,6 @@ class McpSession:
 
     async def close(self) -> None:
         """End a handshake's session (best effort: the answer is already in)."""
-        if self.session_id is None:
-            return
         with contextlib.suppress(Exception):
             async with asyncio.timeout(CLOSE_SECONDS):
                 async with self._stream("DELETE", b"", self._headers("", None)) as response:
@@ -171,14 +168,12 @@ class McpSession:
     # ------------------------------------------------------------------ the wire
     async def _send(self, message: dict[str, Any]) -> None:
         """A notification or a reply: the server answers 202, with nothing to read."""
-        body = json.dumps(message).encode()
-        async with self._stream("POST", body, self._headers("", None)) as response:
+        async with self._stream("POST", _body(message), self._headers("", None)) as response:
             await self._read(response)
 
     async def _post(self, message: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
         """The JSON-RPC answer to `message`, from a JSON body or an event stream."""
-        body = json.dumps(message, ensure_ascii=False).encode()
-        async with self._stream("POST", body, headers) as response:
+        async with self._stream("POST", _body(message), headers) as response:
             status, kind = response.status_code, response.headers.get("content-type", "").lower()
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and self.received + int(declared) > self.limit:
@@ -274,6 +269,10 @@ class McpSession:
             error = {"code": code, "message": said}
             await self._send({"jsonrpc": "2.0", "id": message["id"], "error": error})
         return None
+
+
+def _body(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, ensure_ascii=False).encode()
 
 
 def _rpc_error(error: dict[str, Any]) -> RpcError:
