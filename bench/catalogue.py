@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
-import sys
 from unittest import mock
 
 from bench.alternation import in_process
 from bench.remote_embedders import CREDENTIALS  # the fakes' credentials, as Lambda's environment holds some
-from bench.report import ROOT, Section
+from bench.report import ROOT, Section, fresh_output
 from tests.fakes.fake_s3 import fake_s3
 
 BUCKET, KEY = "bench-config", "tools/catalogue.yaml"
@@ -55,18 +53,10 @@ def _start(url: str, era: str, where: str) -> float:
         "TOOL_API_TOKEN": "bench",
         **CREDENTIALS,
     }
-    proc = subprocess.run(
-        [sys.executable, "-c", START, era, str(CATALOGUE) if where == "file" else f"s3://{BUCKET}/{KEY}"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"the catalogue's read ({era}, {where}) failed\n{proc.stderr[-2000:]}")
-    tools, seconds = proc.stdout.split()[-2:]
-    assert tools == "30", proc.stdout
+    source = str(CATALOGUE) if where == "file" else f"s3://{BUCKET}/{KEY}"
+    printed = fresh_output(START, era, source, env=env, what=f"the catalogue's read ({era}, {where})")
+    tools, seconds = printed[-2:]
+    assert tools == "30", printed
     return float(seconds) * 1000
 
 

@@ -32,7 +32,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bench.report import Section
+from bench.report import Section, fresh_output
 
 MODERN = "2026-07-28"
 
@@ -78,10 +78,7 @@ def _import_seconds(runs: int) -> dict[str, list[float]]:
     for _ in range(runs):
         for name, statement in IMPORTS.items():
             timed = f"{BEFORE_IMPORT} t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
-            done = subprocess.run(
-                [sys.executable, "-c", timed], env=env, capture_output=True, text=True, check=True
-            )
-            seconds[name].append(float(done.stdout))
+            seconds[name].append(float(fresh_output(timed, env=env, what=f"{name} import")[-1]))
     return seconds
 
 

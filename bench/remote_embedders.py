@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
-import sys
 import time
 from unittest import mock
 
 from bench.alternation import in_process
-from bench.report import ROOT, Section
+from bench.report import ROOT, Section, fresh_output
 from tests.fakes.fake_titan import FakeTitan, fake_titan
 
 VECTOR = [round(0.001 * i, 6) for i in range(1024)]  # what the fake Titan answers each text
@@ -59,13 +57,9 @@ def _first_embedding(url: str, way: str) -> float:
         "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
         **CREDENTIALS,
     }
-    proc = subprocess.run(
-        [sys.executable, "-c", FIRST, way], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"the first embedding through {way} failed\n{proc.stderr[-2000:]}")
-    dimensions, seconds = proc.stdout.split()[-2:]
-    assert dimensions == "1024", proc.stdout
+    printed = fresh_output(FIRST, way, env=env, what=f"the first embedding through {way}")
+    dimensions, seconds = printed[-2:]
+    assert dimensions == "1024", printed
     return float(seconds) * 1000
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -168,3 +169,14 @@ def detail(value: Any) -> str:
     if isinstance(value, dict):
         return "\n".join(f"- {k}: {v}" for k, v in value.items())
     return str(value)
+
+
+def fresh_output(script: str, *args: str, env: dict[str, str], what: str) -> list[str]:
+    """The words a fresh interpreter prints running `script` with `args` (from the repository's root);
+    RuntimeError with the end of its stderr when it fails, naming `what` it was doing."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} failed\n{proc.stderr[-2000:]}")
+    return proc.stdout.split()
