@@ -4,23 +4,19 @@ call; then what ours puts on the wire, and the cases only a scripted endpoint pr
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx2
 import pytest
-from mcp import Client, MCPError
-from mcp.client.streamable_http import streamable_http_client
 
 from rag_orchestrator.tools.mcp_client import McpClient
 from rag_orchestrator.tools.mcp_exchange import AUTO, LEGACY, Connection, Listing, McpCallFailed
 from tests.fakes.fake_mcp import FakeMcp, orders_server
 from tests.fakes.loopback import serving
 from tests.fakes.scripted_mcp import Reply, Request, ScriptedMcp, events_reply, json_reply, result
+from tests.integration.mcp_clients import LIMIT, our_outcome, run, sdk_listing, sdk_outcome
 
 pytestmark = pytest.mark.integration
 
@@ -46,55 +42,6 @@ def served(request: pytest.FixtureRequest) -> Iterator[FakeMcp]:
     )
     with FakeMcp(app, legacy=kind == "handshake") as server:
         yield server
-
-
-def run[T](work: Callable[[], Any]) -> T:
-    return asyncio.run(work())
-
-
-async def sdk_listing(url: str) -> tuple[list[str], str]:
-    async with (
-        httpx2.AsyncClient(timeout=5) as http,
-        Client(streamable_http_client(url, http_client=http), mode="auto", cache=None) as client,
-    ):
-        return [t.name for t in (await client.list_tools()).tools], client.protocol_version
-
-
-async def sdk_outcome(url: str, name: str, arguments: dict[str, Any]) -> tuple[Any, ...]:
-    """What the SDK's client gets: a result's texts and error flag, or the error's code."""
-    async with httpx2.AsyncClient(timeout=5) as http:
-        try:
-            async with Client(
-                streamable_http_client(url, http_client=http), mode="auto", cache=None
-            ) as client:
-                await client.list_tools()  # the SDK learns which arguments go in headers from a listing
-                called = await client.call_tool(name, arguments)
-        except Exception as exc:  # the SDK's task groups wrap what its requests raise
-            while isinstance(exc, BaseExceptionGroup):
-                exc = exc.exceptions[0]
-            if not isinstance(exc, MCPError):
-                raise
-            return ("error", exc.code)
-    if len(json.dumps([b.model_dump() for b in called.content])) > LIMIT:
-        return ("too large",)
-    return ("result", "\n".join(getattr(b, "text", "") for b in called.content), bool(called.is_error))
-
-
-LIMIT = 65536
-
-
-async def our_outcome(url: str, name: str, arguments: dict[str, Any]) -> tuple[Any, ...]:
-    client = McpClient(max_response_bytes=LIMIT)
-    listing = await client.list_tools(Connection(url, {}, 5.0))
-    try:
-        called = await client.call_tool(Connection(url, {}, 5.0, listing.mode), name, arguments)
-    except McpCallFailed as failed:
-        if "larger than" in failed.message:
-            return ("too large",)
-        code = re.search(r"error \((-?\d+)\)", failed.message)
-        assert code, failed.message
-        return ("error", int(code.group(1)))
-    return ("result", called.text, called.is_error)
 
 
 def test_the_same_tools_and_protocol_as_the_sdks_client(served: FakeMcp) -> None:

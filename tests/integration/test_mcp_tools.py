@@ -1,5 +1,6 @@
-"""Tools from MCP servers through real turns: MCP servers built with the official SDK on loopback, the
-real SDK client, the fake LLM as the model (over HTTP, as any OpenAI-compatible provider).
+"""Tools from MCP servers through real turns: MCP servers built with the official SDKs (Python, and
+TypeScript under node) on loopback, our MCP client, the fake LLM as the model (over HTTP, as any
+OpenAI-compatible provider).
 
 Each test shows what the model was offered, what the MCP server's log received (the call, its
 arguments and the caller's identity headers), and what the model and the client read back. Bad
@@ -40,6 +41,7 @@ from rag_orchestrator.tools.toolbox import build_toolbox
 from tests.fakes.fake_llm import FakeLLM
 from tests.fakes.fake_mcp import HUGE_BYTES, FakeMcp, odd_server, orders_server
 from tests.fakes.llm_script import text_reply, tool_call_reply
+from tests.fakes.node_mcp import NodeMcp
 from tests.fakes.scripted import MemorySearchTool
 from tests.fakes.sse import parse_sse
 
@@ -173,6 +175,27 @@ async def test_tools_are_listed_selected_and_called_with_the_callers_identity(or
     trail = await h.store.audit(conversation_id)  # audited like any tool
     (audited,) = trail.records[-1]["toolCalls"]
     assert audited["toolName"] == "orders__lookup_order" and audited["success"] and trail.chain_valid
+
+
+@pytest.mark.parametrize("stateful", [True, False], ids=["stateful", "stateless"])
+async def test_a_server_built_with_the_typescript_sdk_serves_a_turn_with_the_callers_identity(
+    fake_llm, stateful
+):
+    with NodeMcp(stateful=stateful, json=not stateful) as orders_ts:
+        h = Harness(fake_llm, [server("shop", orders_ts.url, identity="assertion")])
+        fake_llm.script(
+            tool_call_reply("shop__lookup_order", {"orderId": "A-1002"}), text_reply("It is being processed.")
+        )
+        conversation_id, events = await h.turn("Has my order A-1002 shipped yet?")
+
+    ends_well(events)
+    assert "shop__lookup_order" in h.offered()
+    result = of_type(events, "ToolCallResult")[0]
+    assert result.success and h.tool_message() == result.result == "Order A-1002 is processing"
+    (call,) = orders_ts.calls("lookup_order")
+    claims = verified(h.app, call["headers"]["x-caller-assertion"], audience=orders_ts.base)
+    assert claims["sub"] == "alice" and claims["conversationId"] == conversation_id
+    assert claims["tool"] == "shop__lookup_order"
 
 
 async def test_the_listing_is_cached_for_its_ttl_and_its_tools_follow_roles_and_contexts(orders, fake_llm):
