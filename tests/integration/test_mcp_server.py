@@ -1,4 +1,5 @@
-"""POST /mcp: the knowledge base as an MCP server, driven by the official SDK's client over real HTTP.
+"""POST /mcp: the knowledge base as an MCP server, driven by the official SDKs' clients (Python, and
+TypeScript under node) over real HTTP.
 
 The dev app serves it over a real Chroma server holding a small guide, the fake LLM answering `ask`.
 Both protocol eras connect (the 2026 discover probe and the 2025 initialize handshake); a caller the
@@ -23,6 +24,7 @@ from rag_orchestrator.config import get_settings
 from rag_orchestrator.retrieval.embedders import create_embedder
 from rag_orchestrator.retrieval.fragments import conversation_fragments, create_fragment_index
 from tests.fakes.llm_script import text_reply
+from tests.integration.served import run_node
 
 pytestmark = pytest.mark.integration
 
@@ -65,6 +67,25 @@ async def test_an_mcp_client_lists_searches_and_asks(dev_app, mode):
 
         wrong = await mcp.call_tool("search_knowledge_base", {"query": "", "topK": 3})
         assert wrong.is_error and "Invalid arguments" in wrong.content[0].text
+
+
+def test_the_typescript_sdks_client_lists_searches_and_asks(dev_app):
+    dev_app.llm.script(text_reply("Run the suite with make test [source:guide#0].", chunks=2))
+    seen = run_node("mcp_client.mjs", dev_app.url, "mcp-alice", "How do I run the suite?")
+    assert seen["protocol"].startswith("2025-")  # this SDK's client knows only the handshake's protocols
+    assert seen["tools"] == [
+        {"name": "search_knowledge_base", "required": ["query"]},
+        {"name": "ask", "required": ["question"]},
+    ]
+    assert not seen["found"]["isError"]
+    (passage,) = seen["found"]["structured"]["results"]
+    assert passage["documentId"] == "guide" and "make test" in passage["text"]
+    assert not seen["answered"]["isError"]
+    assert seen["answered"]["structured"]["answer"].startswith("Run the suite with make test")
+    assert "Sources:\n- [source:guide#0] Guide" in seen["answered"]["content"][0]["text"]
+    assert (
+        seen["unknown"]["isError"] and seen["unknown"]["content"][0]["text"] == "Unknown tool: no_such_tool"
+    )
 
 
 async def test_a_caller_the_api_refuses_is_refused(dev_app):
