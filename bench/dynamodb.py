@@ -92,7 +92,7 @@ def measure(quick: bool = False) -> tuple[Section, dict[str, dict[str, float]]]:
             tools=[LookupTool()],
             settings=settings,
             # What a deployed turn runs after it (AUTO_TITLE is on by default): memory and the title.
-            after_turn=[TurnMemory(memory), AutoTitle(store, strategy)],
+            after_turn=[TurnMemory(memory, store), AutoTitle(store, strategy)],
         )
         wire.take()
         meter.take()

@@ -12,6 +12,7 @@ import pytest
 from rag_orchestrator.api.chat import _sse
 from rag_orchestrator.api.deps import stream_config
 from rag_orchestrator.config import load_settings
+from rag_orchestrator.conversations.in_process import InProcessStore
 from rag_orchestrator.domain.callers import ANONYMOUS_CALLER, Caller
 from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.errors import ProviderHTTPError, VectorStoreUnavailable
@@ -47,8 +48,8 @@ class RecordingIndex:
         self.added.extend(fragments)
 
 
-async def run_turn(script, *, caller=ALICE, message="My locker code is 4711.", hooks=()):
-    orchestrator = scripted_orchestrator(ScriptedStrategy(script), after_turn=hooks)
+async def run_turn(script, *, caller=ALICE, message="My locker code is 4711.", hooks=(), store=None):
+    orchestrator = scripted_orchestrator(ScriptedStrategy(script), after_turn=hooks, store=store)
     conversation = await orchestrator.deps.store.create(Conversation(caller_id=caller.caller_id))
     request = TurnRequest(conversation_id=conversation.conversation_id, caller=caller, message=message)
     turn = await orchestrator.begin(request)
@@ -58,8 +59,10 @@ async def run_turn(script, *, caller=ALICE, message="My locker code is 4711.", h
 
 
 async def test_an_answered_turn_becomes_a_said_and_an_answered_fragment():
-    index = RecordingIndex()
-    turn, events = await run_turn([answer("Noted: 4711 [source:guide#0].")], hooks=[TurnMemory(index)])
+    index, store = RecordingIndex(), InProcessStore()
+    turn, events = await run_turn(
+        [answer("Noted: 4711 [source:guide#0].")], store=store, hooks=[TurnMemory(index, store)]
+    )
     said, answered = index.added
     completed = events[-1]
     assert (said.kind, said.text) == ("said", "My locker code is 4711.")
@@ -87,8 +90,10 @@ async def test_an_answered_turn_becomes_a_said_and_an_answered_fragment():
 
 
 async def test_a_temporary_chat_is_not_indexed():
-    index = RecordingIndex()
-    orchestrator = scripted_orchestrator(ScriptedStrategy([answer("Noted.")]), after_turn=[TurnMemory(index)])
+    index, store = RecordingIndex(), InProcessStore()
+    orchestrator = scripted_orchestrator(
+        ScriptedStrategy([answer("Noted.")]), store=store, after_turn=[TurnMemory(index, store)]
+    )
     conversation = await orchestrator.deps.store.create(Conversation(caller_id="alice", memory=False))
     turn = await orchestrator.begin(TurnRequest(conversation.conversation_id, ALICE, "My code is 4711."))
     assert [e async for e in turn.events()][-1].type == "Completed"
@@ -106,15 +111,17 @@ async def test_a_temporary_chat_is_not_indexed():
     ids=["failed", "empty", "anonymous"],
 )
 async def test_turns_that_did_not_answer_or_are_a_guests_are_not_indexed(script, caller):
-    index = RecordingIndex()
-    await run_turn(script, caller=caller, hooks=[TurnMemory(index)])
+    index, store = RecordingIndex(), InProcessStore()
+    await run_turn(script, caller=caller, store=store, hooks=[TurnMemory(index, store)])
     assert index.added == []
 
 
 async def test_an_interrupted_turn_runs_no_after_turn_work():
-    index = RecordingIndex()
+    index, store = RecordingIndex(), InProcessStore()
     orchestrator = scripted_orchestrator(
-        ScriptedStrategy([answer("a long answer", chunks=5)]), after_turn=[TurnMemory(index)]
+        ScriptedStrategy([answer("a long answer", chunks=5)]),
+        store=store,
+        after_turn=[TurnMemory(index, store)],
     )
     conversation = await orchestrator.deps.store.create(Conversation(caller_id="alice"))
     turn = await orchestrator.begin(TurnRequest(conversation.conversation_id, ALICE, "hi"))
@@ -132,8 +139,9 @@ async def test_a_failing_hook_is_logged_and_the_others_still_run():
         async def __call__(self, request, record):
             raise RuntimeError("boom")
 
-    down, index = RecordingIndex(VectorStoreUnavailable()), RecordingIndex()
-    _, events = await run_turn([answer("Noted.")], hooks=[Broken(), TurnMemory(down), TurnMemory(index)])
+    down, index, store = RecordingIndex(VectorStoreUnavailable()), RecordingIndex(), InProcessStore()
+    hooks = [Broken(), TurnMemory(down, store), TurnMemory(index, store)]
+    _, events = await run_turn([answer("Noted.")], store=store, hooks=hooks)
     assert events[-1].type == "Completed" and len(index.added) == 2
 
 

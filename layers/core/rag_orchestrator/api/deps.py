@@ -244,7 +244,7 @@ class Services:
         if self.settings.auto_title:  # first: the title is what the app's list shows
             after_turn.append(AutoTitle(self.store, self.strategy))
         if self.memory is not None:
-            after_turn.append(TurnMemory(self.memory))
+            after_turn.append(TurnMemory(self.memory, self.store))
         after_turn.append(Compaction(self.store, self.strategy, self.settings.context_token_budget))
         deps = TurnDeps(
             store=self.store,

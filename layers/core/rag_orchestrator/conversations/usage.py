@@ -11,6 +11,7 @@ turn is also counted on all guests' day (`USAGE#guest:*`), by a request before a
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Callable
@@ -167,14 +168,17 @@ class UsageReads:
             raise exhausted(spend, int(failed.old(0).get("tokensUsed", 0))) from None
 
     def release(self, spend: Spend) -> None:
-        """Let go of a turn's holds when it ends without finishing (it stored nothing)."""
+        """Let go of a turn's holds when it ends without finishing (it stored nothing). A day erased
+        meanwhile with its caller holds nothing to let go of, and is not made again."""
         if spend.reserve:
-            self._table.call(
-                "update_item",
-                Key=usage_key(spend.caller_id, spend.day),
-                UpdateExpression="ADD committed :r",
-                ExpressionAttributeValues=it.to_attributes({":r": -spend.reserve}),
-            )
+            with contextlib.suppress(ConditionFailed):
+                self._table.call(
+                    "update_item",
+                    Key=usage_key(spend.caller_id, spend.day),
+                    UpdateExpression="ADD committed :r",
+                    ConditionExpression="attribute_exists(PK)",
+                    ExpressionAttributeValues=it.to_attributes({":r": -spend.reserve}),
+                )
             if pooled(spend):
                 GuestPool(self._table).release(spend)
 

@@ -15,6 +15,7 @@ from rag_orchestrator.domain import events as ev
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.domain.usage import Prices, UsageLine, cost
+from rag_orchestrator.errors import RagError, StorageUnavailable
 from rag_orchestrator.loop.after_turn import run_after_turn
 from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.record import TurnRecord
@@ -51,6 +52,8 @@ async def complete(deps: TurnDeps, state: TurnState, ending: Ending) -> AsyncIte
         record.content, record.message_id = stored.content, stored.message_id
     record.sources, record.finish_reason = sources, reason
     await persist(deps, state, interrupted=cut)
+    if record.failure is not None:  # not stored: the turn ends with an Error, not a Completed naming nothing
+        raise record.failure
     if sources:
         yield emit.sources(sources)
     metrics.add_metric(name="TurnsCompleted", unit="Count", value=1)
@@ -87,8 +90,13 @@ async def persist(deps: TurnDeps, state: TurnState, *, interrupted: bool) -> Non
             )
             await deps.store.finish_turn(request.conversation_id, outcome)
             log_usage(outcome.usage, deps.config.prices)
-        except Exception:
+        except Exception as exc:
             logger.exception("could not record the turn; releasing the lock")
+            # Its conversation deleted or its caller erased meanwhile, or the store down: nothing of the
+            # turn was kept, so no after-turn work (memory, title) may keep anything of it either.
+            record.failure = (
+                exc if isinstance(exc, RagError) else StorageUnavailable("The turn could not be stored")
+            )
             await deps.store.abort_turn(request.conversation_id)
             if state.spend is not None and state.spend.reserve:
                 await deps.store.release(state.spend)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Protocol
 
+from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.events import FinishReason
-from rag_orchestrator.errors import RagError
+from rag_orchestrator.errors import ConversationNotFound, RagError
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.observability import logger
@@ -43,11 +45,21 @@ def turn_fragments(request: TurnRequest, record: TurnRecord) -> list[Fragment]:
     )
 
 
-class TurnMemory:
-    """The AfterTurn hook that indexes a turn's fragments; Chroma being down costs the memory, not the turn."""
+class Conversations(Protocol):
+    async def get(self, conversation_id: str, caller_id: str) -> Conversation: ...
 
-    def __init__(self, index: FragmentIndex) -> None:
+
+class TurnMemory:
+    """The AfterTurn hook that indexes a turn's fragments; Chroma being down costs the memory, not the turn.
+
+    The turn read its conversation's memory switch when it started; the conversation may since have been
+    deleted, made a temporary chat or erased with its caller, each of which forgets its fragments. So
+    once the fragments are added the conversation is read again (one consistent read): if it is gone or
+    no longer remembered, they are forgotten at once, whichever came first, the add or the forgetting."""
+
+    def __init__(self, index: FragmentIndex, conversations: Conversations) -> None:
         self.index = index
+        self.conversations = conversations
 
     async def __call__(self, request: TurnRequest, record: TurnRecord) -> None:
         # A regenerate or an edit: the exchange it superseded is no longer anyone's memory.
@@ -61,6 +73,12 @@ class TurnMemory:
                 await asyncio.to_thread(self.index.forget_messages, gone)
             if fragments:
                 await asyncio.to_thread(self.index.add, fragments)
+                if not await self._remembers(request):  # deleted, made temporary or erased meanwhile
+                    await asyncio.to_thread(
+                        self.index.forget_messages, sorted({f.message_id for f in fragments if f.message_id})
+                    )
+                    logger.info("turn not remembered: its conversation is gone or temporary")
+                    return
         except RagError as exc:
             logger.warning(
                 "turn not remembered",
@@ -75,3 +93,17 @@ class TurnMemory:
                 "ms": round((time.perf_counter() - started) * 1000, 1),
             },
         )
+
+    async def _remembers(self, request: TurnRequest) -> bool:
+        """Whether the conversation still exists and is remembered; when it cannot be read, not."""
+        try:
+            conversation = await self.conversations.get(request.conversation_id, request.caller.caller_id)
+        except ConversationNotFound:
+            return False
+        except Exception as exc:
+            logger.warning(
+                "turn not remembered: its conversation could not be read",
+                extra={"error_type": type(exc).__name__},
+            )
+            return False
+        return conversation.memory
