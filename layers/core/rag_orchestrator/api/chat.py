@@ -1,7 +1,8 @@
-"""Chat turns: answered whole (FINAL_ONLY, REST) or streamed as SSE (PROGRESSIVE, docs/streams.md).
+"""Chat turns: answered whole (REST) or streamed as SSE (docs/streams.md).
 
-A streamed turn runs as its own task (loop/turn_stream.py): the response reads it, and a client that
-goes away leaves it running to its end. Both kinds end by their function's deadline (api/deadlines.py).
+Either kind runs as its own task (loop/turn_stream.py), its events in the event log, so any instance
+resumes or cancels it: the response reads it, and a client that goes away leaves a streamed one
+running to its end. Both kinds end by their function's deadline (api/deadlines.py).
 The body is a chat request, which may also carry the fields older clients send (ChatBody).
 """
 
@@ -100,16 +101,23 @@ async def send_message(
     settings: Settings = Depends(get_settings),
 ) -> ChatResponse:
     asked = body.for_caller(caller)
+    # Its chunks are made as a streamed turn's are, for whoever follows it (the response waits for the end).
     turn = await orchestrator.begin(
-        turn_request(conversation_id, asked, caller, StreamingMode.FINAL_ONLY, request, settings)
+        turn_request(conversation_id, asked, caller, StreamingMode.PROGRESSIVE, request, settings)
     )
-    async for _ in turn.events():
+    # Run as a streamed turn is, with its events in the event log: a reload's GET …/ui-stream or
+    # …/turns/{turnId}/events follows it, and a cancel reaches it, from any instance.
+    stream = services(request).turn_stream(turn)
+    stream.start()
+    async for _ in stream.frames():
         pass
     record = turn.record
     if record.failure is not None:
+        await stream.finished()  # its last log write (a failed turn has no after-turn work)
         raise record.failure
-    # After the response under uvicorn; under Mangum before the invocation returns (never frozen mid-way).
-    background.add_task(turn.after)
+    # The last log write and the after-turn work: after the response under uvicorn; under Mangum before
+    # the invocation returns (never frozen mid-way).
+    background.add_task(stream.finished)
     return ChatResponse(
         conversation_id=conversation_id,
         turn_id=turn.turn_id,
