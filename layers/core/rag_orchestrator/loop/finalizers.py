@@ -2,7 +2,8 @@
 
 A finalizer adds a prologue before the answer and an epilogue after it, never changing the model's
 text, so a streamed answer and the stored answer never disagree: the prologue is streamed before the
-turn's first text (or, when none was streamed, with the epilogue), the epilogue as the last chunk.
+turn's first text (or, when none was streamed, with the epilogue), the epilogue as the last chunk. Text
+streamed before a tool call is stored with that call's message, not in the answer (docs/conversations.md).
 """
 
 from __future__ import annotations
