@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import boto3
 import httpx
 import pytest
 from fastapi.testclient import TestClient
@@ -121,3 +122,17 @@ def test_a_caller_erased_while_their_turn_runs_keeps_nothing_of_it(chat, fake_ll
     # No memory fragment, no usage counter made again by letting go of the turn's hold, nothing in S3.
     assert traces(own_tables, caller) == {"dynamodb": [], "s3": [], "chroma": []}
     assert chat.get(BASE, headers=headers).json()["items"] == []
+    # Nor its event log's batches, written after the erasure had emptied the conversation's partition.
+    left = partition(own_tables, cid)
+    assert all(item["SK"]["S"].startswith("AUDIT") for item in left), [item["SK"]["S"] for item in left]
+
+
+def partition(tables: dict, cid: str) -> list[dict]:
+    """Every item left under the conversation's partition key."""
+    dynamodb = boto3.client("dynamodb", endpoint_url=tables["endpoint"])
+    return dynamodb.query(
+        TableName=tables["CONVERSATIONS_TABLE"],
+        KeyConditionExpression="PK = :pk",
+        ExpressionAttributeValues={":pk": {"S": f"CONV#{cid}"}},
+        ConsistentRead=True,
+    )["Items"]

@@ -108,6 +108,24 @@ async def test_an_ended_turn_cannot_be_cancelled_and_others_cannot_cancel_at_all
         await log.request_cancel("conv-1", "01TURN", "alice")
 
 
+async def test_a_discarded_turn_is_gone_with_its_events_and_the_pointer_to_it(log):
+    kept, gone = entry("01A"), entry("01AB")  # an id the other's begins with: still not the same turn
+    await log.open(kept)
+    await log.append(kept, batch(1, 2))
+    await log.open(gone)
+    await log.append(gone, batch(1, 3))
+    await log.append(gone, batch(4, 1))
+    await log.discard(gone)
+    with pytest.raises(TurnNotFound):
+        await log.get("conv-1", "01AB", "alice")
+    assert await log.events("conv-1", "01AB") == []
+    assert await log.running("conv-1", "alice") is None  # the pointer named it: gone too
+    assert [e.seq for e in await log.events("conv-1", "01A")] == [1, 2]
+    assert (await log.get("conv-1", "01A", "alice")).status == "running"
+    await log.discard(kept)  # the pointer names another turn (none now): left alone, no error
+    assert await log.events("conv-1", "01A") == []
+
+
 async def test_the_running_turn_of_a_conversation_is_its_newest_while_it_runs(log, clock):
     assert await log.running("conv-1", "alice") is None
     first, second = entry("01A"), entry("01B")

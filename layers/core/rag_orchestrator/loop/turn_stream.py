@@ -16,6 +16,7 @@ import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, suppress
 
+from rag_orchestrator.errors import ConversationNotFound
 from rag_orchestrator.loop.configuration import StreamConfig
 from rag_orchestrator.loop.control import RunningTurns
 from rag_orchestrator.loop.relay import Relay
@@ -93,6 +94,9 @@ class TurnStream:
             self._ended.set()
             self._flush_now.set()
             await asyncio.shield(flusher)
+            if isinstance(self.turn.record.failure, ConversationNotFound) and self._log is not None:
+                # Deleted or erased while the turn ran: its log must not outlive it (docs/privacy.md).
+                await self._safely(self._log.discard, self._entry)
             await self.turn.after()  # the after-turn hooks, once the log has the terminal event
 
     async def _flush(self) -> None:
@@ -137,7 +141,7 @@ class TurnStream:
         if self._log is not None and await self._log.report(self._entry, self._seq, ended=ended):
             self.turn.control.cancel()
 
-    async def _safely(self, step: Callable[..., Awaitable[None]], *args: bool) -> None:
+    async def _safely(self, step: Callable[..., Awaitable[None]], *args: object) -> None:
         try:
             await step(*args)
         except Exception:

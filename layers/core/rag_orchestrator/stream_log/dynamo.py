@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from typing import Any
 
 from rag_orchestrator.aws import AwsClients
@@ -127,6 +128,35 @@ class DynamoEventLog:
             if "LastEvaluatedKey" not in response:
                 return found
             params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    @in_worker_thread
+    def discard(self, entry: TurnEntry) -> None:
+        params: dict[str, Any] = {
+            "KeyConditionExpression": "PK = :pk AND SK BETWEEN :entry AND :last",
+            "ExpressionAttributeValues": to_attributes(
+                {
+                    ":pk": pk(entry.conversation_id),
+                    ":entry": f"{ti.TURN_PREFIX}{entry.turn_id}",
+                    ":last": f"{ti.TURN_PREFIX}{entry.turn_id}#~",  # no other turn's id sorts between
+                }
+            ),
+            "ProjectionExpression": "PK, SK",
+            "ConsistentRead": True,
+        }
+        while True:  # the entry (TURN#<id>) and its batches (TURN#<id>#<seq>), a page at a time
+            response = self._table.call("query", **params)
+            for key in response.get("Items", ()):
+                self._table.call("delete_item", Key=key)
+            if "LastEvaluatedKey" not in response:
+                break
+            params["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        with suppress(ConditionFailed):  # the pointer names a later turn, or none
+            self._table.call(
+                "delete_item",
+                Key=to_attributes({"PK": pk(entry.conversation_id), "SK": ti.LATEST}),
+                ConditionExpression="turnId = :turn",
+                ExpressionAttributeValues=to_attributes({":turn": entry.turn_id}),
+            )
 
     def _owned(self, values: dict[str, Any], conversation_id: str, turn_id: str, caller_id: str) -> TurnEntry:
         if not values or values.get("callerId") != caller_id or values.get("expiresAt", 0) < self._clock():

@@ -72,6 +72,12 @@ class InProcessEventLog:
             batches = list(turn.batches) if turn is not None else []
         return [event for batch in batches if batch[0].seq >= from_seq for event in batch]
 
+    async def discard(self, entry: TurnEntry) -> None:
+        with self._lock:
+            self._turns.pop((entry.conversation_id, entry.turn_id), None)
+            if self._latest.get(entry.conversation_id) == entry.turn_id:
+                del self._latest[entry.conversation_id]
+
     def _live(self, conversation_id: str, turn_id: str) -> _Turn | None:
         turn = self._turns.get((conversation_id, turn_id))
         if turn is not None and turn.entry.expires_at < self._clock():

@@ -75,3 +75,8 @@ class EventLog(Protocol):
     async def events(self, conversation_id: str, turn_id: str, from_seq: int = 1) -> list[LoggedEvent]:
         """The logged events of the batches starting at `from_seq` or later, in order; no ownership check."""
         ...
+
+    async def discard(self, entry: TurnEntry) -> None:
+        """Delete the turn's entry and events now, and the conversation's newest-turn pointer when it
+        names this turn: for a turn whose conversation is gone (deleted or erased while it ran)."""
+        ...
