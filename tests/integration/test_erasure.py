@@ -313,3 +313,50 @@ def test_an_export_is_one_json_document_of_everything_about_the_caller(
     for unknown in (str(uuid.uuid4()), "nope"):
         response = chat.get(f"/api/v1/me/exports/{unknown}", headers={"X-Caller-Id": alice})
         assert response.status_code == 404 and response.json()["error"] == "Export not found"
+
+
+def test_erasing_a_caller_leaves_callers_whose_ids_extend_it_with_a_slash_or_hash_intact(
+    chat, fake_llm, own_tables, aws_clients
+):
+    """Caller ids may hold `/` and `#`: the S3 keys of `X/b` lie under `transcripts/X/`, `audit/X/` and
+    `attachments/X/`, the ledger lines of `X#b` begin with `CALLER#X#`. Erasing `X` leaves them alone."""
+    alice = who()
+    # Not `/b`: `X/b` would be a substring of X's own keys `…/X/b0c1…` (conversation ids are hex).
+    others = [alice + "/other", alice + "#other"]
+    made = build(chat, fake_llm, own_tables, aws_clients, alice)
+    kept = {other: build(chat, fake_llm, own_tables, aws_clients, other) for other in others}
+    # A caller `X/<conversation of X>`: its files lie under that conversation's prefix of X's files.
+    nested = f"attachments/{alice}/{made['live']}/{uuid.uuid4()}/{uuid.uuid4()}"
+    files = load_settings().attachments_bucket
+    s3 = boto3.client("s3", endpoint_url=own_tables["endpoint"])
+    s3.put_object(Bucket=files, Key=nested, Body=b"another caller's file")
+    before = {other: traces(own_tables, other) for other in others}
+    for other in others:
+        assert {"transcripts/", "audit/", "attachments/"} <= {
+            k[: k.index("/") + 1] for k in before[other]["s3"]
+        }
+        assert any(f"CALLER#{other}#MODEL#" in v for v in before[other]["dynamodb"])  # a ledger line
+    messages = {
+        other: chat.get(f"{BASE}/{kept[other]['archived']}/messages", headers={"X-Caller-Id": other})
+        for other in others
+    }
+    assert all(m.status_code == 200 for m in messages.values())
+
+    job = erase(chat, alice)
+
+    assert job["status"] == "COMPLETED"
+    left = traces(own_tables, alice)  # what names `X`: the others' keys and items name it too
+    mine = {
+        store: [v for v in found if v != nested and not any(o in v for o in others)]
+        for store, found in left.items()
+    }
+    assert mine == {"dynamodb": [], "s3": [], "chroma": []}
+    assert chat.get(BASE, headers={"X-Caller-Id": alice}).json()["items"] == []
+    for other in others:
+        assert traces(own_tables, other) == before[other], other
+        headers = {"X-Caller-Id": other}
+        after = chat.get(f"{BASE}/{kept[other]['archived']}/messages", headers=headers)
+        assert after.status_code == 200, after.text
+        assert after.json() == messages[other].json()
+        assert len(chat.get(BASE, headers=headers).json()["items"]) == 2
+    assert s3.get_object(Bucket=files, Key=nested)["Body"].read() == b"another caller's file"

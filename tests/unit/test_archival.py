@@ -457,6 +457,24 @@ def test_the_purge_removes_the_conversations_attachments_and_their_files(aws, st
     assert [o["Key"] for o in left] == [conversation_prefix(ALICE, kept) + "file-1"]
 
 
+def test_the_purge_leaves_the_files_of_a_caller_whose_id_extends_the_conversations_prefix(aws, store):
+    """Caller ids may hold `/`: caller `<ALICE>/<cid>`'s files lie under ALICE's conversation `cid`'s prefix."""
+    from rag_orchestrator.domain.attachments import conversation_prefix, object_key
+
+    files = "attachments-archival"
+    aws[1].create_bucket(Bucket=files)
+    cid, _ = chatted(store)
+    mine, theirs = object_key(ALICE, cid, "a1"), object_key(f"{ALICE}/{cid}", "c2", "a2")
+    assert theirs.startswith(conversation_prefix(ALICE, cid))
+    for key in (mine, theirs):
+        aws[1].put_object(Bucket=files, Key=key, Body=b"x")
+    store.soft_delete(cid, ALICE)
+
+    assert run(aws, days_ahead=31, attachments_bucket=files).purged == 1
+
+    assert [o["Key"] for o in aws[1].list_objects_v2(Bucket=files)["Contents"]] == [theirs]
+
+
 def test_a_purge_stopped_half_way_keeps_the_audit_trail_and_the_next_run_finishes(aws, store, monkeypatch):
     cid = store.create(conversation()).conversation_id
     for n in range(2):

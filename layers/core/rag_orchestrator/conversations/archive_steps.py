@@ -43,7 +43,7 @@ from rag_orchestrator.conversations.meta_update import LOCK_FREE, meta_key
 from rag_orchestrator.conversations.s3_objects import ObjectStore
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.conversations.transcripts import S3AuditTrails, S3Transcripts, to_jsonl, transcript_key
-from rag_orchestrator.domain.attachments import conversation_prefix
+from rag_orchestrator.domain.attachments import conversation_prefix, files_of
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.domain.conversations import ConversationMessage, ConversationStatus
 
@@ -143,8 +143,9 @@ class ConversationArchiver:
             self._objects.delete_versions(key, exact=True)
         self._objects.delete_versions(content_prefix(conversation_id), exact=False)
         if self._attachment_objects is not None:  # the uploaded files (their segments went with the contents)
+            caller_id = meta["callerId"]
             self._attachment_objects.delete_versions(
-                conversation_prefix(meta["callerId"], conversation_id), exact=False
+                conversation_prefix(caller_id, conversation_id), exact=False, keep=files_of(caller_id)
             )
         self._trail.retain(conversation_id, meta, [v for v in items if v["SK"].startswith(AUDIT_PREFIX)])
         self._table.batch_delete(

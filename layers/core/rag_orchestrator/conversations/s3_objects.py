@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -40,15 +40,17 @@ class ObjectStore:
             raise StorageUnavailable(f"The stored object {key} does not match what was written")
         return len(body)
 
-    def delete_versions(self, prefix: str, *, exact: bool) -> int:
-        """Every version and delete marker of `prefix` (the key itself when `exact`); how many there were."""
+    def delete_versions(self, prefix: str, *, exact: bool, keep: Callable[[str], bool] | None = None) -> int:
+        """Every version and delete marker of `prefix` (the key itself when `exact`), of the keys `keep`
+        accepts when given (domain/caller_keys.py: a prefix naming a caller holds others' keys too); how
+        many there were."""
         found = []
         try:
             for page in self._s3.get_paginator("list_object_versions").paginate(
                 Bucket=self._bucket, Prefix=prefix
             ):
                 for entry in [*page.get("Versions", ()), *page.get("DeleteMarkers", ())]:
-                    if not exact or entry["Key"] == prefix:
+                    if (not exact or entry["Key"] == prefix) and (keep is None or keep(entry["Key"])):
                         found.append({"Key": entry["Key"], "VersionId": entry["VersionId"]})
         except (ClientError, BotoCoreError) as exc:
             raise StorageUnavailable("Could not list the objects to purge") from exc

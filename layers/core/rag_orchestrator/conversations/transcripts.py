@@ -15,13 +15,15 @@ from typing import Any
 from rag_orchestrator.domain.conversations import ConversationMessage
 from rag_orchestrator.errors import StorageUnavailable
 
+TRANSCRIPTS, TRAILS = "transcripts/", "audit/"  # then <callerId>/<conversationId>.jsonl
+
 
 def transcript_key(caller_id: str, conversation_id: str) -> str:
-    return f"transcripts/{caller_id}/{conversation_id}.jsonl"
+    return f"{TRANSCRIPTS}{caller_id}/{conversation_id}.jsonl"
 
 
 def trail_key(caller_id: str, conversation_id: str) -> str:
-    return f"audit/{caller_id}/{conversation_id}.jsonl"
+    return f"{TRAILS}{caller_id}/{conversation_id}.jsonl"
 
 
 def trail_jsonl(records: Iterable[dict[str, Any]]) -> bytes:

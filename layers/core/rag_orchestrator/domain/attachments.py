@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from enum import StrEnum
 from typing import Literal
@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from rag_orchestrator.domain.base import CamelModel, RequestBody, new_id, utcnow
+from rag_orchestrator.domain.caller_keys import owned_by
 from rag_orchestrator.domain.text import plain_label
 
 Kind = Literal["image", "audio", "document"]
@@ -70,6 +71,12 @@ def conversation_prefix(caller_id: str, conversation_id: str) -> str:
 
 def object_key(caller_id: str, conversation_id: str, attachment_id: str) -> str:
     return conversation_prefix(caller_id, conversation_id) + attachment_id
+
+
+def files_of(caller_id: str) -> Callable[[str], bool]:
+    """Whether a key is one of the caller's files exactly: under `attachments/<callerId>/` (and under a
+    conversation's prefix) lie the files of a caller `<callerId>/b` (or `<callerId>/<conversationId>`) too."""
+    return owned_by(caller_id, KEY_PREFIX, 2)
 
 
 def citation_document(attachment_id: str) -> str:

@@ -27,7 +27,7 @@ from rag_orchestrator.conversations.keys import iso
 from rag_orchestrator.conversations.s3_objects import ObjectStore
 from rag_orchestrator.conversations.table import Table
 from rag_orchestrator.conversations.transcripts import S3AuditTrails, trail_jsonl, transcript_key
-from rag_orchestrator.domain.attachments import conversation_prefix
+from rag_orchestrator.domain.attachments import conversation_prefix, files_of
 from rag_orchestrator.domain.audit import pseudonymous
 from rag_orchestrator.domain.base import utcnow
 from rag_orchestrator.lifecycle.partitions import Tally, partition, raw_keys
@@ -120,7 +120,7 @@ class ConversationEraser:
         removed += self._objects.delete_versions(content_prefix(conversation_id), exact=False)
         if self._attachment_objects is not None:
             prefix = conversation_prefix(caller_id, conversation_id)
-            removed += self._attachment_objects.delete_versions(prefix, exact=False)
+            removed += self._attachment_objects.delete_versions(prefix, exact=False, keep=files_of(caller_id))
         return removed
 
     def _pseudonymous_trail(

@@ -5,12 +5,15 @@
   2. each conversation listed under the caller in ByCaller (conversation_erasure.py), its counts added
      to the job as it finishes;
   3. the caller's day counters (USAGE#<callerId>), usage-ledger lines (USAGEDAY#<day>, one Query per
-     day the ledger keeps) and exports (items and documents);
+     day the ledger keeps, the lines whose callerId is the id) and exports (items and documents);
   4. whatever S3 still holds under a key naming the caller: transcripts/<callerId>/, audit/<callerId>/,
-     attachments/<callerId>/;
+     attachments/<callerId>/, the keys whose caller part is the id exactly (domain/caller_keys.py);
   5. one audit record of the erasure (who asked, when, the counts) in a chain of its own, kept like a
      purged conversation's (readable at GET /api/v1/admin/audit?conversationId=<erasureId>);
   6. the job COMPLETED, without the plain caller id.
+
+Caller ids may hold `/` and `#`: `transcripts/X/` lists caller `X/b`'s keys too, `CALLER#X#` begins
+caller `X#b`'s ledger lines; an erasure of `X` leaves theirs alone.
 
 Each step is idempotent; a run stopped anywhere is run again (a new request joins the job and starts
 it again; AWS retries a failed asynchronous invocation) and does what is left.
@@ -29,9 +32,12 @@ from rag_orchestrator.conversations.ledger import KEEP as LEDGER_KEEP
 from rag_orchestrator.conversations.ledger import PREFIX as LEDGER_PREFIX
 from rag_orchestrator.conversations.s3_objects import ObjectStore
 from rag_orchestrator.conversations.table import Table
+from rag_orchestrator.conversations.transcripts import TRAILS, TRANSCRIPTS
 from rag_orchestrator.domain.attachments import KEY_PREFIX as ATTACHMENTS
+from rag_orchestrator.domain.attachments import files_of
 from rag_orchestrator.domain.audit import GENESIS, seal
 from rag_orchestrator.domain.base import utcnow
+from rag_orchestrator.domain.caller_keys import owned_by
 from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.lifecycle.conversation_erasure import ConversationEraser
 from rag_orchestrator.lifecycle.export import EXPORTS_PREFIX
@@ -84,10 +90,12 @@ class CallerEraser:
             )
         self._table.batch_delete(raw_keys([*usage, *exports]))
         tally.dynamodb += len(usage) + len(exports)
-        for prefix in (f"transcripts/{caller_id}/", f"audit/{caller_id}/"):
-            tally.s3 += self._objects.delete_versions(prefix, exact=False)
+        for root in (TRANSCRIPTS, TRAILS):  # <root><callerId>/<conversationId>.jsonl
+            mine = owned_by(caller_id, root, 1)
+            tally.s3 += self._objects.delete_versions(f"{root}{caller_id}/", exact=False, keep=mine)
         if self._attachment_objects is not None:
-            tally.s3 += self._attachment_objects.delete_versions(f"{ATTACHMENTS}{caller_id}/", exact=False)
+            prefix, mine = f"{ATTACHMENTS}{caller_id}/", files_of(caller_id)
+            tally.s3 += self._attachment_objects.delete_versions(prefix, exact=False, keep=mine)
         self._jobs.add_counts(erasure_id, tally.as_dict())
         job = self._jobs.job(erasure_id)
         self._record(job)
@@ -95,7 +103,9 @@ class CallerEraser:
         return self._jobs.job(erasure_id)
 
     def _ledger_lines(self, caller_id: str) -> list[dict[str, Any]]:
-        """The caller's lines in the usage ledger (USAGEDAY#<day>, SK CALLER#<id>#…): a Query per day kept."""
+        """The caller's lines in the usage ledger (USAGEDAY#<day>, SK CALLER#<id>#MODEL#<model>): a Query
+        per day kept, of the lines whose callerId is the id exactly (`CALLER#X#MODEL#` begins those of a
+        caller `X#MODEL#b` too)."""
         today, found = utcnow().date(), []
         for back in range(LEDGER_KEEP.days + 1):
             day = (today - timedelta(days=back)).isoformat()
@@ -103,10 +113,11 @@ class CallerEraser:
                 "query",
                 KeyConditionExpression="PK = :pk AND begins_with(SK, :caller)",
                 ExpressionAttributeValues=it.to_attributes(
-                    {":pk": LEDGER_PREFIX + day, ":caller": f"CALLER#{caller_id}#"}
+                    {":pk": LEDGER_PREFIX + day, ":caller": f"CALLER#{caller_id}#MODEL#"}
                 ),
             )
-            found += [it.from_attributes(v) for v in response.get("Items", ())]
+            lines = (it.from_attributes(v) for v in response.get("Items", ()))
+            found += [v for v in lines if v.get("callerId") == caller_id]
         return found
 
     def _record(self, job: dict[str, Any]) -> None:
