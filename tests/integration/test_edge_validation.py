@@ -145,3 +145,34 @@ def test_a_title_a_file_name_and_a_client_message_id_with_format_characters_are_
     for response in (renamed, declared, turn):
         assert response.status_code == 422, response.text
     assert app.get(base, headers=ALICE).json()["messageCount"] == 0
+
+
+CHAT, UI = "/api/v1/chat/conversations/{cid}/messages", "/api/v1/chat/conversations/{cid}/ui-stream"
+UI_HI = [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "params"),
+    [
+        ("POST", CHAT, {"message": "hi", "accountId": f"a{ZWSP}1"}, None),  # seed 000's fields
+        ("POST", CHAT, {"message": "hi", "userId": f"u{RLO}1"}, None),
+        ("POST", CHAT, {"message": "hi", "callerId": f"e{ZWSP}"}, None),
+        ("POST", "/api/v1/chat/conversations", {"callerId": f"edge-alice{ZWSP}"}, None),
+        ("POST", "/api/v1/agent/chat", {"message": "hi", "context_type": f"orders{ZWSP}"}, None),
+        ("POST", "/api/v1/agent/chat", {"message": "hi", "caller_id": f"edge-alice{RLO}"}, None),
+        ("POST", UI, {"messages": UI_HI, "contextType": f"t{RLO}"}, None),  # was a 500
+        ("POST", UI, {"messages": UI_HI, "callerId": f"e{RLO}"}, None),
+        ("POST", UI, {"messages": [UI_HI[0] | {"id": f"u{ZWSP}"}]}, None),  # the clientMessageId
+        ("DELETE", f"/api/v1/admin/callers/bob{ZWSP}", None, None),
+        ("GET", "/api/v1/chat/conversations", None, {"userId": f"u{ZWSP}1"}),
+    ],
+)
+def test_every_other_identifier_refuses_format_characters_too(app, method, path, body, params):
+    cid = new_conversation(app)
+    headers = {**ALICE, "X-Caller-Roles": "admin"}
+    content = json.dumps(body) if body is not None else None
+    response = app.request(method, path.format(cid=cid), content=content, params=params, headers=headers)
+    assert response.status_code == 422, response.text
+    assert set(response.json()) == {"error", "message", "timestamp", "requestId"}
+    assert "Unicode format characters" in response.json()["message"]
+    assert app.get(f"/api/v1/chat/conversations/{cid}", headers=ALICE).json()["messageCount"] == 0

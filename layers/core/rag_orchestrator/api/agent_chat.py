@@ -36,7 +36,7 @@ from rag_orchestrator.domain.conversations import (
     not_blank,
 )
 from rag_orchestrator.domain.messages import Message, Role
-from rag_orchestrator.domain.text import ClientBody
+from rag_orchestrator.domain.text import ClientBody, plain_optional
 from rag_orchestrator.errors import PayloadTooLarge
 from rag_orchestrator.loop.orchestrator import Orchestrator
 from rag_orchestrator.loop.request import TurnRequest
@@ -79,6 +79,7 @@ class AgentChatRequest(ClientBody):
     )
 
     _not_blank = field_validator("message")(not_blank)
+    _labels = field_validator("context_type", "caller_id")(plain_optional)
 
     def window(self, audit_id: str) -> list[ConversationMessage]:
         """The history as the turn's window; past its size limit a 413."""

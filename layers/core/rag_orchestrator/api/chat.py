@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from starlette.background import BackgroundTasks
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -25,6 +25,7 @@ from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import MAX_ID_LENGTH, ChatRequest, ChatResponse
 from rag_orchestrator.domain.passages import SourceWithSnippet
+from rag_orchestrator.domain.text import plain_optional
 from rag_orchestrator.loop.approvals import approval_requested
 from rag_orchestrator.loop.orchestrator import Orchestrator
 from rag_orchestrator.loop.request import TurnRequest
@@ -53,6 +54,8 @@ class ChatBody(ChatRequest):
     user_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
     account_id: str | None = Field(None, max_length=MAX_ID_LENGTH)
     conversation_id: str | None = Field(None, max_length=MAX_ID_LENGTH, description="Ignored")
+
+    _ids = field_validator("caller_id", "user_id", "account_id", "conversation_id")(plain_optional)
 
     def for_caller(self, caller: Caller) -> ChatRequest:
         check_claimed(self.caller_id, caller)

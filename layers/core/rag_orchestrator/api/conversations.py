@@ -35,6 +35,7 @@ from rag_orchestrator.domain.conversations import (
     UpdateConversationRequest,
     new_conversation,
 )
+from rag_orchestrator.domain.text import PlainLabel
 from rag_orchestrator.errors import BadRequest
 from rag_orchestrator.lifecycle.sharing import Shares
 from rag_orchestrator.observability import logger
@@ -82,7 +83,7 @@ async def list_conversations(
         max_length=MAX_QUERY_CHARS,
         description="Words of the title: each must begin a word of it, case and accents aside",
     ),
-    user_id: str | None = Query(
+    user_id: PlainLabel | None = Query(
         None,
         alias="userId",
         min_length=1,

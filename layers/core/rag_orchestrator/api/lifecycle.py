@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request
 
@@ -16,6 +16,7 @@ from rag_orchestrator.api.deps import services
 from rag_orchestrator.api.path_ids import is_uuid
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import ADMIN, Caller
+from rag_orchestrator.domain.text import PlainLabel
 from rag_orchestrator.lifecycle.export import ExportNotFound
 from rag_orchestrator.lifecycle.jobs import ErasureNotFound
 from rag_orchestrator.lifecycle.service import Lifecycle
@@ -101,7 +102,7 @@ async def export_status(
     summary="Erase a caller",
 )
 async def erase_caller(
-    caller_id: str = Path(..., min_length=1, max_length=256),
+    caller_id: Annotated[PlainLabel, Path(min_length=1, max_length=256)],
     caller: Caller = Depends(admin),
     lifecycle: Lifecycle = Depends(get_lifecycle),
 ) -> ErasureAccepted:

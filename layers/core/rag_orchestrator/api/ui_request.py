@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rag_orchestrator.domain.approvals import Decision
 from rag_orchestrator.domain.attachments import MAX_PER_TURN, well_formed_ids
@@ -28,6 +28,7 @@ from rag_orchestrator.domain.conversations import (
     MAX_METADATA_ENTRIES,
     ChatRequest,
 )
+from rag_orchestrator.domain.text import plain_label, plain_labels, plain_optional
 
 FILE_REFUSED = (
     "messages: a file part's url must be an attachment's status URL (…/conversations/{id}/attachments/"
@@ -88,6 +89,8 @@ class UIMessage(BaseModel):
     role: Literal["system", "user", "assistant"]
     parts: list[UIPart] = Field(max_length=1000)
 
+    _id = field_validator("id")(plain_label)  # the last one's is the turn's clientMessageId
+
 
 @dataclass(frozen=True, slots=True)
 class Answered:
@@ -118,6 +121,9 @@ class UIChatRequest(RequestBody):
         max_length=MAX_ID_LENGTH,
         description="As older clients send it: the authenticated caller's, else 403",
     )
+
+    _labels = field_validator("id", "message_id", "context_type", "caller_id")(plain_optional)
+    _keys = field_validator("metadata")(plain_labels)
 
     @model_validator(mode="after")
     def _a_turn(self) -> UIChatRequest:

@@ -15,7 +15,7 @@ from rag_orchestrator.domain.feedback import Feedback
 from rag_orchestrator.domain.ids import sortable_id
 from rag_orchestrator.domain.messages import Message, Role, ToolCall
 from rag_orchestrator.domain.passages import SourceWithSnippet
-from rag_orchestrator.domain.text import ClientBody, plain_label, plain_labels
+from rag_orchestrator.domain.text import ClientBody, plain_labels, plain_optional
 
 MAX_ID_LENGTH = 100
 MAX_MESSAGE_CHARS = 32_000
@@ -171,10 +171,6 @@ def _small_metadata(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
-def _plain_optional(value: str | None) -> str | None:
-    return None if value is None else plain_label(value)
-
-
 def _plain_keys(value: dict[str, str] | None) -> dict[str, str] | None:
     return None if value is None else plain_labels(value)
 
@@ -210,7 +206,7 @@ class CreateConversationRequest(ClientBody):
 
     _strip = field_validator("user_id", "account_id", "initial_message", "title")(_strip_optional)
     _metadata = field_validator("metadata")(_small_metadata)
-    _labels = field_validator("user_id", "account_id", "title")(_plain_optional)
+    _labels = field_validator("caller_id", "user_id", "account_id", "title")(plain_optional)
     _keys = field_validator("metadata")(plain_labels)
 
 
@@ -224,7 +220,7 @@ class UpdateConversationRequest(ClientBody):
     memory: StrictBool | None = Field(None, description=MEMORY)
 
     _strip = field_validator("title")(_strip_optional)
-    _labels = field_validator("title")(_plain_optional)
+    _labels = field_validator("title")(plain_optional)
     _keys = field_validator("metadata")(_plain_keys)
 
     @model_validator(mode="after")
@@ -276,7 +272,7 @@ class ChatRequest(ClientBody):
     )
 
     _metadata = field_validator("metadata")(_small_metadata)
-    _labels = field_validator("client_message_id", "context_type")(_plain_optional)
+    _labels = field_validator("client_message_id", "context_type")(plain_optional)
     _keys = field_validator("metadata")(plain_labels)
 
     @field_validator("attachment_ids")

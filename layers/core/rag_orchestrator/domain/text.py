@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import model_validator
+from pydantic import AfterValidator, model_validator
 from pydantic_core import PydanticCustomError
 
 from rag_orchestrator.domain.base import RequestBody
@@ -70,6 +70,17 @@ def plain_label(value: str) -> str:
         if unicodedata.category(char) == "Cf":
             raise ValueError(f"must not contain Unicode format characters (U+{ord(char):04X})")
     return value
+
+
+def plain_optional(value: str | None) -> str | None:
+    """`plain_label`, for a field that may be left out."""
+    return None if value is None else plain_label(value)
+
+
+# An identifier taken from a path or a query string: FastAPI refuses one holding a format character (422).
+# Its constraints go inside (`Annotated[PlainLabel, Path(max_length=...)]`): a `= Path(...)` default drops
+# the check (`PlainLabel | None = Query(...)` keeps it).
+PlainLabel = Annotated[str, AfterValidator(plain_label)]
 
 
 def plain_labels[T](values: T) -> T:
