@@ -133,3 +133,14 @@ def test_its_tokens_count_on_the_callers_day_and_a_spent_day_is_429_before_a_byt
         spent = client.post("/api/v1/agent/chat", json={"message": "again"}, headers=ALICE)
         assert spent.status_code == 429 and set(spent.json()) == ERROR_KEYS
     assert fake_llm.pending == 0 and len(fake_llm.requests) == 1
+
+
+def test_the_turns_audit_record_keeps_the_clients_request_id_beside_ours(dev_app):
+    dev_app.llm.script(text_reply("Hello."))
+    response = agent_chat(dev_app.url, {"message": "hello"}, headers={**ALICE, "X-Request-Id": "client-77"})
+    assert response.status_code == 200, response.text
+    audit_id = events(response)[-1][1]["audit_id"]
+    trail = httpx.get(f"{dev_app.url}/api/v1/admin/audit", params={"conversationId": audit_id}, headers=ADMIN)
+    (record,) = trail.json()["records"]
+    assert record["clientRequestId"] == "client-77"
+    assert record["requestId"] == response.headers["x-request-id"] != "client-77"

@@ -160,6 +160,7 @@ async def agent_chat(
     history = ClientHistory(store, caller, body.window(audit_id))
     asked = TurnRequest(
         request_id=getattr(request.state, "request_id", None),
+        client_request_id=getattr(request.state, "client_request_id", None),
         conversation_id=audit_id,
         caller=caller,
         message=body.message,
