@@ -144,3 +144,14 @@ def test_the_turns_audit_record_keeps_the_clients_request_id_beside_ours(dev_app
     (record,) = trail.json()["records"]
     assert record["clientRequestId"] == "client-77"
     assert record["requestId"] == response.headers["x-request-id"] != "client-77"
+
+
+def test_a_null_history_is_an_empty_one(dev_app):
+    """Go's encoding/json writes a nil slice as null: seed 004's client sends `"history": null`."""
+    dev_app.llm.script(text_reply("Hello."))
+    body = {"message": "hi", "context_type": "workflow", "context": None, "history": None}
+    response = agent_chat(dev_app.url, body)
+    assert response.status_code == 200, response.text
+    assert events(response)[-1][0] == "message_complete"
+    said = [(m["role"], m["content"]) for m in dev_app.llm.requests[0]["messages"] if m["role"] != "system"]
+    assert said[-1] == ("user", "hi") and "assistant" not in dict(said)

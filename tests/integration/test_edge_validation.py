@@ -176,3 +176,14 @@ def test_every_other_identifier_refuses_format_characters_too(app, method, path,
     assert set(response.json()) == {"error", "message", "timestamp", "requestId"}
     assert "Unicode format characters" in response.json()["message"]
     assert app.get(f"/api/v1/chat/conversations/{cid}", headers=ALICE).json()["messageCount"] == 0
+
+
+@pytest.mark.parametrize(
+    "raw", [f"ali{ZWSP}ce".encode(), "alïce".encode(), b"ali\x85ce", b"ali\xc2\x85ce", b"ali\x7fce"]
+)
+def test_a_dev_caller_id_outside_printable_ascii_is_401(app, raw):
+    # Sent as the bytes a client sends: headers are read as Latin-1, so UTF-8 arrives as other characters.
+    response = app.post("/api/v1/chat/conversations", content="{}", headers={**ALICE, "X-Caller-Id": raw})
+    assert response.status_code == 401, response.text
+    assert set(response.json()) == {"error", "message", "timestamp", "requestId"}
+    assert "X-Caller-Id" in response.json()["message"]

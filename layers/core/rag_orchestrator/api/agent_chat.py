@@ -64,11 +64,12 @@ class AgentChatRequest(ClientBody):
     message: str = Field(..., min_length=1, max_length=MAX_MESSAGE_CHARS)
     context_type: str | None = Field(None, max_length=64)
     context: dict[str, Any] | None = None
-    history: list[HistoryMessage] = Field(
+    history: list[HistoryMessage] | None = Field(
         default_factory=list,
         max_length=MAX_HISTORY_MESSAGES,
         description=f"The conversation so far, oldest first; at most {MAX_HISTORY_MESSAGES} messages and "
-        f"{MAX_HISTORY_CHARS} characters, of which the newest CONVERSATION_ROLLING_WINDOW are read",
+        f"{MAX_HISTORY_CHARS} characters, of which the newest CONVERSATION_ROLLING_WINDOW are read; "
+        "null (Go's nil slice) is none",
     )
 
     caller_id: str | None = Field(
@@ -83,11 +84,12 @@ class AgentChatRequest(ClientBody):
 
     def window(self, audit_id: str) -> list[ConversationMessage]:
         """The history as the turn's window; past its size limit a 413."""
-        if sum(len(m.content) for m in self.history) > MAX_HISTORY_CHARS:
+        history = self.history or []
+        if sum(len(m.content) for m in history) > MAX_HISTORY_CHARS:
             raise PayloadTooLarge(f"history exceeds {MAX_HISTORY_CHARS} characters")
         return [
             ConversationMessage.of(audit_id, Message(role=Role(m.role), content=m.content))
-            for m in self.history
+            for m in history
             if m.content.strip()
         ]
 
