@@ -168,6 +168,27 @@ def test_the_listing_filters_by_user_id_and_a_created_at_range(client, caller):
     assert_error(client.get(BASE, params={"from": "yesterday"}, headers=as_(caller)), 422)
 
 
+@pytest.mark.parametrize("storage", ["dynamodb", "memory"])
+def test_dates_at_the_ends_of_time_list_from_the_beginning_or_to_the_end(
+    aws_stack, monkeypatch, caller, storage
+):
+    """Valid ISO 8601 whose UTC falls outside what datetime holds: from the beginning, to the end."""
+    monkeypatch.setenv("CONVERSATION_STORAGE", storage)
+    client = TestClient(create_app(["health", "conversations"]))
+    made = client.post(BASE, json={}, headers=as_(caller)).json()["conversationId"]
+    for params in (
+        {"from": "0001-01-01T00:00:00+14:00"},
+        {"to": "9999-12-31T23:59:59-14:00"},
+        {"from": "0001-01-01T00:00:00+14:00", "to": "9999-12-31T23:59:59-14:00", "limit": 1},
+        {"from": "0500-01-01T00:00:00Z"},  # a year under 1000 sorts as one too
+    ):
+        response = client.get(BASE, params=params, headers=as_(caller))
+        assert response.status_code == 200, (params, response.text)
+        assert [c["conversationId"] for c in response.json()["items"]] == [made], params
+    after_all = client.get(BASE, params={"from": "9999-12-31T23:59:59-14:00"}, headers=as_(caller))
+    assert after_all.status_code == 200 and after_all.json()["items"] == [], after_all.text
+
+
 @pytest.mark.parametrize(
     ("body", "status"),
     [

@@ -10,7 +10,7 @@ answers 404. It also removes the conversation's fragments from conversation memo
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
@@ -24,6 +24,7 @@ from rag_orchestrator.conversations.listing import Listing
 from rag_orchestrator.conversations.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.conversations.titles import MAX_QUERY_CHARS, query_words
+from rag_orchestrator.domain.base import in_utc
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.conversations import (
     MAX_ID_LENGTH,
@@ -103,19 +104,13 @@ async def list_conversations(
         status=ConversationStatus(status) if status else None,
         title_words=tuple(query_words(q)) if q is not None else (),
         user_id=user_id,
-        created_from=_utc(created_from),
-        created_to=_utc(created_to),
+        created_from=in_utc(created_from) if created_from else None,
+        created_to=in_utc(created_to) if created_to else None,
     )
     if where.created_from and where.created_to and where.created_from > where.created_to:
         raise BadRequest("from is after to")
     page = await store.list_by_caller(caller.caller_id, limit=limit, cursor=cursor, where=where)
     return Page(items=[ConversationResponse.of(c) for c in page.items], next_cursor=page.next_cursor)
-
-
-def _utc(moment: datetime | None) -> datetime | None:
-    if moment is None or moment.tzinfo is not None:
-        return moment
-    return moment.replace(tzinfo=UTC)
 
 
 @router.get("/{conversation_id}", response_model=ConversationResponse, summary="One conversation")

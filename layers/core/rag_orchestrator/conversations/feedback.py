@@ -23,6 +23,7 @@ from rag_orchestrator.conversations.message_lookup import find_message
 from rag_orchestrator.conversations.meta_update import OWNED, meta_key
 from rag_orchestrator.conversations.paging import check_limit
 from rag_orchestrator.conversations.table import ConditionFailed, Table
+from rag_orchestrator.domain.base import in_utc
 from rag_orchestrator.domain.conversations import ConversationStatus, Page
 from rag_orchestrator.domain.feedback import Feedback, FeedbackEntry, Rating
 from rag_orchestrator.domain.messages import Role
@@ -32,7 +33,7 @@ FEEDBACK_PREFIX = "FEEDBACK#"
 
 
 def day_partition(moment: datetime) -> str:
-    return FEEDBACK_PREFIX + moment.astimezone(UTC).strftime("%Y-%m-%d")
+    return FEEDBACK_PREFIX + in_utc(moment).date().isoformat()
 
 
 def feedback_item(entry: FeedbackEntry) -> dict[str, Any]:

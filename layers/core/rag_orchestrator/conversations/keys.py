@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
+
+from rag_orchestrator.domain.base import in_utc
 
 
 def iso(moment: datetime) -> str:
-    """Fixed-width UTC ISO-8601, so index sort keys order as time does."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Fixed-width UTC ISO-8601, so index sort keys order as time does (isoformat: strftime's %Y
+    drops a year's leading zeros)."""
+    return in_utc(moment).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def activity_key(moment: datetime, conversation_id: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -27,6 +27,19 @@ class RequestBody(CamelModel):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def in_utc(moment: datetime) -> datetime:
+    """`moment` in UTC (without an offset: taken as UTC). A valid time whose UTC is outside what a
+    datetime holds (`0001-01-01T00:00:00+14:00`, `9999-12-31T23:59:59-14:00`) means "from the beginning"
+    or "until the end": datetime.min or datetime.max, in UTC."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        ahead = (moment.utcoffset() or timedelta()) > timedelta()  # east of UTC: its UTC is earlier
+        return (datetime.min if ahead else datetime.max).replace(tzinfo=UTC)
 
 
 def new_id() -> str:
