@@ -9,13 +9,13 @@ turn's audit record as `clientRequestId`, so a client can neither forge nor coll
 from __future__ import annotations
 
 import json
-import re
 import uuid
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_orchestrator.api.errors import error_body
+from rag_orchestrator.domain.text import printable_ascii
 from rag_orchestrator.observability import bind_request_id, flush_metrics, logger
 
 
@@ -26,13 +26,10 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-_PRINTABLE = re.compile(r"[\x20-\x7e]{1,128}")
-
-
 def client_request_id(scope: Scope) -> str | None:
     """The client's X-Request-Id when it is at most 128 printable ASCII characters; None otherwise."""
     supplied = _header(scope, b"x-request-id")
-    return supplied if supplied and _PRINTABLE.fullmatch(supplied) else None
+    return supplied if supplied and len(supplied) <= 128 and printable_ascii(supplied) else None
 
 
 def _lambda_request_id(scope: Scope) -> str | None:

@@ -91,6 +91,15 @@ def plain_labels[T](values: T) -> T:
     return values
 
 
+_PRINTABLE_ASCII = re.compile(r"[\x20-\x7e]*")
+
+
+def printable_ascii(value: str) -> bool:
+    """Whether `value` is printable ASCII alone, as a header naming something must be: headers are read
+    as Latin-1, so any other byte (a UTF-8 one too) would name something else than the client meant."""
+    return _PRINTABLE_ASCII.fullmatch(value) is not None
+
+
 def scrub(value: str) -> str:
     """`value` with lone surrogates replaced by U+FFFD: for text shown back, never for input."""
     return _SURROGATE.sub("\ufffd", value)
