@@ -71,6 +71,16 @@ def test_a_bad_string_anywhere_in_a_turn_is_refused_before_anything_is_stored(ap
     for route in ("messages", "messages/stream"):
         response = send(app, f"/api/v1/chat/conversations/{cid}/{route}", body)
         assert_refused(response, "contains a")
+    # The same turn as useChat sends it (it was a 500 there)
+    said = {
+        "id": body.get("clientMessageId", "u1"),
+        "role": "user",
+        "parts": [{"type": "text", "text": body["message"]}],
+    }
+    ui = {key: value for key, value in body.items() if key not in ("message", "clientMessageId")}
+    assert_refused(
+        send(app, f"/api/v1/chat/conversations/{cid}/ui-stream", ui | {"messages": [said]}), "contains a"
+    )
     assert app.get(f"/api/v1/chat/conversations/{cid}", headers=ALICE).json()["messageCount"] == 0
 
 

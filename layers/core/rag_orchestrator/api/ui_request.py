@@ -21,14 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from rag_orchestrator.domain.approvals import Decision
 from rag_orchestrator.domain.attachments import MAX_PER_TURN, well_formed_ids
-from rag_orchestrator.domain.base import RequestBody
 from rag_orchestrator.domain.conversations import (
     MAX_ID_LENGTH,
     MAX_MESSAGE_CHARS,
     MAX_METADATA_ENTRIES,
     ChatRequest,
 )
-from rag_orchestrator.domain.text import plain_label, plain_labels, plain_optional
+from rag_orchestrator.domain.text import ClientBody, plain_label, plain_labels, plain_optional
 
 FILE_REFUSED = (
     "messages: a file part's url must be an attachment's status URL (…/conversations/{id}/attachments/"
@@ -101,10 +100,10 @@ class Answered:
     reason: str | None
 
 
-class UIChatRequest(RequestBody):
+class UIChatRequest(ClientBody):
     # Unknown fields are ignored rather than refused: the SDK's body may grow, and the caller is never
-    # read from a body anyway.
-    model_config = RequestBody.model_config | {"extra": "ignore"}
+    # read from a body anyway. Every string in it follows the one rule (domain/text.py), as on every chat body.
+    model_config = ClientBody.model_config | {"extra": "ignore"}
 
     id: str | None = Field(None, max_length=MAX_ID_LENGTH, description="The SDK's chat id (not used)")
     messages: list[UIMessage] = Field(min_length=1, description="The chat; only the last message is read")
