@@ -93,6 +93,35 @@ def test_the_callers_own_id_is_ignored_by_the_ui_stream_and_the_agent_chat(dev_a
     assert [m.event for m in parse_sse(agent.text)][-1] == "message_complete"
 
 
+def test_user_and_account_ids_join_the_context_on_the_ui_stream_and_the_agent_chat_too(dev_app):
+    dev_app.llm.script(text_reply("Hello from the stream."), text_reply("Hello from the agent."))
+    cid = new_conversation(dev_app.url)
+    user = {"id": "u-1", "role": "user", "parts": [{"type": "text", "text": "hello"}]}
+    ids = {"userId": "u-4242", "accountId": "acct-9191"}
+    ui = httpx.post(
+        dev_app.conversation_url(cid, "ui-stream"),
+        json={"messages": [user], **ids, "context": {"accountId": "acct-own"}},  # the context's own wins
+        headers=ALICE,
+        timeout=60,
+    )
+    agent = httpx.post(
+        f"{dev_app.url}/api/v1/agent/chat",
+        json={"message": "hello", "user_id": "u-4242", "account_id": "acct-9191"},  # seed 004's case too
+        headers=ALICE,
+        timeout=60,
+    )
+    assert (ui.status_code, agent.status_code) == (200, 200), (ui.text, agent.text)
+    streamed, agents = (json.dumps(request["messages"]) for request in dev_app.llm.requests)
+    assert "u-4242" in streamed and "acct-own" in streamed and "acct-9191" not in streamed
+    assert "u-4242" in agents and "acct-9191" in agents
+    refused = httpx.post(
+        dev_app.conversation_url(cid, "ui-stream"),
+        json={"messages": [user], "userId": "u\u200b1"},  # a format character: as on every chat body
+        headers=ALICE,
+    )
+    assert refused.status_code == 422
+
+
 @pytest.fixture
 def structured(monkeypatch) -> None:
     monkeypatch.setenv("LOOP_FINALIZER", "structured")

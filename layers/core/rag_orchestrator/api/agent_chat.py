@@ -33,6 +33,7 @@ from rag_orchestrator.domain.conversations import (
     MAX_ID_LENGTH,
     MAX_MESSAGE_CHARS,
     ConversationMessage,
+    joined_context,
     not_blank,
 )
 from rag_orchestrator.domain.messages import Message, Role
@@ -78,9 +79,21 @@ class AgentChatRequest(ClientBody):
         validation_alias=AliasChoices("callerId", "caller_id"),
         description="The authenticated caller's, else 403",
     )
+    user_id: str | None = Field(
+        None,
+        max_length=MAX_ID_LENGTH,
+        validation_alias=AliasChoices("userId", "user_id"),
+        description="Joins the turn's context as userId",
+    )
+    account_id: str | None = Field(
+        None,
+        max_length=MAX_ID_LENGTH,
+        validation_alias=AliasChoices("accountId", "account_id"),
+        description="Joins the turn's context as accountId",
+    )
 
     _not_blank = field_validator("message")(not_blank)
-    _labels = field_validator("context_type", "caller_id")(plain_optional)
+    _labels = field_validator("context_type", "caller_id", "user_id", "account_id")(plain_optional)
 
     def window(self, audit_id: str) -> list[ConversationMessage]:
         """The history as the turn's window; past its size limit a 413."""
@@ -167,7 +180,7 @@ async def agent_chat(
         caller=caller,
         message=body.message,
         context_type=body.context_type,
-        context=body.context or {},
+        context=joined_context(body.context, body.user_id, body.account_id) or {},
         mode=StreamingMode.PROGRESSIVE,
         deadline=turn_deadline(request, settings),
     )

@@ -23,7 +23,7 @@ from rag_orchestrator.api.routing import Depends, Path, Router
 from rag_orchestrator.api.sse import SSE_HEADERS, comment, frame
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import Caller
-from rag_orchestrator.domain.conversations import MAX_ID_LENGTH, ChatRequest, ChatResponse
+from rag_orchestrator.domain.conversations import MAX_ID_LENGTH, ChatRequest, ChatResponse, joined_context
 from rag_orchestrator.domain.passages import SourceWithSnippet
 from rag_orchestrator.domain.text import plain_optional
 from rag_orchestrator.loop.approvals import approval_requested
@@ -59,9 +59,8 @@ class ChatBody(ChatRequest):
 
     def for_caller(self, caller: Caller) -> ChatRequest:
         check_claimed(self.caller_id, caller)
-        named = {"userId": self.user_id, "accountId": self.account_id}
-        joined = {key: value for key, value in named.items() if value is not None}
-        return self.model_copy(update={"context": {**joined, **(self.context or {})}}) if joined else self
+        context = joined_context(self.context, self.user_id, self.account_id)
+        return self.model_copy(update={"context": context}) if context is not self.context else self
 
 
 def turn_request(

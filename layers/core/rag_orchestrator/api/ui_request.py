@@ -26,6 +26,7 @@ from rag_orchestrator.domain.conversations import (
     MAX_MESSAGE_CHARS,
     MAX_METADATA_ENTRIES,
     ChatRequest,
+    joined_context,
 )
 from rag_orchestrator.domain.text import ClientBody, plain_label, plain_labels, plain_optional
 
@@ -120,8 +121,12 @@ class UIChatRequest(ClientBody):
         max_length=MAX_ID_LENGTH,
         description="As older clients send it: the authenticated caller's, else 403",
     )
+    user_id: str | None = Field(None, max_length=MAX_ID_LENGTH, description="Joins the turn's context")
+    account_id: str | None = Field(None, max_length=MAX_ID_LENGTH, description="Joins the turn's context")
 
-    _labels = field_validator("id", "message_id", "context_type", "caller_id")(plain_optional)
+    _labels = field_validator("id", "message_id", "context_type", "caller_id", "user_id", "account_id")(
+        plain_optional
+    )
     _keys = field_validator("metadata")(plain_labels)
 
     @model_validator(mode="after")
@@ -163,7 +168,7 @@ class UIChatRequest(ClientBody):
         return ChatRequest(
             message=self.text(),
             context_type=self.context_type,
-            context=self.context,
+            context=joined_context(self.context, self.user_id, self.account_id),
             metadata=self.metadata,
             client_message_id=self.messages[-1].id,
             attachment_ids=self.attachment_ids,

@@ -283,6 +283,16 @@ class ChatRequest(ClientBody):
     _not_blank = field_validator("message")(not_blank)
 
 
+def joined_context(
+    context: dict[str, Any] | None, user_id: str | None, account_id: str | None
+) -> dict[str, Any] | None:
+    """A chat body's `userId` and `accountId` (as older clients send them) in the turn's context under
+    those names, where tools read them; a context that has them already keeps its own."""
+    named = {"userId": user_id, "accountId": account_id}
+    joined = {key: value for key, value in named.items() if value is not None}
+    return {**joined, **(context or {})} if joined else context
+
+
 class ChatResponse(CamelModel):
     conversation_id: str
     turn_id: str | None = None
