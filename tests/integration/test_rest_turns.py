@@ -22,7 +22,8 @@ ANSWER = "Run the suite with make test, then read its report."
 
 
 def asked(dev_app, headers: dict[str, str]) -> tuple[str, threading.Thread, dict[str, Any]]:
-    """A REST turn whose model is held after its first chunk, answered in a thread of its own."""
+    """A REST turn of a new conversation of the caller, its model held after its first chunk, answered in
+    a thread of its own."""
     cid = httpx.post(f"{dev_app.url}/api/v1/chat/conversations", json={}, headers=headers).json()[
         "conversationId"
     ]
@@ -48,19 +49,26 @@ def wait(condition: Callable[[], bool], seconds: float = 20) -> None:
         time.sleep(0.02)
 
 
+def resumed(dev_app, cid: str, headers: dict[str, str]) -> Any:
+    """The reload's GET …/ui-stream, as a stream."""
+    return httpx.stream("GET", dev_app.conversation_url(cid, "ui-stream"), headers=headers, timeout=30)
+
+
+def caller() -> dict[str, str]:
+    return {"X-Caller-Id": f"rest-{uuid.uuid4().hex[:8]}"}
+
+
 def parts(body: str) -> list[dict[str, Any]]:
     return [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: {")]
 
 
 def test_a_rest_turn_is_resumed_by_a_reload_and_followed_to_its_end(dev_app):
-    headers = {"X-Caller-Id": f"rest-{uuid.uuid4().hex[:8]}"}
+    headers = caller()
     cid, thread, answer = asked(dev_app, headers)
-    with httpx.stream(
-        "GET", dev_app.conversation_url(cid, "ui-stream"), headers=headers, timeout=30
-    ) as resumed:
-        status = resumed.status_code
+    with resumed(dev_app, cid, headers) as stream:
+        status = stream.status_code
         dev_app.llm.open_gate()
-        body = resumed.read().decode()
+        body = stream.read().decode()
     thread.join(30)
     assert status == 200  # not 204: a turn is running
     seen = parts(body)
@@ -73,12 +81,10 @@ def test_a_rest_turn_is_resumed_by_a_reload_and_followed_to_its_end(dev_app):
 
 
 def test_a_rest_turn_is_cancelled_and_answers_with_what_it_had(dev_app):
-    headers = {"X-Caller-Id": f"rest-{uuid.uuid4().hex[:8]}"}
+    headers = caller()
     cid, thread, answer = asked(dev_app, headers)
-    with httpx.stream(
-        "GET", dev_app.conversation_url(cid, "ui-stream"), headers=headers, timeout=30
-    ) as resumed:
-        turn_id = next(p for p in parts(next(resumed.iter_text())))["messageMetadata"]["turnId"]
+    with resumed(dev_app, cid, headers) as stream:
+        turn_id = parts(next(stream.iter_text()))[0]["messageMetadata"]["turnId"]
     cancelled = httpx.post(dev_app.conversation_url(cid, f"turns/{turn_id}/cancel"), headers=headers)
     assert cancelled.status_code == 202, cancelled.text
     thread.join(30)
