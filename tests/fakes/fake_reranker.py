@@ -20,6 +20,7 @@ class FakeReranker:
     def __init__(self) -> None:
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
         self.script: list[tuple[int, Any] | float] = []  # (status, body) to answer, or seconds to stall
+        self.trickle = 0.0  # > 0: the body's first bytes one at a time, this many seconds apart
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -32,7 +33,12 @@ class FakeReranker:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                head = 8 if server.trickle else 0  # each byte well within a read timeout, the whole not
+                for byte in range(head):
+                    self.wfile.write(data[byte : byte + 1])
+                    self.wfile.flush()
+                    time.sleep(server.trickle)
+                self.wfile.write(data[head:])
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -197,7 +197,11 @@ async def test_an_http_reranker_orders_the_candidates(settings):
         (200, {"results": [{"index": 9, "relevance_score": 1.0}]}),
         (200, b"<html>"),
         0.5,
+        (200, b'{"results": [{"index": 1e999, "relevance_score": 0.9}]}'),  # an index past any int
+        (200, b'{"results": [{"index": 0, "relevance_score": 1' + b"0" * 400 + b"}]}"),  # past any float
+        (200, b'{"results": ' + b"[" * 20000 + b"]" * 20000 + b"}"),  # nested past the parser
     ],
+    ids=["500", "index-out-of-range", "not-json", "stalled", "index-1e999", "score-huge", "nested"],
 )
 async def test_a_failing_http_reranker_keeps_the_fused_order(settings, failure, caplog):
     fused = await found(retriever(settings), "server port 8000 restart", 3, 0.0)
@@ -209,6 +213,39 @@ async def test_a_failing_http_reranker_keeps_the_fused_order(settings, failure, 
         )
         await reranker.aclose()
     assert "reranker failed: the fused order is kept" in caplog.text
+
+
+async def test_a_reranker_whose_key_cannot_be_read_or_that_trickles_past_its_timeout_keeps_the_fused_order(
+    settings, caplog
+):
+    fused = await found(retriever(settings), "server port 8000 restart", 3, 0.0)
+
+    def unreadable() -> str:
+        raise RuntimeError("ParameterNotFound")  # what SSM raises for a missing or throttled read
+
+    reversed_order = {"results": [{"index": i, "relevance_score": 1.0 - i / 10} for i in (2, 1, 0)]}
+    with FakeReranker() as api, caplog.at_level(logging.WARNING):
+        keyless = HttpReranker(api.url, "rerank-v1", api_key=unreadable)
+        assert await found(retriever(settings, reranker=keyless), "server port 8000 restart", 3, 0.0) == fused
+        # Each byte within the read timeout, the whole answer (8 x 0.3 s) past RERANKER_TIMEOUT_SECONDS:
+        # cut at the timeout, so the order it would have given is not used.
+        api.trickle, api.script = 0.3, [(200, reversed_order)]
+        slow = HttpReranker(api.url, "rerank-v1", timeout_seconds=1.0)
+        assert await found(retriever(settings, reranker=slow), "server port 8000 restart", 3, 0.0) == fused
+        await keyless.aclose()
+        await slow.aclose()
+    assert caplog.text.count("reranker failed: the fused order is kept") == 2
+
+
+@pytest.mark.parametrize("named", [[], [2]], ids=["none", "fewer"])
+async def test_a_reranker_naming_fewer_documents_than_asked_is_followed_by_the_fused_order(settings, named):
+    fused = await found(retriever(settings), "server port 8000 restart", 3, 0.0)
+    with FakeReranker() as api:
+        api.script = [(200, {"results": [{"index": i, "relevance_score": 0.9} for i in named]})]
+        reranker = HttpReranker(api.url, "rerank-v1")
+        order = await found(retriever(settings, reranker=reranker), "server port 8000 restart", 3, 0.0)
+        await reranker.aclose()
+    assert order == [fused[i] for i in named] + [d for d in fused if d not in [fused[i] for i in named]]
 
 
 async def test_the_local_reranker_puts_the_passage_that_states_the_price_first(settings):

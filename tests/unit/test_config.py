@@ -27,6 +27,14 @@ def test_defaults_are_the_local_embedded_stack():
         ("RETRIEVAL_CANDIDATES", "0"),
         ("RERANKER", "cohere"),
         ("RERANKER_TIMEOUT_SECONDS", "0"),
+        # an endpoint that is not an http(s) URL with a host fails at start, not at every request
+        ("RERANKER_URL", "http://[::1/rerank"),
+        ("RERANKER_URL", "http://bad host/v1/rerank"),
+        ("RERANKER_URL", "rerank.example.com/v1/rerank"),
+        ("OPENAI_COMPATIBLE_BASE_URL", "ftp://models.example.com/v1"),
+        ("EMBEDDING_BASE_URL", "http://:8080/v1"),
+        ("CHROMA_URL", "http://127.0.0.1:99999"),
+        ("JWT_JWKS_URL", "issuer.example.com/jwks.json"),
     ],
 )
 def test_a_bad_setting_is_named(monkeypatch, variable, value):

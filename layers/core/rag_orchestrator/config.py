@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -213,6 +214,32 @@ class Settings(BaseSettings):
     otel_exporter_otlp_endpoint: str | None = Field(None, pattern=r"^https?://[^\s/]+(/\S*)?$")
     otel_capture_content: bool = False
     model_prices: str | None = None
+
+    @field_validator(
+        "deepseek_base_url",
+        "qwen_base_url",
+        "openai_compatible_base_url",
+        "aws_endpoint_url",
+        "chroma_url",
+        "embedding_base_url",
+        "reranker_url",
+        "attachment_caption_base_url",
+        "attachment_whisper_base_url",
+        "jwt_jwks_url",
+    )
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        """An endpoint the service sends requests to: an http(s) URL with a host, or a start-up error
+        naming the setting (not a failure of every request later)."""
+        if value:
+            try:
+                parts = urlsplit(value)
+                valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+            except ValueError:  # a bad port, an unclosed IPv6 bracket
+                valid = False
+            if not valid or any(c.isspace() for c in value):
+                raise ValueError("must be an http:// or https:// URL with a host")
+        return value
 
     @field_validator("budget_tokens_per_day")
     @classmethod

@@ -56,7 +56,7 @@ def _dev_claims(request: Request) -> dict[str, Any]:
         raise Unauthorized("X-Caller-Claims is too large")
     try:
         claims = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         claims = None
     if not isinstance(claims, dict):
         raise Unauthorized("X-Caller-Claims must be a JSON object")

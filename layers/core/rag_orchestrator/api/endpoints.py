@@ -144,7 +144,7 @@ async def _read_body(request: Request) -> Any:
     except json.JSONDecodeError as exc:
         error = {"type": "json_invalid", "loc": ("body", exc.pos), "msg": "JSON decode error", "input": {}}
         raise InvalidInput([error], exc.doc) from None
-    except ValueError:  # not UTF-8
+    except (ValueError, RecursionError):  # not UTF-8; nested deeper than the parser goes (~1,000 levels)
         raise HTTPException(400, "There was an error parsing the body") from None
 
 

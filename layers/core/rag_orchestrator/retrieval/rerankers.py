@@ -59,6 +59,7 @@ class HttpReranker:
         self._api_key = api_key
         self._key: str | None = None
         self._headers: dict[str, str] | None = None
+        self._timeout_seconds = timeout_seconds  # the whole exchange's, its key's reading included
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, 3.0)),
             verify=tls.verify(url),
@@ -70,14 +71,19 @@ class HttpReranker:
             return passages[:top_n]
         started = time.perf_counter()
         try:
-            order = await self._ask(query, [p.text for p in passages], min(top_n, len(passages)))
-        except RerankerFailed as exc:
+            async with asyncio.timeout(self._timeout_seconds):  # httpx's bounds each read, not the whole
+                order = await self._ask(query, [p.text for p in passages], min(top_n, len(passages)))
+        except Exception as exc:  # its key, the service or its answer: any failure keeps the fused order
+            reason = str(exc) if isinstance(exc, RerankerFailed) else type(exc).__name__
             logger.warning(
-                "reranker failed: the fused order is kept", extra={"reason": str(exc), "url": self.url}
+                "reranker failed: the fused order is kept", extra={"reason": reason, "url": self.url}
             )
             return passages[:top_n]
         logger.debug("reranked", extra={"ms": round((time.perf_counter() - started) * 1000, 1)})
-        return [passages[i] for i in order][:top_n]
+        # The order it gave first; passages it left out after, in the fused order (an answer naming
+        # fewer than asked, or none, still fills the search's top_n).
+        named = set(order)
+        return [passages[i] for i in [*order, *(i for i in range(len(passages)) if i not in named)]][:top_n]
 
     async def _ask(self, query: str, documents: list[str], top_n: int) -> list[int]:
         if self._headers is None:
@@ -107,7 +113,7 @@ def read_order(response: httpx.Response, count: int) -> list[int]:
     try:
         results = response.json()["results"]
         scored = [(float(r["relevance_score"]), int(r["index"])) for r in results]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, ArithmeticError, RecursionError):  # 1e999, nested too deep
         raise RerankerFailed("unreadable answer") from None
     order = [index for _, index in sorted(scored, key=lambda s: -s[0])]
     if any(not 0 <= i < count for i in order) or len(set(order)) != len(order):

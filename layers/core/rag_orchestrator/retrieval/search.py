@@ -151,9 +151,10 @@ class Retriever:
         try:
             embedding = await vector.get()
         except EmbedderUnavailable as exc:
-            if self.mode != "hybrid":
+            if self.mode == "dense":
                 raise
-            # Words alone still find passages: a hybrid search outlives its embedder.
+            # Words alone still find passages: a hybrid search outlives its embedder, and a lexical one
+            # loses only the memory it was embedding for.
             logger.warning("embedder unavailable: searching by words only", extra={"error": exc.message})
             return [], [], []
         nearest: Awaitable[list[Passage]] | None = None
