@@ -197,3 +197,17 @@ def test_a_dev_caller_id_outside_printable_ascii_is_401(app, raw):
     assert response.status_code == 401, response.text
     assert set(response.json()) == {"error", "message", "timestamp", "requestId"}
     assert "X-Caller-Id" in response.json()["message"]
+
+
+DEEP = b"[" * 5000 + b"]" * 5000  # ~10 KB, nested past Python's JSON parser (~1,000 levels)
+
+
+def test_json_nested_past_the_parser_is_a_400_on_every_route_and_a_401_in_the_dev_claims(app):
+    cid = new_conversation(app)
+    for path in ("/api/v1/query", "/api/v1/query/answer", f"/api/v1/chat/conversations/{cid}/messages"):
+        refused = app.post(path, content=b'{"query": ' + DEEP + b"}", headers=ALICE)
+        assert refused.status_code == 400, (path, refused.text)
+        assert set(refused.json()) == {"error", "message", "timestamp", "requestId"}
+    claims = app.post("/api/v1/chat/conversations", content="{}", headers={**ALICE, "X-Caller-Claims": DEEP})
+    assert claims.status_code == 401, claims.text
+    assert app.get(f"/api/v1/chat/conversations/{cid}", headers=ALICE).json()["messageCount"] == 0

@@ -12,6 +12,7 @@ import pytest
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.errors import EmbedderUnavailable
+from rag_orchestrator.retrieval.fragments import FragmentIndex
 from rag_orchestrator.retrieval.ingestion import ingest_documents
 from rag_orchestrator.retrieval.knowledge_base import KnowledgeBase
 from rag_orchestrator.retrieval.lexical import LexicalIndex, query_terms
@@ -116,6 +117,22 @@ async def test_a_hybrid_search_outlives_its_embedder_and_a_dense_one_does_not(se
     assert "embedder unavailable: searching by words only" in caplog.text
     with pytest.raises(EmbedderUnavailable):
         await found(retriever(settings, "dense", embedder=down), "veggie burger kcal")
+
+
+async def test_a_lexical_search_with_memory_outlives_its_embedder_too(settings, caplog):
+    """A chat turn's searches pass the caller (memory on): only memory needs the embedder, so only
+    memory is lost when it is down."""
+    down = Unavailable(settings.embedding_dimensions)
+    memory = FragmentIndex(
+        VectorStore(settings, down.name, collection=settings.chroma_memory_collection), down
+    )
+    lexical = Retriever(
+        embedder=down, knowledge=VectorStore(settings, down.name), memory=memory, mode="lexical"
+    )
+    with caplog.at_level(logging.WARNING):
+        passages = await lexical.search(SearchQuery("veggie burger kcal", 3, 0.1, caller_id="alice"))
+    assert passages[0].document_id == "cafe"
+    assert "embedder unavailable: searching by words only" in caplog.text
 
 
 async def test_a_deleted_document_leaves_the_lexical_ranking(settings):
