@@ -137,3 +137,17 @@ def test_only_admins_read_the_report_and_bad_queries_are_refused(turns):
         {"since": today.isoformat()},
     ):
         assert_error(c.get(USAGE, params=bad, headers=ADMIN), 422)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"from": "9999-12-31", "to": "9999-12-31"},
+        {"to": "9999-12-31"},
+        {"from": "9999-12-30", "to": "9999-12-31", "groupBy": "day"},
+    ],
+)
+def test_the_last_days_of_the_calendar_are_an_empty_report(aws_stack, query):
+    response = client().get(USAGE, params=query, headers=ADMIN)
+    assert response.status_code == 200, response.text
+    assert response.json()["rows"] == []

@@ -74,10 +74,8 @@ class UsageLine:
 
 def days(first: date, last: date) -> Iterator[str]:
     """The UTC days from `first` to `last` inclusive, as YYYY-MM-DD."""
-    day = first
-    while day <= last:
-        yield day.isoformat()
-        day += timedelta(days=1)
+    for offset in range((last - first).days + 1):  # no day past `last` is made: date.max is a day too
+        yield (first + timedelta(days=offset)).isoformat()
 
 
 class UsageRow(CamelModel):
