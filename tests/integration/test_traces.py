@@ -11,7 +11,15 @@ import pytest
 
 from devserver.traces import TraceReceiver, tree
 from rag_orchestrator.config import load_settings
-from tests.fakes.llm_script import text_reply, tool_call_reply
+from tests.fakes.llm_script import (
+    Stream,
+    chunk,
+    content_chunk,
+    finish_chunk,
+    text_reply,
+    tool_call_reply,
+    usage_chunk,
+)
 from tests.integration.features import ask, client, fresh_caller, new_conversation, use_fake_llm
 from tests.integration.knowledge import ingest
 
@@ -127,3 +135,25 @@ def test_content_capture_puts_the_prompt_and_answer_in_the_model_spans(traced, m
     (tool,) = named(spans, "execute_tool rag_search")
     assert "dev server port" in tool["attributes"]["gen_ai.tool.call.arguments"]
     assert "8000" in tool["attributes"]["gen_ai.tool.call.result"]
+
+
+def test_a_model_cut_at_its_token_limit_is_traced_with_the_providers_finish_reason(
+    receiver, aws_stack, fake_llm, monkeypatch
+):
+    receiver.clear()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    monkeypatch.setenv("LOOP_INITIAL_RAG", "false")
+    monkeypatch.setenv("MEMORY_ENABLED", "false")
+    use_fake_llm(fake_llm, monkeypatch)
+    cut = [
+        chunk({"role": "assistant", "content": ""}),
+        content_chunk("The answer is long and it goes on and"),
+        finish_chunk("length"),
+        usage_chunk(11, 4096),
+    ]
+    fake_llm.script(Stream(cut))
+    c, caller = client(), fresh_caller()
+    events = ask(c, new_conversation(c, caller), "Tell me everything.", caller)
+    assert events[-1].event == "Completed"
+    (chat,) = [s for s in receiver.received() if s["name"] == "chat fake-model"]
+    assert chat["attributes"]["gen_ai.response.finish_reasons"] == ["length"]

@@ -233,7 +233,7 @@ def test_progressive_answer_streams_chunks_then_final():
         ContentChunk("Hel"),
         ContentChunk("lo"),
         FinalResponse("Hello", "think"),
-        IterationComplete(Usage(10, 2, 12)),
+        IterationComplete(Usage(10, 2, 12), "stop"),  # the provider's finish reason, for the trace
     ]
 
 

@@ -54,8 +54,8 @@ async def call_model(
                         output.calls, output.content, output.reasoning = calls, text or "", thought
                     case se.FinalResponse(content=text, reasoning=thought):
                         output.content, output.reasoning = text, thought
-                    case se.IterationComplete(usage=usage):
-                        output.usage = usage
+                    case se.IterationComplete(usage=usage, finish_reason=reason):
+                        output.usage, output.finish_reason = usage, reason
                     case _:
                         assert_never(item)
         if tracer.enabled:
@@ -86,7 +86,7 @@ def outcome_attributes(output: ModelOutput, capture_content: bool) -> tr.Attribu
     attributes: dict[str, Any] = {
         tr.INPUT_TOKENS: output.usage.prompt_tokens,
         tr.OUTPUT_TOKENS: output.usage.completion_tokens,
-        tr.FINISH_REASONS: ["tool_calls" if output.calls else "stop"],
+        tr.FINISH_REASONS: [output.finish_reason or ("tool_calls" if output.calls else "stop")],
     }
     if capture_content:
         calls = [{"type": "tool_call", "id": c.id, "name": c.function.name} for c in output.calls]

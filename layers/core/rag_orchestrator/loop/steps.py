@@ -64,6 +64,7 @@ class ModelOutput:
     reasoning: str | None = None
     calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None  # the provider's, when it said (traces: gen_ai.response.finish_reasons)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ class IterationAssembler:
         self._reasoning: list[str] = []
         self._tools = ToolCallAccumulator()
         self._usage: Usage | None = None
+        self._finish_reason: str | None = None
         self.calls: list[ToolCall] = []
 
     @property
@@ -56,6 +57,8 @@ class IterationAssembler:
             self._tools.add(fragment)
         if delta.usage is not None:
             self._usage = delta.usage
+        if delta.finish_reason is not None:
+            self._finish_reason = delta.finish_reason
         return self._chunks(content, reasoning)
 
     def _chunks(self, content: str, reasoning: str) -> list[StrategyEvent]:
@@ -88,7 +91,7 @@ class IterationAssembler:
         if usage is None:
             completion = len(content) + len(reasoning or "") + sum(len(c.function.arguments) for c in calls)
             usage = Usage.estimate(prompt_chars, completion)
-        events.append(IterationComplete(usage))
+        events.append(IterationComplete(usage, self._finish_reason))
         return events
 
 

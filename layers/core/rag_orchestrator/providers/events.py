@@ -75,6 +75,7 @@ class FinalResponse:
 @dataclass(frozen=True, slots=True)
 class IterationComplete:
     usage: Usage
+    finish_reason: str | None = None  # the provider's own (`length`: cut at its token limit), for traces
     type: Literal["IterationComplete"] = field(default="IterationComplete", init=False)
 
 
