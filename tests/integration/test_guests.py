@@ -149,9 +149,13 @@ def test_guest_identity_cannot_be_forged_or_outlive_its_token(guests):
     assert_error(guests.get(BASE, headers=bearer(forged)), 401)
     # The guest id space is the guest tokens' alone.
     assert_error(guests.get(BASE, headers={"X-Caller-Id": "guest:" + "0" * 32}), 401)
-    # No credentials at all: the shared anonymous caller, who keeps no conversations.
+    # No credentials at all: the shared anonymous caller, who keeps no conversations, and is answered
+    # by no model (nothing would count its tokens: a guest's day is its token's).
     refused = assert_error(guests.post(BASE, json={}), 401)
     assert "guest token" in refused["message"]
+    for answer_path in ("/api/v1/query/answer?stream=false", "/api/v1/query/answer/stream"):
+        unanswered = assert_error(guests.post(answer_path, json={"query": "How do I run the tests?"}), 401)
+        assert "guest token" in unanswered["message"]
 
 
 def test_guest_tokens_are_accepted_beside_jwts_in_jwt_mode(guests, jwks, monkeypatch):

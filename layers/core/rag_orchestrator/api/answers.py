@@ -26,7 +26,7 @@ from pydantic import Field, StrictBool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 
-from rag_orchestrator.api.auth import get_caller
+from rag_orchestrator.api.auth import get_asker
 from rag_orchestrator.api.deps import Services, get_answerer, get_settings
 from rag_orchestrator.api.errors import error_body
 from rag_orchestrator.api.query import QueryRequest, retrieval_limits
@@ -136,7 +136,7 @@ async def _respond(
 async def answer(
     body: AnswerRequest,
     request: Request,
-    caller: Caller = Depends(get_caller),
+    caller: Caller = Depends(get_asker),
     settings: Settings = Depends(get_settings),
     answerer: Answerer = Depends(get_answerer),
 ) -> AnswerResponse:
@@ -161,7 +161,7 @@ async def answer(
 async def answer_stream(
     body: AnswerRequest,
     request: Request,
-    caller: Caller = Depends(get_caller),
+    caller: Caller = Depends(get_asker),
     settings: Settings = Depends(get_settings),
     answerer: Answerer = Depends(get_answerer),
 ):
@@ -174,7 +174,7 @@ async def answer_stream(
 async def answer_on_streaming_function(
     body: AnswerRequest,
     request: Request,
-    caller: Caller = Depends(get_caller),
+    caller: Caller = Depends(get_asker),
     settings: Settings = Depends(get_settings),
     answerer: Answerer = Depends(get_answerer),
 ):

@@ -139,11 +139,19 @@ def get_caller(request: Request) -> Caller:
 
 def get_owner(request: Request) -> Caller:
     """Conversations belong to someone: a signed-in caller or a guest, never the shared anonymous one."""
+    return _someone(request, "to keep conversations")
+
+
+def get_asker(request: Request) -> Caller:
+    """A generated answer is asked by someone: a signed-in caller or a guest, never the shared anonymous
+    one, whose model calls nothing would count or limit (docs/auth.md)."""
+    return _someone(request, "to ask for generated answers")
+
+
+def _someone(request: Request, purpose: str) -> Caller:
     caller = get_caller(request)
     if caller.anonymous and not caller.guest:
-        raise Unauthorized(
-            "Sign in, or get a guest token from POST /api/v1/auth/guest, to keep conversations"
-        )
+        raise Unauthorized(f"Sign in, or get a guest token from POST /api/v1/auth/guest, {purpose}")
     return caller
 
 
