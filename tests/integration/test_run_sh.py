@@ -13,6 +13,8 @@ from urllib.request import Request, urlopen
 import pytest
 
 from devserver.stack import ROOT, free_port, wait_http
+from rag_orchestrator.api.guest_tokens import issue_guest_token
+from rag_orchestrator.config import load_settings
 
 pytestmark = pytest.mark.integration
 
@@ -36,8 +38,8 @@ def test_run_sh_serves_the_stream_app_on_the_adapter_port(tmp_path):
         "POWERTOOLS_TRACE_DISABLED": "true",
         "CHROMA_URL": "http://127.0.0.1:9",  # nothing there: the answer fails, and says so in metrics
         "AWS_LAMBDA_FUNCTION_NAME": "rag-orchestrator-ChatStreamFunction",
-        "ALLOW_ANONYMOUS": "true",  # the answer routes serve visitors
-        "GUEST_TOKEN_SECRET": "run-sh-test-secret-of-32-characters!",  # required with visitors in Lambda
+        "ALLOW_ANONYMOUS": "true",  # the answer routes serve guests
+        "GUEST_TOKEN_SECRET": GUEST_SECRET,  # required with guests in Lambda
     }
     log = (tmp_path / "run.log").open("w")
     process = subprocess.Popen(
@@ -76,8 +78,13 @@ def test_run_sh_serves_the_stream_app_on_the_adapter_port(tmp_path):
     assert emf[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "RagOrchestrator"
 
 
+GUEST_SECRET = "run-sh-test-secret-of-32-characters!"
+
+
 def adapter_request(port: int, request_id: str) -> tuple[int, str]:
-    """A streamed answer as the Lambda Web Adapter forwards it: with the invocation's context headers."""
+    """A guest's streamed answer as the Lambda Web Adapter forwards it: with the invocation's context
+    headers."""
+    token, _ = issue_guest_token(load_settings(guest_token_secret=GUEST_SECRET))
     lambda_context = {
         "request_id": request_id,
         "deadline": 4102444800000,
@@ -90,6 +97,7 @@ def adapter_request(port: int, request_id: str) -> tuple[int, str]:
         data=json.dumps({"query": "anything"}).encode(),
         headers={
             "content-type": "application/json",
+            "authorization": f"Bearer {token}",
             "x-amzn-lambda-context": json.dumps(lambda_context),
             "x-amzn-request-context": json.dumps({"requestId": f"url-{request_id}"}),
         },

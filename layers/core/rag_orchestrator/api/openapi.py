@@ -7,7 +7,7 @@ derived from what each route has, so a route added later is described with no ed
     a JSON body                                    400 unreadable JSON or text, 413, 415, 422
     parameters (a BadRequestRoute: 400, no 422)    422
     a `cursor` parameter                           400 a cursor this service did not issue
-    a caller (get_caller, get_owner)               401, and 503 (storage, knowledge base, identity keys)
+    a caller (get_caller, get_owner, get_asker)    401, and 503 (storage, knowledge base, identity keys)
     a role check (require_roles)                   403, naming the roles
     a path parameter                               404
     a turn (get_orchestrator)                      409 in a conversation, 429 with budgets, and 502
@@ -164,7 +164,8 @@ def refusals(route: RouteContext, settings: Settings) -> dict[int, str]:
 def _has_caller(calls: set[Any]) -> bool:
     """Whether the route finds its caller: itself, as an owner, or to check a role."""
     return any(
-        call in (auth.get_caller, auth.get_owner) or isinstance(call, auth.RoleCheck) for call in calls
+        call in (auth.get_caller, auth.get_owner, auth.get_asker) or isinstance(call, auth.RoleCheck)
+        for call in calls
     )
 
 
@@ -224,6 +225,6 @@ def _security(route: RouteContext, settings: Settings) -> list[dict[str, list[st
             {"callerId": [], "callerRoles": []},
             {"callerId": []},
         ]
-    if settings.allow_anonymous and auth.get_owner not in calls:
+    if settings.allow_anonymous and not {auth.get_owner, auth.get_asker} & calls:
         alternatives.append({})  # no credentials: the anonymous caller
     return alternatives
