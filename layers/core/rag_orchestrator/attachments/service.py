@@ -32,6 +32,7 @@ from rag_orchestrator.domain.attachments import (
     media_type,
 )
 from rag_orchestrator.domain.base import utcnow
+from rag_orchestrator.domain.caller_keys import key_parts
 from rag_orchestrator.errors import (
     AttachmentNotFound,
     AttachmentNotReady,
@@ -52,10 +53,8 @@ POLL_SECONDS = (0.2, 0.5, 1.0, 2.0)
 
 def parse_key(key: str) -> tuple[str, str, str] | None:
     """`attachments/<callerId>/<conversationId>/<attachmentId>` -> the three ids (caller ids may hold '/')."""
-    if not key.startswith(KEY_PREFIX):
-        return None
-    parts = key[len(KEY_PREFIX) :].rsplit("/", 2)
-    return (parts[0], parts[1], parts[2]) if len(parts) == 3 and all(parts) else None
+    parts = key_parts(key, KEY_PREFIX, 2)
+    return (parts[0], parts[1], parts[2]) if parts is not None else None
 
 
 def not_ready(attachment: Attachment) -> AttachmentNotReady:

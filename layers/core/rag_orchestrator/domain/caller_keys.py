@@ -11,14 +11,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 
-def key_caller(key: str, root: str, depth: int) -> str | None:
-    """The caller of `<root><callerId>/<id 1>/…/<id depth>`; None for a key not of that shape.
-
-    `transcripts/X/b/c1.jsonl` (depth 1) -> `X/b`; `attachments/X/c1/a1` (depth 2) -> `X`."""
+def key_parts(key: str, root: str, depth: int) -> list[str] | None:
+    """`<root><callerId>/<id 1>/…/<id depth>` -> [callerId, id 1, …, id depth]; None for a key not of
+    that shape. `attachments/X/b/c1/a1` (depth 2) -> [`X/b`, `c1`, `a1`]."""
     if not key.startswith(root):
         return None
     parts = key[len(root) :].rsplit("/", depth)
-    return parts[0] if len(parts) == depth + 1 and all(parts) else None
+    return parts if len(parts) == depth + 1 and all(parts) else None
+
+
+def key_caller(key: str, root: str, depth: int) -> str | None:
+    """The caller of such a key: `transcripts/X/b/c1.jsonl` (depth 1) -> `X/b`."""
+    parts = key_parts(key, root, depth)
+    return parts[0] if parts is not None else None
 
 
 def owned_by(caller_id: str, root: str, depth: int) -> Callable[[str], bool]:
