@@ -238,9 +238,15 @@ function refreshAfterTurn() {
     .then(showTitle)
     .catch(report);
   // An automatic title and the turn's memory are written just after the turn's end: both asked once more.
+  // <body data-refreshing> counts the refreshes still to come (a test waits for none before paging the
+  // memory panel, which a refresh redraws from its first page).
+  const body = document.body.dataset;
+  body.refreshing = String(Number(body.refreshing ?? 0) + 1);
   setTimeout(() => {
-    conversations.load().then(showTitle).catch(() => {});
-    memory.load().catch(() => {});
+    Promise.allSettled([conversations.load().then(showTitle), memory.load()]).then(() => {
+      body.refreshing = String(Number(body.refreshing) - 1);
+      if (body.refreshing === "0") delete body.refreshing;
+    });
   }, 1500);
 }
 
