@@ -195,6 +195,7 @@ async function runTurn(url, body, resumed) {
   markLast();
   view.status.textContent = resumed ? "Resuming…" : "Sending…";
   setRunning({ view, conversationId: state.conversationId });
+  refreshing(1);
   try {
     await streamEvents(url, body, (event) => {
       if (!view.turnId && event.turnId) {
@@ -238,16 +239,18 @@ function refreshAfterTurn() {
     .then(showTitle)
     .catch(report);
   // An automatic title and the turn's memory are written just after the turn's end: both asked once more.
-  // <body data-refreshing> counts the refreshes still to come (a test waits for none before paging the
-  // memory panel, which a refresh redraws from its first page).
-  const body = document.body.dataset;
-  body.refreshing = String(Number(body.refreshing ?? 0) + 1);
   setTimeout(() => {
-    Promise.allSettled([conversations.load().then(showTitle), memory.load()]).then(() => {
-      body.refreshing = String(Number(body.refreshing) - 1);
-      if (body.refreshing === "0") delete body.refreshing;
-    });
+    Promise.allSettled([conversations.load().then(showTitle), memory.load()]).then(() => refreshing(-1));
   }, 1500);
+}
+
+// <body data-refreshing> counts the turns whose refresh (above) is still to come, from each turn's start:
+// the page tests wait for none before they touch the lists such a refresh redraws.
+function refreshing(step) {
+  const data = document.body.dataset;
+  const count = Number(data.refreshing ?? 0) + step;
+  if (count > 0) data.refreshing = String(count);
+  else delete data.refreshing;
 }
 
 async function submit(event) {

@@ -75,7 +75,9 @@ export async function newConversationAs(page, base, callerId) {
   await page.waitForSelector("#send:not([disabled])");
 }
 
-// Runs `action` and waits for the turn it starts to end (a footer or an error on a turn not seen before).
+// Runs `action` and waits for the turn it starts to end (a footer or an error on a turn not seen before),
+// and then for the page's own refresh after it (the conversation list and memory panel redrawn, ~1.5 s
+// on), so that a test's next click is not on a list about to be replaced.
 export async function newTurn(page, action) {
   await page.$$eval(".turn", (turns) => turns.forEach((t) => (t.dataset.seen = "1")));
   await action();
@@ -84,7 +86,12 @@ export async function newTurn(page, action) {
     timeout: 60_000,
   });
   if (await page.isVisible("#composer-error")) throw new Error(`refused: ${await page.textContent("#composer-error")}`);
+  await settled(page);
 }
+
+// Waits until no turn is running and no refresh after one is still to come (<body data-refreshing>).
+export const settled = (page) =>
+  page.waitForFunction(() => !document.body.dataset.refreshing, null, { polling: 100, timeout: 30_000 });
 
 // Sends `message` and waits for its turn to end.
 export const send = (page, message) =>

@@ -3,7 +3,7 @@
 // sent with it, the conversation opened again; prints what the page showed.
 //
 //   node chat_attachments.mjs <base-url> <screenshot.png> <caller-id> <message> <refused file> <file>
-import { newConversationAs, texts, withPage } from "./browser.mjs";
+import { newConversationAs, settled, texts, withPage } from "./browser.mjs";
 
 const [base, screenshot, callerId, message, refused, file] = process.argv.slice(2);
 
@@ -38,6 +38,7 @@ await withPage(async (page, consoleErrors) => {
   await page.fill("#message", message);
   await page.click("#send");
   await page.waitForSelector(".turn-footer:not(:empty), .turn .error", { timeout: 60_000 });
+  await settled(page);
   await page.screenshot({ path: screenshot, fullPage: true });
   const sent = {
     user: await texts(page, ".bubble.user .text"),

@@ -5,7 +5,7 @@
 // prints what the page showed, with every request that would have left 127.0.0.1.
 //
 //   node chat_page.mjs <base-url> <screenshot-dir> <width>x<height> <caller-id> <context JSON> <questions JSON>
-import { closeSidebar, newConversationAs, newTurn, openSidebar, send, texts, withPage } from "./browser.mjs";
+import { closeSidebar, newConversationAs, newTurn, openSidebar, send, settled, texts, withPage } from "./browser.mjs";
 
 const [base, shots, size, callerId, context, questionsJson] = process.argv.slice(2);
 const [width, height] = size.split("x").map(Number);
@@ -92,6 +92,7 @@ await withPage(
     await page.waitForSelector("#composer-error:not([hidden])");
     out.refused = await page.textContent("#composer-error");
     await shot(page, "error");
+    await settled(page); // the list redrawn after the refused turn, before it is renamed
 
     // Rename, search, delete.
     await openSidebar(page);

@@ -58,8 +58,6 @@ await withPage(
     await closeSidebar(page);
     await send(page, questions.remembered);
     await remembered(page, 2);
-    // The page's own refresh after each turn redraws the panel from its first page: it is let come first.
-    await page.waitForFunction(() => !document.body.dataset.refreshing, null, { polling: 100, timeout: 20_000 });
     await reopen(page, 2);
     out.listed = await listed(page);
     out.html = await page.$$eval("#memory .text *", (nodes) => nodes.length);
