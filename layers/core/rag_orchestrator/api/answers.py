@@ -26,8 +26,9 @@ from pydantic import Field, StrictBool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 
+from rag_orchestrator.api.answer_spending import MeteredAnswers
 from rag_orchestrator.api.auth import get_asker
-from rag_orchestrator.api.deps import Services, get_answerer, get_settings
+from rag_orchestrator.api.deps import Services, get_answers, get_settings
 from rag_orchestrator.api.errors import error_body
 from rag_orchestrator.api.query import QueryRequest, retrieval_limits
 from rag_orchestrator.api.routing import Depends, Router
@@ -37,7 +38,6 @@ from rag_orchestrator.domain.base import new_id
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.errors import BadRequest
 from rag_orchestrator.retrieval.answers import (
-    Answerer,
     AnswerEvent,
     AnswerQuery,
     AnswerResponse,
@@ -115,10 +115,15 @@ async def _sse(
 
 
 async def _respond(
-    body: AnswerRequest, request: Request, settings: Settings, answerer: Answerer, streaming: bool
+    body: AnswerRequest,
+    request: Request,
+    asker: Caller,
+    settings: Settings,
+    answers: MeteredAnswers,
+    streaming: bool,
 ) -> JSONResponse | StreamingResponse:
     query = _query(body, request, settings, streaming)
-    events = answerer.events(query)
+    events = answers.events(asker, query)
     if not streaming:  # a Response: these routes' response_class is StreamingResponse
         return JSONResponse((await collect_answer(events)).model_dump(mode="json"))
     first = await anext(events)  # retrieval done: its failures still get their HTTP status
@@ -138,11 +143,11 @@ async def answer(
     request: Request,
     caller: Caller = Depends(get_asker),
     settings: Settings = Depends(get_settings),
-    answerer: Answerer = Depends(get_answerer),
+    answers: MeteredAnswers = Depends(get_answers),
 ) -> AnswerResponse:
     if body.stream:
         raise BadRequest(USE_STREAM_PATH if settings.rag_stream_enabled else STREAMING_DISABLED)
-    return await collect_answer(answerer.events(_query(body, request, settings, False)))
+    return await collect_answer(answers.events(caller, _query(body, request, settings, False)))
 
 
 @stream_router.post(
@@ -163,11 +168,11 @@ async def answer_stream(
     request: Request,
     caller: Caller = Depends(get_asker),
     settings: Settings = Depends(get_settings),
-    answerer: Answerer = Depends(get_answerer),
+    answers: MeteredAnswers = Depends(get_answers),
 ):
     if not settings.rag_stream_enabled:
         raise BadRequest(STREAMING_DISABLED)
-    return await _respond(body, request, settings, answerer, streaming=body.stream is not False)
+    return await _respond(body, request, caller, settings, answers, streaming=body.stream is not False)
 
 
 @stream_router.post(ANSWER_PATH, include_in_schema=False)
@@ -176,9 +181,9 @@ async def answer_on_streaming_function(
     request: Request,
     caller: Caller = Depends(get_asker),
     settings: Settings = Depends(get_settings),
-    answerer: Answerer = Depends(get_answerer),
+    answers: MeteredAnswers = Depends(get_answers),
 ):
     """`stream: true` reaching the streaming function streams; otherwise the whole answer."""
     if body.stream and not settings.rag_stream_enabled:
         raise BadRequest(STREAMING_DISABLED)
-    return await _respond(body, request, settings, answerer, streaming=bool(body.stream))
+    return await _respond(body, request, caller, settings, answers, streaming=bool(body.stream))

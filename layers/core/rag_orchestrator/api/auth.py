@@ -145,14 +145,26 @@ def get_owner(request: Request) -> Caller:
 def get_asker(request: Request) -> Caller:
     """A generated answer is asked by someone: a signed-in caller or a guest, never the shared anonymous
     one, whose model calls nothing would count or limit (docs/auth.md)."""
-    return _someone(request, "to ask for generated answers")
+    return _someone(request, ASKING)
 
 
 def _someone(request: Request, purpose: str) -> Caller:
     caller = get_caller(request)
-    if caller.anonymous and not caller.guest:
-        raise Unauthorized(f"Sign in, or get a guest token from POST /api/v1/auth/guest, {purpose}")
+    if not someone(caller):
+        raise Unauthorized(refused_anonymous(purpose))
     return caller
+
+
+def someone(caller: Caller) -> bool:
+    """A signed-in caller or a guest: not the shared anonymous one."""
+    return not caller.anonymous or caller.guest
+
+
+def refused_anonymous(purpose: str) -> str:
+    return f"Sign in, or get a guest token from POST /api/v1/auth/guest, {purpose}"
+
+
+ASKING = "to ask for generated answers"
 
 
 CALLER_MISMATCH = "callerId names another caller than the authenticated one"

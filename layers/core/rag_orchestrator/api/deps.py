@@ -24,6 +24,7 @@ from rag_orchestrator.tracing import NO_TRACER, Tracer
 if TYPE_CHECKING:  # imported where built: a function that never runs a turn never loads the loop
     from mcp.server import Server as McpServer
 
+    from rag_orchestrator.api.answer_spending import MeteredAnswers
     from rag_orchestrator.attachments.service import Attachments
     from rag_orchestrator.attachments.turns import TurnAttachments
     from rag_orchestrator.conversations.dynamo import DynamoConversationStore
@@ -165,7 +166,7 @@ class Services:
         tools search with the routes' retriever and answer with their answerer."""
         from rag_orchestrator.api.knowledge_mcp import knowledge_server
 
-        return knowledge_server(self.settings, self.retriever, lambda: self.answerer)
+        return knowledge_server(self.settings, self.retriever, lambda: self.answers)
 
     @cached_property
     def strategy(self) -> ModelStrategy:
@@ -224,9 +225,20 @@ class Services:
 
     @cached_property
     def answerer(self) -> Answerer:
+        """Generated answers with citations, counted nowhere (the evaluation's)."""
         from rag_orchestrator.retrieval.answers import Answerer
 
         return Answerer(self.retriever, self.strategy, self.answer_template, self.settings)
+
+    @cached_property
+    def answers(self) -> MeteredAnswers:
+        """The answerer's answers, each counted on its asker's day (api/answer_spending.py)."""
+        from rag_orchestrator.api.answer_spending import MeteredAnswers
+
+        settings = self.settings
+        return MeteredAnswers(
+            self.answerer, self.store, settings.budgets, settings.budget_turn_reserve_tokens
+        )
 
     @cached_property
     def orchestrator(self) -> Orchestrator:
@@ -355,8 +367,8 @@ def get_retriever(request: Request) -> Retriever:
     return services(request).retriever
 
 
-def get_answerer(request: Request) -> Answerer:
-    return services(request).answerer
+def get_answers(request: Request) -> MeteredAnswers:
+    return services(request).answers
 
 
 def get_knowledge_base(request: Request) -> KnowledgeBase:

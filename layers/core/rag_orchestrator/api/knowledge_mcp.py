@@ -18,12 +18,15 @@ from mcp.server import Server
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rag_orchestrator import __version__
+from rag_orchestrator.api.answer_spending import MeteredAnswers
+from rag_orchestrator.api.auth import ASKING, refused_anonymous, someone
+from rag_orchestrator.api.mcp import MCP_CALLER
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.passages import QueryResult, Source
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.observability import logger
-from rag_orchestrator.retrieval.answers import Answerer, AnswerQuery, collect_answer
+from rag_orchestrator.retrieval.answers import AnswerQuery, collect_answer
 from rag_orchestrator.retrieval.search import MAX_QUERY_CHARS, Retriever, SearchQuery
 from rag_orchestrator.sanitize import MAX_SOURCE, MAX_TAG, MAX_TAGS
 
@@ -97,12 +100,15 @@ def _invalid(exc: ValidationError) -> types.CallToolResult:
 
 class KnowledgeTools:
     """The two tools over the service's retriever (the routes' hybrid search and reranker) and, for `ask`,
-    its answerer (made when first asked: it needs the model strategy)."""
+    its metered answers (made when first asked: they need the model strategy), which only a signed-in
+    caller or a guest may spend, counted on their day as /api/v1/query/answer counts them."""
 
-    def __init__(self, settings: Settings, retriever: Retriever, answerer: Callable[[], Answerer]) -> None:
+    def __init__(
+        self, settings: Settings, retriever: Retriever, answers: Callable[[], MeteredAnswers]
+    ) -> None:
         self.settings = settings
         self.retriever = retriever
-        self._answerer = answerer
+        self._answers = answers
 
     async def search(self, arguments: SearchArguments) -> types.CallToolResult:
         settings = self.settings
@@ -123,13 +129,16 @@ class KnowledgeTools:
         return _result(json.dumps(structured, ensure_ascii=False), structured)
 
     async def ask(self, arguments: AskArguments) -> types.CallToolResult:
+        asker = MCP_CALLER.get()
+        if asker is None or not someone(asker):
+            return _result(refused_anonymous(ASKING), error=True)
         settings = self.settings
         query = AnswerQuery(
             query=arguments.question,
             top_k=settings.rag_topk_default,
             threshold=settings.rag_similarity_threshold,
         )
-        answer = await collect_answer(self._answerer().events(query))
+        answer = await collect_answer(self._answers().events(asker, query))
         structured = answer.model_dump(mode="json", by_alias=True)
         return _result(_with_sources(answer.answer, answer.sources), structured)
 
@@ -157,9 +166,11 @@ def _with_sources(answer: str, sources: list[Source]) -> str:
     return f"{answer}\n\nSources:\n{cited}"
 
 
-def knowledge_server(settings: Settings, retriever: Retriever, answerer: Callable[[], Answerer]) -> Server:
+def knowledge_server(
+    settings: Settings, retriever: Retriever, answers: Callable[[], MeteredAnswers]
+) -> Server:
     """The low-level MCP server of the knowledge base's tools."""
-    tools = KnowledgeTools(settings, retriever, answerer)
+    tools = KnowledgeTools(settings, retriever, answers)
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=TOOLS)

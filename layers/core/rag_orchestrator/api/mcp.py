@@ -9,6 +9,7 @@ its own: nothing is kept between requests, which suits Lambda. The SDK loads on 
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -20,6 +21,9 @@ from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.errors import UnsupportedMediaType
 
 router = APIRouter(tags=["mcp"])
+
+# The caller of the request being served, for the tools (api/knowledge_mcp.py): `ask` spends as they do.
+MCP_CALLER: ContextVar[Caller | None] = ContextVar("mcp_caller", default=None)
 
 _JSONRPC = {
     "type": "object",
@@ -88,11 +92,13 @@ async def serve_stateless(
 class Exchange(Response):
     """Hands the request to the SDK's streamable HTTP transport, which answers it."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, caller: Caller) -> None:
         super().__init__()
         self.services = services
+        self.caller = caller
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        MCP_CALLER.set(self.caller)  # seen by the SDK's tasks, started from here on
         await serve_stateless(
             self.services.knowledge_mcp,
             scope,
@@ -113,4 +119,4 @@ async def mcp(request: Request, caller: Caller = Depends(get_caller)) -> Respons
     """Any MCP client (desktop assistants, IDEs, agents) can search and ask the knowledge base here."""
     if not request.headers.get("content-type", "").lower().startswith("application/json"):
         raise UnsupportedMediaType("Send the JSON-RPC message as application/json")
-    return Exchange(services(request))
+    return Exchange(services(request), caller)

@@ -12,6 +12,7 @@ derived from what each route has, so a route added later is described with no ed
     a path parameter                               404
     a turn (get_orchestrator)                      409 in a conversation, 429 with budgets, and 502
                                                    when the turn is answered whole
+    a generated answer (get_answers)               429 with budgets
     a model call of its own (get_strategy)         502
     a status it declares itself (`responses=`)     its description kept, the error JSON added
 
@@ -35,7 +36,7 @@ from starlette.routing import BaseRoute
 
 from rag_orchestrator import __version__
 from rag_orchestrator.api import auth
-from rag_orchestrator.api.deps import get_orchestrator, get_strategy
+from rag_orchestrator.api.deps import get_answers, get_orchestrator, get_strategy
 from rag_orchestrator.api.docs_page import DESCRIPTION, TITLE
 from rag_orchestrator.api.openapi_routes import BadRequestRoute, documented
 from rag_orchestrator.api.sse import CHAT_STREAM, event_stream
@@ -152,10 +153,11 @@ def refusals(route: RouteContext, settings: Settings) -> dict[int, str]:
     if get_orchestrator in calls:
         if any(param.alias == "conversation_id" for param in path):  # a conversation's turn lock
             found[409] = _WHY[409]
-        if settings.budgets.configured or settings.allow_anonymous:  # 429 only where budgets apply (guests')
-            found[429] = _WHY[429]
         if not _streams(route):
             found[502] = _WHY[502]
+    spends = get_orchestrator in calls or get_answers in calls
+    if spends and (settings.budgets.configured or settings.allow_anonymous):  # where budgets apply (guests')
+        found[429] = _WHY[429]
     if get_strategy in calls:
         found[502] = _WHY[502]
     return dict(sorted(found.items()))

@@ -225,6 +225,10 @@ class DynamoConversationStore:
         self._usage.release(spend)
 
     @in_worker_thread
+    def count_answer(self, spend: Spend | None, line: UsageLine) -> None:
+        self._usage.count_answer(spend, line)
+
+    @in_worker_thread
     def set_auto_title(self, conversation_id: str, title: str) -> bool:
         return self._titles.set_auto_title(conversation_id, title)
 

@@ -158,6 +158,13 @@ class InProcessTurns:
         with self._shelf.lock:
             self._shelf.settle(spend, 0, -spend.reserve)
 
+    def count_answer(self, spend: Spend | None, line: UsageLine) -> None:
+        tokens = line.input_tokens + line.output_tokens
+        with self._shelf.lock:
+            if spend is not None:
+                self._shelf.settle(spend, tokens, tokens - spend.reserve)
+            _count(self._shelf, line)
+
     def _check_budget(self, spend: Spend) -> None:
         for meter in spend.meters():
             used, committed = self._shelf.days.get((meter.owner, spend.day), [0, 0])

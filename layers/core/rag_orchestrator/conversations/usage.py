@@ -19,8 +19,10 @@ from datetime import timedelta
 from typing import Any, Concatenate, Protocol, TypeGuard
 
 from rag_orchestrator.conversations import items as it
+from rag_orchestrator.conversations.ledger import ledger_update
 from rag_orchestrator.conversations.table import ConditionFailed, Table
 from rag_orchestrator.domain.budgets import Meter, Spend, day_end, exhausted
+from rag_orchestrator.domain.usage import UsageLine
 from rag_orchestrator.errors import BudgetExhausted
 from rag_orchestrator.observability import logger
 
@@ -181,6 +183,17 @@ class UsageReads:
                 )
             if pooled(spend):
                 GuestPool(self._table).release(spend)
+
+    def count_answer(self, spend: Spend | None, line: UsageLine) -> None:
+        """What an answer outside any turn spent: its line of the usage report and, when counted, its
+        caller's day (its hold let go), in one transaction; all guests' day after it, for a guest."""
+        tokens = line.input_tokens + line.output_tokens
+        if spend is None or not (tokens or spend.reserve):
+            self._table.transact([ledger_update(line)])
+            return
+        self._table.transact([ledger_update(line), settlement(spend, tokens)])
+        if pooled(spend):
+            GuestPool(self._table).settle(spend, tokens)
 
     def usage(self, caller_id: str, day: str) -> int:
         response = self._table.call("get_item", Key=usage_key(caller_id, day), ConsistentRead=True)
