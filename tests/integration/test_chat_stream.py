@@ -260,7 +260,7 @@ def test_a_later_turn_is_searched_with_one_condensing_call_and_a_first_turn_with
     monkeypatch.setenv("CONDENSE_FOLLOW_UPS", "true")
     fake_llm.script(
         text_reply("With make test [source:guide#0]."),
-        text_reply("Which port does the dev server listen on?"),  # the condensing call
+        text_reply("Which port does the dev server listen on?", usage=(40, 9)),  # the condensing call
         text_reply("On port 8000 [source:guide#0]."),
     )
     c = client()
@@ -269,6 +269,7 @@ def test_a_later_turn_is_searched_with_one_condensing_call_and_a_first_turn_with
     assert first.status_code == 200 and len(fake_llm.requests) == 1  # a first turn: no condensing call
     _, messages = stream_turn(c, cid, "And the dev server, which port?")
     assert messages[-1].event == "Completed"
+    assert messages[-1].data["tokensUsed"] == (40 + 9) + (11 + 7)  # the condensing call is the turn's too
     condensing, answering = fake_llm.requests[1], fake_llm.requests[2]
     assert condensing["messages"][0]["content"].startswith("Rewrite the user's last message")
     assert "How does the suite run?" in condensing["messages"][1]["content"]

@@ -157,3 +157,38 @@ def test_a_model_cut_at_its_token_limit_is_traced_with_the_providers_finish_reas
     assert events[-1].event == "Completed"
     (chat,) = [s for s in receiver.received() if s["name"] == "chat fake-model"]
     assert chat["attributes"]["gen_ai.response.finish_reasons"] == ["length"]
+
+
+def test_a_follow_ups_condensing_call_is_a_chat_span_of_its_turn_and_counted_in_it(
+    receiver, aws_stack, chroma_url, fake_llm, monkeypatch
+):
+    """The short call that makes a later turn's message a question of its own (CONDENSE_FOLLOW_UPS) is
+    a model call of the turn: its span hangs under the turn's, its tokens are in the turn's."""
+    receiver.clear()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    monkeypatch.setenv("CONDENSE_FOLLOW_UPS", "true")
+    monkeypatch.setenv("CHROMA_COLLECTION", f"traces-{id(monkeypatch)}")
+    monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
+    use_fake_llm(fake_llm, monkeypatch)
+    ingest([{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs"}], load_settings())
+    fake_llm.script(
+        text_reply("Start it with make dev [source:guide#0]."),
+        text_reply("Which port does the dev server listen on?", usage=(40, 9)),  # the condensing call
+        text_reply(ANSWER),
+    )
+    c, caller = client(), fresh_caller()
+    cid = new_conversation(c, caller)
+    ask(c, cid, "How do I start the dev server?", caller)
+    receiver.clear()
+    assert ask(c, cid, "And which port?", caller)[-1].event == "Completed"
+    (root,) = [s for s in receiver.received() if s["name"] == "invoke_agent"]
+    spans = [s for s in receiver.received() if s["traceId"] == root["traceId"]]
+    by_id = {s["spanId"]: s for s in spans}
+    calls = sorted(named(spans, "chat fake-model"), key=lambda s: s["start"])
+    assert [c["attributes"].get("rag.model_call.purpose") for c in calls] == ["follow-up", None]
+    condensing = calls[0]["attributes"]
+    assert (condensing["gen_ai.usage.input_tokens"], condensing["gen_ai.usage.output_tokens"]) == (40, 9)
+    assert condensing["gen_ai.response.finish_reasons"] == ["stop"]
+    assert calls[0]["parentSpanId"] in by_id and calls[0]["end"] <= calls[1]["start"]
+    assert root["attributes"]["gen_ai.usage.input_tokens"] == 40 + 11
+    assert root["attributes"]["gen_ai.usage.output_tokens"] == 9 + 7

@@ -60,11 +60,8 @@ async def call_model(
                         assert_never(item)
         if tracer.enabled:
             span.set(outcome_attributes(output, tracer.capture_content))
-    usage, record = output.usage, state.record
-    record.iterations = iteration
-    record.tokens += usage.total_tokens
-    record.input_tokens += usage.prompt_tokens
-    record.output_tokens += usage.completion_tokens
+    state.record.iterations = iteration
+    state.record.count(output.usage)
     yield output
 
 

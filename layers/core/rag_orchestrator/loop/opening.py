@@ -44,6 +44,9 @@ async def initial_search(state: TurnState, found: asyncio.Task[list[Passage] | N
     """The passages the prelude's search found, kept as the turn's and formatted for the model; None
     when the knowledge base failed, "" when it found nothing."""
     passages = await state.control.wait(found)
+    if state.prelude is not None:  # the model calls the search made count as the turn's
+        for call in state.prelude.short_calls:
+            state.record.count(call.usage)
     if passages is None:
         return None
     if not state.request.memory:  # a temporary chat: the search began before the window said so

@@ -22,6 +22,7 @@ from rag_orchestrator.domain.messages import ToolCall, ToolResult
 from rag_orchestrator.domain.passages import Passage
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.request import TurnRequest
+from rag_orchestrator.providers.short_calls import ShortCall
 from rag_orchestrator.retrieval.followup import Said
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.base import Tool, ToolContext
@@ -121,6 +122,7 @@ class KnowledgeSearch(Protocol):
         conversation_id: str | None = None,
         vector: QueryVector | None = None,
         history: Sequence[Said] = (),  # the conversation before the message (a follow-up's meaning)
+        calls: list[ShortCall] | None = None,  # the model calls made for the search, appended
     ) -> list[Passage]: ...
 
 

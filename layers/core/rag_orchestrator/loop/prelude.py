@@ -19,6 +19,7 @@ from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.ports import KnowledgeSearch, Toolset
 from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.observability import logger
+from rag_orchestrator.providers.short_calls import ShortCall
 from rag_orchestrator.retrieval.followup import Said, earlier_questions
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.tools.rag_search import NAME as RAG_SEARCH
@@ -33,6 +34,7 @@ class Prelude:
         embedder = deps.embedder
         self.vector = QueryVector(embedder, request.message) if embedder is not None else None
         self.search_timing: tuple[int, int] | None = None  # when the initial search ran, for its span
+        self.short_calls: list[ShortCall] = []  # the model calls it made (a follow-up condensed)
         self.toolset: asyncio.Task[Toolset] = asyncio.create_task(deps.choose_tools(request, self.vector))
         self.found: asyncio.Task[list[Passage] | None] | None = None
         self._search_with = deps.search if deps.config.initial_search else None
@@ -59,6 +61,7 @@ class Prelude:
                 conversation_id=request.conversation_id,
                 vector=self.vector,
                 history=window,
+                calls=self.short_calls,
             )
         except RagError as exc:
             logger.warning("initial knowledge search failed", extra={"error": exc.message})

@@ -18,6 +18,7 @@ from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.domain.passages import Key, Passage, drawn_on
 from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.request import TurnRequest
+from rag_orchestrator.providers.events import Usage
 
 
 @dataclass
@@ -44,6 +45,12 @@ class TurnRecord:
     history: list[ConversationMessage] = field(default_factory=list)  # the window it read, after the summary
     summary: str | None = None  # the conversation's running summary as the turn read it
     summarized_through: str | None = None
+
+    def count(self, usage: Usage) -> None:
+        """Add a model call's tokens to the turn's (every call it made: its answer's, a follow-up's)."""
+        self.tokens += usage.total_tokens
+        self.input_tokens += usage.prompt_tokens
+        self.output_tokens += usage.completion_tokens
 
     def add(
         self, message: Message, token_count: int | None = None, *, success: bool | None = None

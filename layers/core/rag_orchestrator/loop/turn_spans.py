@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rag_orchestrator import tracing as tr
 from rag_orchestrator.loop.deps import TurnDeps
 from rag_orchestrator.loop.prelude import Prelude
@@ -35,8 +37,9 @@ KNOWLEDGE_BASE = "knowledge_base"  # the data source rag_search and the initial 
 
 
 def record_prelude(deps: TurnDeps, prelude: Prelude) -> None:
-    """The message's embedding and the initial search, which ran in the prelude's tasks beside the
-    claim, as spans of the turn with their own times (once the turn has awaited them)."""
+    """The message's embedding, the initial search and the model call it made (a follow-up condensed),
+    which ran in the prelude's tasks beside the claim, as spans of the turn with their own times (once
+    the turn has awaited them)."""
     tracer, vector = deps.tracer, prelude.vector
     if vector is not None and vector.timing is not None:
         name = vector.embedder.name
@@ -51,3 +54,18 @@ def record_prelude(deps: TurnDeps, prelude: Prelude) -> None:
         else:
             searched[tr.ERROR_TYPE] = "unavailable"
         tracer.record(f"retrieval {KNOWLEDGE_BASE}", searched, prelude.search_timing, "client")
+    metadata = deps.strategy.metadata
+    for call in prelude.short_calls:  # the search's own model call: a follow-up made a question
+        called: dict[str, Any] = {
+            tr.OPERATION: "chat",
+            tr.PROVIDER: metadata.provider,
+            tr.REQUEST_MODEL: metadata.model,
+            tr.INPUT_TOKENS: call.usage.prompt_tokens,
+            tr.OUTPUT_TOKENS: call.usage.completion_tokens,
+            "rag.model_call.purpose": "follow-up",
+        }
+        if call.error_type is not None:
+            called[tr.ERROR_TYPE] = call.error_type
+        else:
+            called[tr.FINISH_REASONS] = [call.finish_reason or "stop"]
+        tracer.record(f"chat {metadata.model}", called, call.timing, "client")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from rag_orchestrator.domain.messages import Message, Role
 from rag_orchestrator.domain.passages import CITATION
-from rag_orchestrator.providers.short_calls import short_reply
+from rag_orchestrator.providers.short_calls import ShortCall, short_reply
 from rag_orchestrator.retrieval.query_vector import MAX_QUERY_CHARS
 from rag_orchestrator.text.follow_ups import previous_question, standalone
 
@@ -60,8 +60,9 @@ class FollowUps:
         # start-up, and the strategy would fetch its API key (an SSM call) before the function listens.
         self._model = model
 
-    async def query(self, message: str, window: Sequence[Said]) -> str:
-        """What to search for this message; the message itself on a conversation's first turn."""
+    async def query(self, message: str, window: Sequence[Said], calls: list[ShortCall] | None = None) -> str:
+        """What to search for this message; the message itself on a conversation's first turn. The
+        model's call, when one is made, is appended to `calls` (its turn counts and traces it)."""
         earlier = earlier_questions(message, window)
         if not earlier:
             return message
@@ -69,9 +70,11 @@ class FollowUps:
         strategy = self._model() if self._model is not None else None
         if strategy is None or strategy.metadata.provider == "extractive":
             return words
-        return await self._condensed(strategy, message, window) or words
+        return await self._condensed(strategy, message, window, calls) or words
 
-    async def _condensed(self, strategy: ModelStrategy, message: str, window: Sequence[Said]) -> str | None:
+    async def _condensed(
+        self, strategy: ModelStrategy, message: str, window: Sequence[Said], calls: list[ShortCall] | None
+    ) -> str | None:
         exchanges = [m for m in window if m.role in (Role.USER, Role.ASSISTANT) and m.content.strip()]
         if exchanges and exchanges[-1].role is Role.USER and exchanges[-1].content.strip() == message.strip():
             exchanges.pop()
@@ -84,7 +87,9 @@ class FollowUps:
             Message(role=Role.SYSTEM, content=PROMPT),
             Message(role=Role.USER, content=f"{conversation}\n\nLast message: {message[:EXCERPT_CHARS]}"),
         ]
-        text = await short_reply(strategy, "follow-up", messages, CONDENSE_MAX_TOKENS, CONDENSE_SECONDS)
+        text = await short_reply(
+            strategy, "follow-up", messages, CONDENSE_MAX_TOKENS, CONDENSE_SECONDS, calls
+        )
         if text is None:
             return None
         query = " ".join(text.split()).strip("\"'“”")[:MAX_QUERY_CHARS]

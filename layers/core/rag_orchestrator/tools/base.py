@@ -9,6 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.domain.messages import ToolResult
 from rag_orchestrator.domain.passages import Passage
+from rag_orchestrator.providers.short_calls import ShortCall
 from rag_orchestrator.retrieval.followup import Said
 from rag_orchestrator.retrieval.query_vector import QueryVector
 
@@ -53,6 +54,7 @@ class SearchTool(Tool, Protocol):
         conversation_id: str | None = None,
         vector: QueryVector | None = None,
         history: Sequence[Said] = (),
+        calls: list[ShortCall] | None = None,
     ) -> list[Passage]: ...
 
 

@@ -16,6 +16,7 @@ from rag_orchestrator.domain.messages import ToolResult
 from rag_orchestrator.domain.modalities import MODALITIES, ModalityFilter
 from rag_orchestrator.domain.passage_formats import format_passages
 from rag_orchestrator.domain.passages import Passage
+from rag_orchestrator.providers.short_calls import ShortCall
 from rag_orchestrator.retrieval.followup import FollowUps, Said
 from rag_orchestrator.retrieval.query_vector import QueryVector
 from rag_orchestrator.retrieval.search import Retriever, SearchQuery
@@ -86,13 +87,15 @@ class RagSearchTool:
         modality: ModalityFilter | None = None,
         vector: QueryVector | None = None,
         history: Sequence[Said] = (),
+        calls: list[ShortCall] | None = None,
     ) -> list[Passage]:
         """The knowledge base's passages, and with MEMORY_ENABLED the caller's fragments (none of
         conversation `conversation_id`) after them (retrieval/search.py).
 
-        `history`, the conversation before the message, makes a follow-up a question of its own."""
+        `history`, the conversation before the message, makes a follow-up a question of its own (the
+        model call that may take is appended to `calls`)."""
         if history:
-            query = await self.follow_ups.query(query, history)
+            query = await self.follow_ups.query(query, history, calls)
         return await self.retriever.search(
             SearchQuery(
                 query,
