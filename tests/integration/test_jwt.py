@@ -109,6 +109,30 @@ def test_bad_claims_are_refused(client, jwks, overrides, message):
     assert message in body["message"]
 
 
+@pytest.mark.parametrize(
+    "sub",
+    ["user\ud800-1", "user\x00-1", "user\x85-1", "user\u202e-1", "u" * 257, "   "],
+    ids=["lone-surrogate", "nul", "c1-control", "bidi-override", "too-long", "blank"],
+)
+def test_a_caller_id_claim_that_cannot_name_a_caller_is_refused_with_401(client, jwks, sub):
+    """The identity provider signed it, but it cannot key a caller's data (a surrogate cannot be
+    stored at all), or would read otherwise than it is: refused before anything is read or written."""
+    token = jwks.keys[0].sign(claims(sub=sub))
+    for response in (
+        client.get("/whoami", headers=bearer(token)),
+        client.post("/api/v1/chat/conversations", json={}, headers=bearer(token)),
+    ):
+        assert "sub claim" in assert_refused(response, token)["message"]
+
+
+@pytest.mark.parametrize("sub", ["auth0|5f7c8ec7a1b2", "X/b#c", "müller@example.com", "u" * 256])
+def test_unusual_but_plain_caller_ids_are_kept_as_they_are(client, jwks, sub):
+    token = jwks.keys[0].sign(claims(sub=sub))
+    assert client.get("/whoami", headers=bearer(token)).json()["callerId"] == sub
+    created = client.post("/api/v1/chat/conversations", json={}, headers=bearer(token))
+    assert created.status_code == 201 and created.json()["callerId"] == sub
+
+
 def test_a_tampered_signature_is_refused(client, jwks):
     token = jwks.keys[0].sign(claims())
     header, payload, signature = token.split(".")

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from rag_orchestrator.api.deps import get_settings
 from rag_orchestrator.config import Settings
 from rag_orchestrator.domain.callers import ANONYMOUS_CALLER, DEFAULT_ROLE, Caller, is_guest
-from rag_orchestrator.domain.text import printable_ascii
+from rag_orchestrator.domain.text import caller_id_problem, printable_ascii
 from rag_orchestrator.errors import Forbidden, Unauthorized
 
 MAX_TOKEN_BYTES = 8 * 1024  # larger bearer tokens are refused unread (no identity provider issues them)
@@ -85,6 +85,8 @@ def caller_from_claims(claims: dict, settings: Settings, token: str | None = Non
     caller_id = claims.get(settings.caller_id_claim)
     if not caller_id or not isinstance(caller_id, str):
         raise Unauthorized(f"Token has no {settings.caller_id_claim} claim")
+    if problem := caller_id_problem(caller_id):
+        raise Unauthorized(f"Token's {settings.caller_id_claim} claim {problem}: it cannot name a caller")
     return _identified(caller_id, claims.get(settings.roles_claim, DEFAULT_ROLE), claims, token)
 
 

@@ -100,6 +100,23 @@ def printable_ascii(value: str) -> bool:
     return _PRINTABLE_ASCII.fullmatch(value) is not None
 
 
+MAX_CALLER_ID = 256  # an identity provider's subject: Cognito's and Entra's are 36, Auth0's about 30
+
+
+def caller_id_problem(value: str) -> str | None:
+    """Why a token's caller id cannot name a caller, or None: blank, over MAX_CALLER_ID characters, or
+    holding a control, format or lone surrogate character (which no store keeps, or which reads
+    otherwise than it is). `/`, `#`, `|` and letters of any script are a subject's own."""
+    if not value.strip():
+        return "is blank"
+    if len(value) > MAX_CALLER_ID:
+        return f"is over {MAX_CALLER_ID} characters"
+    for char in value:
+        if unicodedata.category(char) in ("Cc", "Cf", "Cs"):
+            return f"holds the character U+{ord(char):04X}"
+    return None
+
+
 def scrub(value: str) -> str:
     """`value` with lone surrogates replaced by U+FFFD: for text shown back, never for input."""
     return _SURROGATE.sub("\ufffd", value)
