@@ -15,6 +15,7 @@ from tests.fakes.llm_script import (
     Stream,
     chunk,
     content_chunk,
+    error_reply,
     finish_chunk,
     text_reply,
     tool_call_reply,
@@ -192,3 +193,44 @@ def test_a_follow_ups_condensing_call_is_a_chat_span_of_its_turn_and_counted_in_
     assert calls[0]["parentSpanId"] in by_id and calls[0]["end"] <= calls[1]["start"]
     assert root["attributes"]["gen_ai.usage.input_tokens"] == 40 + 11
     assert root["attributes"]["gen_ai.usage.output_tokens"] == 9 + 7
+
+
+def test_a_generated_answer_is_one_trace_of_its_search_and_its_model_call(
+    receiver, aws_stack, chroma_url, fake_llm, monkeypatch
+):
+    """POST /api/v1/query/answer (whole, and streamed) and a failing one: the root `answer` span, the
+    retrieval and the model call under it, tokens, and no question or answer text in any attribute."""
+    receiver.clear()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    monkeypatch.setenv("CHROMA_COLLECTION", f"traces-{id(monkeypatch)}")
+    monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
+    use_fake_llm(fake_llm, monkeypatch)
+    ingest([{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs"}], load_settings())
+    fake_llm.script(text_reply(ANSWER, usage=(30, 8)), text_reply(ANSWER, usage=(30, 8)), error_reply(500))
+    c, caller = client(), fresh_caller()
+    body = {"query": QUESTION}
+    assert c.post("/api/v1/query/answer", json=body, headers=caller).status_code == 200
+    with c.stream("POST", "/api/v1/query/answer/stream", json=body, headers=caller) as streamed:
+        assert "event: done" in streamed.read().decode()
+    assert c.post("/api/v1/query/answer", json=body, headers=caller).status_code == 502
+    roots = sorted(named(receiver.received(), "answer"), key=lambda s: s["start"])
+    assert [r["attributes"]["rag.answer.streaming"] for r in roots] == [False, True, False]
+    for root, failed in zip(roots, (False, False, True), strict=True):
+        spans = [s for s in receiver.received() if s["traceId"] == root["traceId"]]
+        (search,) = named(spans, "retrieval knowledge_base")
+        (chat,) = named(spans, "chat fake-model")
+        assert search["parentSpanId"] == root["spanId"] and chat["parentSpanId"] == root["spanId"]
+        assert search["attributes"]["rag.retrieval.passages"] == 1 and search["end"] <= chat["start"]
+        assert root["start"] <= search["start"] and chat["end"] <= root["end"]
+        if failed:
+            assert root["attributes"]["error.type"] == "ProviderHTTPError"  # its class, never its text
+            continue
+        assert "error.type" not in root["attributes"]
+        usage = (
+            chat["attributes"]["gen_ai.usage.input_tokens"],
+            chat["attributes"]["gen_ai.usage.output_tokens"],
+        )
+        assert usage == (30, 8) and chat["attributes"]["gen_ai.response.finish_reasons"] == ["stop"]
+        assert root["attributes"]["gen_ai.usage.input_tokens"] == 30
+        text = repr([s["attributes"] for s in spans])
+        assert QUESTION not in text and "listens on port 8000" not in text

@@ -54,11 +54,14 @@ class OtelTracer:
         self._tracer = self._provider.get_tracer("rag_orchestrator")
 
     @contextmanager
-    def span(self, name: str, attributes: Attributes, kind: Kind = "internal") -> Iterator[_Span]:
+    def span(
+        self, name: str, attributes: Attributes, kind: Kind = "internal", start: int | None = None
+    ) -> Iterator[_Span]:
         with self._tracer.start_as_current_span(
             name,
             kind=KINDS[kind],
             attributes=attributes,
+            start_time=start,
             record_exception=False,
             set_status_on_exception=False,
         ) as span:

@@ -43,9 +43,10 @@ class Tracer(Protocol):
     capture_content: bool  # OTEL_CAPTURE_CONTENT: prompts, answers, tool arguments and results in spans
 
     def span(
-        self, name: str, attributes: Attributes, kind: Kind = "internal"
+        self, name: str, attributes: Attributes, kind: Kind = "internal", start: int | None = None
     ) -> AbstractContextManager[Span]:
-        """A span, current while the block runs; an exception escaping the block marks it failed."""
+        """A span, current while the block runs (from `start`, ns since the epoch, when the work began
+        before it); an exception escaping the block marks it failed."""
         ...
 
     def record(
@@ -83,7 +84,9 @@ class NoTracer:
     capture_content = False
     _span = _NoSpan()
 
-    def span(self, name: str, attributes: Attributes, kind: Kind = "internal") -> _NoSpan:
+    def span(
+        self, name: str, attributes: Attributes, kind: Kind = "internal", start: int | None = None
+    ) -> _NoSpan:
         return self._span
 
     def record(

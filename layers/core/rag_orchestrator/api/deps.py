@@ -228,7 +228,7 @@ class Services:
         """Generated answers with citations, counted nowhere (the evaluation's)."""
         from rag_orchestrator.retrieval.answers import Answerer
 
-        return Answerer(self.retriever, self.strategy, self.answer_template, self.settings)
+        return Answerer(self.retriever, self.strategy, self.answer_template, self.settings, self.tracer)
 
     @cached_property
     def answers(self) -> MeteredAnswers:

@@ -14,6 +14,7 @@ could still grow into a citation is held back until it is complete.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator
@@ -35,9 +36,11 @@ from rag_orchestrator.providers.events import (
     ToolCallsComplete,
     Usage,
 )
+from rag_orchestrator.retrieval.answer_trace import AnswerTrace, record_answer
 from rag_orchestrator.retrieval.citation_check import CitationFilter, strip_unknown
 from rag_orchestrator.retrieval.prompt import build_prompt
 from rag_orchestrator.retrieval.search import SearchQuery
+from rag_orchestrator.tracing import NO_TRACER, Tracer
 
 if TYPE_CHECKING:
     from rag_orchestrator.config import Settings
@@ -124,32 +127,54 @@ class Answerer:
     """Both answer routes' work, built once by the composition root: its retriever, model and prompt."""
 
     def __init__(
-        self, retriever: KnowledgeSearch, strategy: ModelStrategy, template: Template, settings: Settings
+        self,
+        retriever: KnowledgeSearch,
+        strategy: ModelStrategy,
+        template: Template,
+        settings: Settings,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
         self.retriever = retriever
         self.strategy = strategy
         self.template = template
         self.settings = settings
+        self.tracer = tracer
 
     async def events(self, request: AnswerQuery) -> AsyncGenerator[AnswerEvent, None]:
         started = time.perf_counter()
         keys = {"query_id": request.query_id, "top_k": request.top_k, "streaming": request.streaming}
         logger.info("answer started", extra={**keys, "threshold": request.threshold})
+        trace, answered = AnswerTrace(), False
         try:
-            async for event in self._answer(request, started, keys):
+            async for event in self._answer(request, started, keys, trace):
+                answered = isinstance(event, DoneEvent)
                 yield event
         except Exception as exc:
+            trace.error_type = type(exc).__name__
             yield ErrorEvent(_failed(exc, keys, started))
+        except BaseException:  # closed: by its reader once answered, or as its client left
+            trace.error_type = None if answered else "cancelled"
+            raise
+        finally:
+            if self.tracer.enabled:  # exported before a Lambda environment may be frozen
+                metadata = self.strategy.metadata
+                record_answer(self.tracer, trace, metadata.provider, metadata.model, keys)
+                await asyncio.shield(asyncio.to_thread(self.tracer.flush))
 
     async def _answer(
-        self, request: AnswerQuery, started: float, keys: dict
+        self, request: AnswerQuery, started: float, keys: dict, trace: AnswerTrace
     ) -> AsyncGenerator[AnswerEvent, None]:
-        found = await self.retriever.search(
-            SearchQuery(
-                request.query, request.top_k, request.threshold, source=request.source, tags=request.tags
+        searching = time.time_ns()
+        try:
+            found = await self.retriever.search(
+                SearchQuery(
+                    request.query, request.top_k, request.threshold, source=request.source, tags=request.tags
+                )
             )
-        )
+        finally:
+            trace.searched = (searching, time.time_ns())
         passages = found[: self.settings.rag_topk_max]
+        trace.passages = len(passages)
         yield SourcesEvent([Source.of(p) for p in passages])
         if not passages:  # nothing to answer from: no model call
             yield DeltaEvent(NO_CONTEXT_ANSWER)
@@ -174,19 +199,26 @@ class Answerer:
         final: str | None = None
         usage = Usage()
         chunked = False
-        async with aclosing(self.strategy.run_iteration(prompt.messages, [], ctx)) as events:
-            async for event in events:
-                if isinstance(event, ContentChunk):
-                    chunked = True
-                    if text := check.feed(event.content):
-                        yield DeltaEvent(text)
-                elif isinstance(event, FinalResponse):
-                    final = event.content
-                elif isinstance(event, ToolCallsComplete):  # offered no tools, it asked anyway: keep its text
-                    logger.warning("the model asked for tools in an answer without tools", extra=keys)
-                    final = event.assistant_content
-                elif isinstance(event, IterationComplete):
-                    usage = event.usage
+        calling = time.time_ns()
+        try:
+            async with aclosing(self.strategy.run_iteration(prompt.messages, [], ctx)) as events:
+                async for event in events:
+                    if isinstance(event, ContentChunk):
+                        chunked = True
+                        if text := check.feed(event.content):
+                            yield DeltaEvent(text)
+                    elif isinstance(event, FinalResponse):
+                        final = event.content
+                    elif isinstance(
+                        event, ToolCallsComplete
+                    ):  # offered no tools, it asked anyway: keep its text
+                        logger.warning("the model asked for tools in an answer without tools", extra=keys)
+                        final = event.assistant_content
+                    elif isinstance(event, IterationComplete):
+                        usage = trace.usage = event.usage
+                        trace.finish_reason = event.finish_reason
+        finally:
+            trace.called = (calling, time.time_ns())
         if final is None:
             raise ProviderStreamError("the model's response ended without an answer")
         answer, removed = strip_unknown(final, allowed)
