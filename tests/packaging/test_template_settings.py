@@ -4,7 +4,8 @@ region; the template clean under cfn-lint in the aws, aws-cn and aws-us-gov part
 
 The configuration page's table is parsed: each row's variables, the parameter of each (or `–`), and the
 functions that read them. The template is evaluated (tests/packaging/intrinsics.py) on the values an
-operator would give.
+operator would give. A numeric parameter's range is its field's in config.py, so no value the template
+accepts stops the functions' start.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import re
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -180,6 +182,150 @@ def test_a_parameters_default_is_the_apps(template, monkeypatch, setting):
     if not default and said and re.fullmatch(r"[0-9.]+|true|false|https?://\S+|[a-z]+-[a-z0-9-]+", said[1]):
         app_default = Settings.model_fields[field].default
         assert said[1] in (str(app_default), str(app_default).lower()) or float(said[1]) == app_default
+
+
+# ---------------------------------------------------------------- numbers: the template's range is the app's
+
+
+def bounds_of(variable: str) -> dict[str, Decimal]:
+    """The range Settings gives the variable's field (Field(ge=, le=, gt=, lt=), kept by pydantic as
+    annotated_types metadata), as {"ge": ..., "le": ...}; {} for a field without one."""
+    import annotated_types
+
+    from rag_orchestrator.config import Settings
+
+    field = Settings.model_fields.get(variable.lower())
+    kinds = (annotated_types.Ge, annotated_types.Gt, annotated_types.Le, annotated_types.Lt)
+    bounds = {}
+    for constraint in field.metadata if field else ():
+        for kind in kinds:
+            if isinstance(constraint, kind):
+                name = kind.__name__.lower()
+                bounds[name] = Decimal(str(getattr(constraint, name)))
+    return bounds
+
+
+def is_integer(variable: str) -> bool:
+    from rag_orchestrator.config import Settings
+
+    return Settings.model_fields[variable.lower()].annotation in (int, int | None)
+
+
+# Every documented setting whose field has a range: a field given bounds later is checked too.
+BOUNDED = [s for s in SETTINGS if bounds_of(s.variable)]
+
+
+def test_the_bounds_read_are_the_ones_the_settings_schema_states():
+    """The metadata read above is all of each field's range (as the JSON schema of Settings states it)."""
+    from rag_orchestrator.config import Settings
+
+    keywords = {"minimum": "ge", "exclusiveMinimum": "gt", "maximum": "le", "exclusiveMaximum": "lt"}
+    for name, schema in Settings.model_json_schema()["properties"].items():
+        stated = {
+            keywords[k]: Decimal(str(v))
+            for part in [schema, *schema.get("anyOf", [])]
+            for k, v in part.items()
+            if k in keywords
+        }
+        assert bounds_of(name) == stated, name
+    assert len(BOUNDED) > 20
+
+
+def texts(value: Decimal, integer: bool) -> list[str]:
+    """How a deployer writes the number: 60 also as 60.0 for a float setting."""
+    if value != value.to_integral_value():
+        return [format(value, "f")]
+    whole = str(int(value))
+    return [whole] if integer else [whole, f"{whole}.0"]
+
+
+def probes(bounds: dict[str, Decimal], integer: bool) -> tuple[list[str], list[str]]:
+    """The texts the app accepts (its bounds, values inside) and the nearest ones it refuses."""
+    ge, gt, le, lt = (bounds.get(k) for k in ("ge", "gt", "le", "lt"))
+    step = [Decimal(1)] if integer else [Decimal("0.5"), Decimal("0.001")]
+    inside: list[Decimal] = []
+    outside: list[Decimal] = []
+    if ge is not None:
+        inside.append(ge)
+        outside += [ge - s for s in step]
+    if gt is not None:
+        inside += [gt + s for s in step]
+        outside.append(gt)
+    if le is not None:
+        inside.append(le)
+        outside += [le + s for s in step]
+    if lt is not None:
+        inside += [lt - s for s in step]
+        outside.append(lt)
+    low = ge if ge is not None else gt
+    high = le if le is not None else lt
+    if low is not None and high is not None:
+        inside.append((low + high) // 2 if integer else (low + high) / 2)
+    elif low is not None:
+        inside.append(low + (10**6 if integer else Decimal("1000000.5")))
+    else:
+        assert high is not None
+        inside.append(high - (10**6 if integer else Decimal("1000000.5")))
+    return (
+        [t for v in inside for t in texts(v, integer)],
+        [t for v in outside for t in texts(v, integer)],
+    )
+
+
+def refusal(monkeypatch: pytest.MonkeyPatch, variable: str, text: str) -> str:
+    """Why the app refuses to start with `variable=text` ("" when it starts)."""
+    from rag_orchestrator.config import load_settings
+    from rag_orchestrator.errors import ConfigError
+
+    with monkeypatch.context() as scoped:
+        scoped.setenv(variable, text)
+        scoped.setenv("EMBEDDING_PROVIDER", "hashing")  # bedrock needs AWS at start
+        try:
+            load_settings()
+        except ConfigError as error:
+            return str(error)
+    return ""
+
+
+def refused_for_its_value(monkeypatch: pytest.MonkeyPatch, variable: str, text: str) -> bool:
+    """Whether the app refuses the value itself: load_settings names the variable, `NAME: why`. (A
+    combination with another setting, CHUNK_OVERLAP=2000 beside CHUNK_SIZE's 800, is no range of this one.)"""
+    return bool(re.search(rf"\b{variable}: ", refusal(monkeypatch, variable, text)))
+
+
+@pytest.mark.parametrize("setting", BOUNDED, ids=lambda s: s.variable)
+def test_a_numeric_parameter_accepts_what_the_app_accepts_and_refuses_the_values_around_it(
+    template, monkeypatch, setting
+):
+    """A value the template lets through but the app refuses deploys "successfully" and then every
+    function that reads it refuses to start: the parameter's range is exactly the field's."""
+    parameter = template["Parameters"][setting.parameter]
+    bounds = bounds_of(setting.variable)
+    integer = is_integer(setting.variable)
+    if parameter["Type"] == "Number":
+        # CloudFormation's MinValue/MaxValue are inclusive: an exclusive bound needs a String and a pattern.
+        for key, inclusive, exclusive, nearest in (
+            ("MinValue", "ge", "gt", Decimal(1)),
+            ("MaxValue", "le", "lt", Decimal(-1)),
+        ):
+            if inclusive in bounds:
+                expected = bounds[inclusive]
+            elif exclusive in bounds:
+                assert integer, f"{setting.parameter}: {exclusive} {bounds[exclusive]} needs a String"
+                expected = bounds[exclusive] + nearest
+            else:
+                continue  # the app has no such bound: a narrower template refuses no start-up
+            assert key in parameter and Decimal(str(parameter[key])) == expected, (setting.parameter, key)
+            assert not refused_for_its_value(monkeypatch, setting.variable, str(parameter[key]))
+        return
+    pattern = parameter["AllowedPattern"]
+    accepted, refused = probes(bounds, integer)
+    for text in accepted:
+        assert re.fullmatch(pattern, text), (setting.parameter, text, "is a value the app accepts")
+        assert not refused_for_its_value(monkeypatch, setting.variable, text), (setting.variable, text)
+    for text in refused:
+        assert not re.fullmatch(pattern, text), (setting.parameter, text, "stops every function's start")
+        assert refused_for_its_value(monkeypatch, setting.variable, text), (setting.variable, text)
 
 
 # ---------------------------------------------------------------- secrets: SSM or Secrets Manager
