@@ -48,7 +48,24 @@ CATALOG = {
             },
             "http": {"method": "POST", "url": "${TOOL_API_URL}/orders/{orderId}/cancel"},
             "approval": "required",
-        }
+        },
+        {  # the demo catalogue's shape: the account pinned to the caller's claim, nothing else accepted
+            "name": "cancel_account_order",
+            "description": "Cancel an order of the caller's account",
+            "contexts": ["orders"],
+            "inputSchema": {
+                "type": "object",
+                "properties": {"orderId": {"type": "string"}, "accountId": {"type": "string"}},
+                "required": ["orderId", "accountId"],
+                "additionalProperties": False,
+            },
+            "http": {
+                "method": "POST",
+                "url": "${TOOL_API_URL}/orders/{orderId}/cancel",
+                "contextParams": {"accountId": "claim:accountId"},
+            },
+            "approval": "required",
+        },
     ]
 }
 TURN_TOKENS = 18  # the fake LLM's usage per reply: 11 prompt + 7 completion
@@ -127,7 +144,11 @@ def cancels(stack: Stack) -> list[dict]:
 
 def test_an_approval_tool_is_held_the_tool_api_is_not_called_and_new_messages_wait(stack):
     listed = httpx.get(f"{stack.api.url}/api/v1/agent/tools", headers=ALICE).json()["tools"]
-    assert {t["name"]: t["approval"] for t in listed} == {"rag_search": None, "cancel_order": "required"}
+    assert {t["name"]: t["approval"] for t in listed} == {
+        "rag_search": None,
+        "cancel_order": "required",
+        "cancel_account_order": "required",
+    }
     conversation, approval = stack.held()
     assert cancels(stack) == []
     refused = stack.chat(conversation, "hello?")
@@ -144,6 +165,25 @@ def test_an_approval_tool_is_held_the_tool_api_is_not_called_and_new_messages_wa
         headers=ALICE,
     )
     assert rest.status_code == 409 and approval in rest.json()["message"]
+
+
+def test_a_call_writing_its_pinned_parameter_is_held_too_and_runs_with_the_pinned_value(stack):
+    """The model's schema hides the pinned accountId and accepts nothing else, so a call that writes it
+    looked invalid to the approval check, was not held, and then ran: the execution fills pinned
+    parameters in (docs/tools.md: "the call is not refused, it goes out with the pinned value")."""
+    mine = {**ALICE, "X-Caller-Claims": '{"accountId": "acct-1001"}'}
+    conversation = stack.conversation(mine)
+    written = {"orderId": "A-1002", "accountId": "acct-someone-else"}
+    stack.llm.script(tool_call_reply("cancel_account_order", written, call_id="call_pinned"))
+    events = parse_sse(stack.chat(conversation, "Please cancel order A-1002", mine).text)
+    (asked,) = [e.data for e in events if e.event == "ApprovalRequested"]
+    assert asked["arguments"] == written  # shown as the model wrote them
+    assert events[-1].data["finishReason"] == "awaiting_approval" and cancels(stack) == []
+    stack.llm.script(text_reply("Cancelled."))
+    decided = stack.decide(conversation, asked["approvalId"], {"decision": "approve"}, mine)
+    assert decided.status_code == 200, decided.text
+    (sent,) = cancels(stack)
+    assert sent["body"] == {"accountId": "acct-1001"}  # the caller's own account, not the model's
 
 
 def test_approve_calls_the_tool_api_once_and_the_answer_uses_its_result(stack):

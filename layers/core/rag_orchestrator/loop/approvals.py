@@ -27,10 +27,13 @@ from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.loop.state import TurnState
 from rag_orchestrator.loop.steps import HoldForApproval
 from rag_orchestrator.loop.tool_round import run_tools
-from rag_orchestrator.tools.registry import schema_errors
+from rag_orchestrator.tools.registry import argument_errors
 
 
 def needs_approval(call: ToolCall, tools: Tools, offered: Sequence[str]) -> bool:
+    """Whether the call must wait for its caller's decision: an offered tool that needs one, called
+    with arguments it would run with (arguments it would refuse fail as any tool call does). The
+    check is the one the call meets when it runs, so no call that would run goes unheld."""
     tool = tools.get(call.function.name)
     if tool is None or not getattr(tool, "approval_required", False) or tool.name not in offered:
         return False
@@ -38,7 +41,7 @@ def needs_approval(call: ToolCall, tools: Tools, offered: Sequence[str]) -> bool
         arguments = call.parsed_arguments()
     except ValueError:
         return False
-    return not schema_errors(tool.parameters, arguments)
+    return not argument_errors(tool, arguments)
 
 
 def hold(call: ToolCall, request: TurnRequest, turn_id: str, ttl_minutes: int) -> HeldCall:

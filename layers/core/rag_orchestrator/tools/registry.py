@@ -42,6 +42,12 @@ def _checks_of(schema: dict[str, Any]) -> tuple[str, Fits | None]:
     return schema_json, fits
 
 
+def argument_errors(tool: Tool, arguments: dict[str, Any]) -> list[str]:
+    """Why the call's arguments would be refused when it runs: against what the tool accepts, which
+    may be more than it shows the model (an HTTP tool's pinned parameters, replaced when it runs)."""
+    return schema_errors(getattr(tool, "arguments_schema", tool.parameters), arguments)
+
+
 def schema_errors(schema: dict[str, Any], arguments: dict[str, Any]) -> list[str]:
     """Why `arguments` do not fit `schema` (empty when they do)."""
     schema_json, fits = _checks_of(schema)
@@ -100,8 +106,7 @@ class ToolRegistry:
             return failure(name, f"Invalid arguments: {exc}", call.id)
         except ValueError:
             return failure(name, "Arguments are not a valid JSON object", call.id)
-        # A tool may accept more than it shows the model (an HTTP tool's pinned parameters, replaced).
-        problems = schema_errors(getattr(tool, "arguments_schema", tool.parameters), arguments)
+        problems = argument_errors(tool, arguments)
         if problems:
             return failure(name, "Invalid arguments: " + "; ".join(problems), call.id)
         try:
