@@ -246,6 +246,55 @@ async def test_resolved_secrets_never_reach_the_model():
     assert "s3cret-token-value" not in result.result and "[redacted]" in result.result
 
 
+ODD_SECRET = 'Zk9/q+T0ken&R3al<Secret>=="x\\y'  # what JSON encoders escape: / & < > " \\
+
+
+def escaped(style: str, text: str) -> str:
+    """`text` as a JSON string, the way one encoder or another writes it."""
+    encoded = json.dumps(text)
+    if style == "php":  # json_encode escapes "/"
+        return encoded.replace("/", "\\/")
+    if style == "go":  # encoding/json escapes < > & for HTML
+        return encoded.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    if style == "every-char":  # any character may be \\uXXXX, in either case
+        return '"' + "".join(f"\\u{ord(c):04X}" for c in text) + '"'
+    return encoded
+
+
+def odd_secret_tool(recorder, **extra) -> HttpTool:
+    lookup = {"TOKEN": ODD_SECRET}.get
+    entry = spec().model_dump(by_alias=True, exclude_none=True) | extra
+    parsed = parse_catalog({"tools": [entry]}, lookup=lookup).tools[0]
+    return HttpTool(parsed, pool=ClientPool(httpx.MockTransport(recorder)), lookup=lookup, assertions=SIGNER)
+
+
+@pytest.mark.parametrize("style", ["plain", "php", "go", "every-char"])
+async def test_an_api_echoing_a_secret_json_escaped_hands_back_none_of_it(style):
+    """Redacting the text as received missed an escaped secret, and writing the JSON anew unescaped it:
+    the client's ToolCallResult and the model both had it whole."""
+
+    def echo(request: httpx.Request) -> httpx.Response:
+        body = '{"youSent": ' + escaped(style, request.headers["authorization"]) + "}"
+        return httpx.Response(200, content=body.encode(), headers={"content-type": "application/json"})
+
+    result = await odd_secret_tool(Recorder(echo)).execute({"orderId": "1"}, CTX)
+    assert result.success and json.loads(result.result) == {"youSent": "Bearer [redacted]"}
+    preview = await odd_secret_tool(Recorder(echo), preview="workflow_preview").execute({"orderId": "1"}, CTX)
+    assert preview.preview is not None and preview.preview.payload == {"youSent": "Bearer [redacted]"}
+
+
+@pytest.mark.parametrize("padding", [700, 760, 780, 790, 795, 799])
+async def test_an_error_body_cut_inside_a_secret_hands_the_model_no_part_of_it(padding):
+    """An error body is read to 800 bytes for its excerpt; a secret the cut split was not redacted, and
+    collapsing the whitespace brought its start into the excerpt the model reads."""
+    body = '{"detail": "' + " " * padding + "auth was Bearer " + ODD_SECRET + ' and more"}'
+    rec = Recorder(lambda r: httpx.Response(401, content=body.encode()))
+    result = await odd_secret_tool(rec).execute({"orderId": "1"}, CTX)
+    assert not result.success and "HTTP 401" in result.error
+    pieces = {ODD_SECRET[i : i + 6] for i in range(len(ODD_SECRET) - 5)}
+    assert not [p for p in pieces if p in result.error], result.error
+
+
 @pytest.mark.parametrize(
     ("response", "says", "hides"),
     [

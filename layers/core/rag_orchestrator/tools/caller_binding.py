@@ -8,6 +8,8 @@ leaves them out. The identity (`assertion`, `caller-token`, `none`) becomes one 
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -82,7 +84,28 @@ def credentials(headers: Mapping[str, str]) -> list[str]:
 
 
 def redact(text: str, secrets: list[str]) -> str:
-    """`text` with each secret of four characters or more replaced, longest first."""
-    for secret in sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True):
-        text = text.replace(secret, "[redacted]")
+    """`text` with each secret of four characters or more replaced, longest first, however a JSON
+    encoder wrote it: any of its characters may be `\\uXXXX`, `/` may be `\\/` (PHP), `&` `<` `>`
+    `\\u0026` (Go). A JSON string holding one stays valid JSON."""
+    for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
+        text = _written(secret).sub("[redacted]", text)
     return text
+
+
+# JSON's two-character escapes: the character, and the letter after its backslash.
+_SHORT_ESCAPES = {"/": "/", '"': '"', "\\": "\\", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t"}
+
+
+@functools.lru_cache(maxsize=256)
+def _written(secret: str) -> re.Pattern[str]:
+    """A pattern of the secret as itself or JSON-escaped, character by character."""
+    parts = []
+    for char in secret:
+        forms = [re.escape(char)]
+        if ord(char) <= 0xFFFF:  # \u followed by its code in either case
+            code = "".join(f"[{d.lower()}{d.upper()}]" if d.isalpha() else d for d in f"{ord(char):04x}")
+            forms.append(r"\\u" + code)
+        if char in _SHORT_ESCAPES:
+            forms.append(re.escape("\\" + _SHORT_ESCAPES[char]))
+        parts.append(f"(?:{'|'.join(forms)})")
+    return re.compile("".join(parts))

@@ -200,9 +200,12 @@ class HttpTool:
             url = url.copy_merge_params(
                 {key: _query_value(value) for key, value in rest.items() if value is not None}
             )
+        # An error body is read only so far (its excerpt is for the model), and a secret cut by the
+        # read's end would not be redacted: a margin more is read, and that much of the end dropped.
+        margin = 6 * max(map(len, self._secrets_with(identity)), default=0)  # \uXXXX: 6 a character
         try:
             async with asyncio.timeout(self.timeout_seconds):
-                response, content = await self._send(method, url, body, identity)
+                response, content, cut = await self._send(method, url, body, identity, margin)
         except TimeoutError:
             return failure(self.name, f"The service did not answer within {self.timeout_seconds:g}s")
         except ResponseTooLarge:
@@ -212,15 +215,18 @@ class HttpTool:
             return failure(self.name, f"Could not reach the service ({type(exc).__name__})")
         logger.info("http tool called", extra={"tool": self.name, "status": response.status_code})
         text = self._redact(content.decode(response.encoding or "utf-8", errors="replace"), linked, identity)
+        if cut:
+            text = text[: max(0, len(text) - margin)]
         if not response.is_success:
             status = self._status_message(response)
             # The model may read the 4xx body's excerpt (it says which argument was wrong); a client never.
             return failure(self.name, self._with_excerpt(status, response, text), client_message=status)
-        return self._result(response, text)
+        return self._result(response, text, linked, identity)
 
     async def _send(
-        self, method: str, url: httpx.URL, body: Any, identity: dict[str, str]
-    ) -> tuple[httpx.Response, bytes]:
+        self, method: str, url: httpx.URL, body: Any, identity: dict[str, str], margin: int
+    ) -> tuple[httpx.Response, bytes, bool]:
+        """The response and its body, and whether the body was cut (an error's, read only so far)."""
         client = self._pool.client()
         headers = {**self._headers, **identity} if identity else self._headers
         request = client.build_request(
@@ -228,7 +234,7 @@ class HttpTool:
         )
         response = await client.send(request, stream=True)
         try:
-            limit = self.max_response_bytes if response.is_success else _ERROR_EXCERPT * 4
+            limit = self.max_response_bytes if response.is_success else _ERROR_EXCERPT * 4 + margin
             declared = response.headers.get("content-length", "")
             if response.is_success and declared.isdigit() and int(declared) > limit:
                 raise ResponseTooLarge
@@ -239,16 +245,21 @@ class HttpTool:
                     if response.is_success:
                         raise ResponseTooLarge
                     break
-            return response, bytes(content[:limit])
+            return response, bytes(content[:limit]), len(content) > limit
         finally:
             await response.aclose()
 
-    def _result(self, response: httpx.Response, text: str) -> ToolResult:
+    def _result(
+        self, response: httpx.Response, text: str, linked: dict[str, str], identity: dict[str, str]
+    ) -> ToolResult:
         payload: Any = text
         if text.strip():
             try:
+                # Written anew, and redacted anew: an escape the first redaction missed is undone here.
+                text = self._redact(
+                    json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":")), linked, identity
+                )
                 payload = json.loads(text)
-                text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
             except ValueError:
                 pass
         else:
@@ -292,12 +303,16 @@ class HttpTool:
             urls[url] = attachment_id
         return linked, urls
 
+    def _secrets_with(self, identity: dict[str, str]) -> list[str]:
+        """The catalogue's secrets and the caller's credentials the request carries."""
+        return [*self._secrets, *credentials(identity)]
+
     def _redact(
         self, text: str, linked: dict[str, str] | None = None, identity: dict[str, str] | None = None
     ) -> str:
         """The answer without the catalogue's secrets, the caller's credentials (an API that echoes
         its request), or the presigned URLs it was given."""
-        text = redact(text, [*self._secrets, *credentials(identity or {})])
+        text = redact(text, self._secrets_with(identity or {}))
         for url, attachment_id in (linked or {}).items():
             for form in url_forms(url):
                 text = text.replace(form, attachment_id)
