@@ -79,6 +79,15 @@ def new_conversation(caller: str = "alice") -> str:
     return asyncio.run(store.create(Conversation(caller_id=caller))).conversation_id
 
 
+def delete_conversation(conversation_id: str, caller: str = "alice") -> None:
+    """As DELETE on the REST function does (these processes are streaming functions)."""
+    from rag_orchestrator.api.deps import process_aws
+    from rag_orchestrator.config import load_settings
+    from rag_orchestrator.conversations.factory import create_store
+
+    asyncio.run(create_store(load_settings(), process_aws()).soft_delete(conversation_id, caller))
+
+
 def transcript(conversation_id: str, caller: str = "alice") -> list:
     from rag_orchestrator.api.deps import process_aws
     from rag_orchestrator.config import load_settings
@@ -188,6 +197,15 @@ def test_a_turn_whose_client_vanished_is_stored_whole_and_replays_from_the_start
     assert [m.id for m in replayed] == [f"{turn_id}:{n}" for n in range(1, len(replayed) + 1)]
     assert [m.data for m in replayed[: len(first)]] == [m.data for m in first]
     assert "".join(chunks(replayed)) == ANSWER and replayed[-1].event == "Completed"
+
+    # Deleted, the conversation's answer is no longer replayed, though its log lives on an hour.
+    delete_conversation(cid)
+    gone = httpx.get(turn_url(stack.b.url, cid, turn_id, "events") + "?after=0", headers=ALICE)
+    assert (
+        gone.status_code == 404
+        and gone.json()["error"] == "Conversation not found"
+        and ANSWER not in gone.text
+    )
 
 
 @pytest.mark.parametrize("where", ["same process", "another process"])

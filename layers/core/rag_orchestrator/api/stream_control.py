@@ -1,8 +1,8 @@
 """A streamed turn after the fact: resume its events (SSE, the streaming app) and cancel it (JSON).
 
-Both read the event log (docs/streams.md), so they work from any function instance. A turn not in the
-log — unknown, expired an hour after its deadline, another caller's, or a turn answered whole by REST
-— is 404.
+Both read the event log (docs/streams.md), so they work from any function instance; every turn is in
+it, a REST one too. A turn not in the log — unknown, expired an hour after its deadline, another
+caller's — is 404; so is a resume of a turn whose conversation was deleted since.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import anyio
 from starlette.responses import StreamingResponse
 
 from rag_orchestrator.api.auth import get_caller
-from rag_orchestrator.api.deps import get_event_log, get_running_turns, get_settings
+from rag_orchestrator.api.deps import get_event_log, get_running_turns, get_settings, get_store
 from rag_orchestrator.api.routing import Depends, Header, Path, Query, Router
 from rag_orchestrator.api.sse import SSE_HEADERS, comment, frame
 from rag_orchestrator.config import Settings
+from rag_orchestrator.conversations.store import ConversationStore
 from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.errors import BadRequest, TurnNotFound
@@ -63,10 +64,13 @@ async def resume_turn(
     last_event_id: str | None = Header(None, max_length=100),
     caller: Caller = Depends(get_caller),
     log: EventLog = Depends(get_event_log),
+    store: ConversationStore = Depends(get_store),
     settings: Settings = Depends(get_settings),
 ) -> StreamingResponse:
     seen = last_seen(turn_id, last_event_id, after)
     entry = await log.get(conversation_id, turn_id, caller.caller_id)  # 404 before the stream starts
+    # The log outlives a delete by up to an hour; what was said in a deleted conversation is not replayed.
+    await store.get(conversation_id, caller.caller_id)
     events = follow(
         log,
         entry,
