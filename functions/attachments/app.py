@@ -8,20 +8,16 @@ with frozen_start():  # no GC passes over start-up's objects (rag_orchestrator/s
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
     from rag_orchestrator.attachments.events import process_s3_event
-    from rag_orchestrator.attachments.factory import create_attachments
+    from rag_orchestrator.attachments.factory import create_function_attachments
     from rag_orchestrator.aws import AwsClients
     from rag_orchestrator.config import get_settings
     from rag_orchestrator.observability import logger, publishes_metrics
-    from rag_orchestrator.retrieval.embedders import create_embedder
-    from rag_orchestrator.retrieval.fragments import create_fragment_index
     from rag_orchestrator.ssm_params import SecretReader
 
     aws = AwsClients()  # this function's one boto3 session; clients made on first use
     # A bad setting fails the cold start, naming it.
     settings = get_settings().read_secrets_with(SecretReader(aws))
-    embedder = create_embedder(settings, aws)
-    memory = create_fragment_index(settings, embedder) if settings.memory_enabled else None
-    attachments = create_attachments(settings, aws, memory)
+    attachments = create_function_attachments(settings, aws)
 
 
 @logger.inject_lambda_context(clear_state=True)

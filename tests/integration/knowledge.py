@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rag_orchestrator.api.deps import process_aws
-from rag_orchestrator.attachments.factory import create_attachments
+from rag_orchestrator.attachments.factory import create_function_attachments
 from rag_orchestrator.attachments.service import Attachments
 from rag_orchestrator.config import Settings, load_settings
 from rag_orchestrator.domain.passages import Passage
@@ -65,7 +65,5 @@ def rag_search(settings: Settings | None = None) -> RagSearchTool:
 
 
 def attachments(settings: Settings | None = None) -> Attachments:
-    settings = settings or load_settings()
-    embedder = create_embedder(settings, process_aws())
-    memory = create_fragment_index(settings, embedder) if settings.memory_enabled else None
-    return create_attachments(settings, process_aws(), memory)
+    """AttachmentFunction's service, built as the function builds it."""
+    return create_function_attachments(settings or load_settings(), process_aws())

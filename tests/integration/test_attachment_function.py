@@ -13,6 +13,7 @@ from rag_orchestrator.api.deps import process_aws
 from rag_orchestrator.attachments.events import AttachmentRecordsFailed, process_event
 from rag_orchestrator.config import load_settings
 from rag_orchestrator.domain.attachments import Attachment, CreateAttachmentRequest
+from rag_orchestrator.domain.conversations import Conversation
 from tests.fakes.attachments import post_upload
 from tests.fakes.pdf import make_pdf
 from tests.integration.knowledge import attachments as build_attachments
@@ -39,12 +40,18 @@ def invoke(event: dict) -> dict:
     return module.handler(event, LambdaContext(function_name="rag-orchestrator-attachments"))
 
 
+def conversations():
+    from rag_orchestrator.conversations.factory import create_store
+
+    return create_store(load_settings(), process_aws())
+
+
 def declared(
     caller: str, file_name: str, content_type: str, body: bytes, *, upload: bool = True
 ) -> Attachment:
-    """An attachment created as the API creates it (conversation checks aside), uploaded by POST."""
+    """An attachment created as the API creates it, in a new conversation of the caller's, uploaded by POST."""
     attachments = build_attachments()
-    conversation_id = str(uuid.uuid4())
+    conversation_id = asyncio.run(conversations().create(Conversation(caller_id=caller))).conversation_id
     request = CreateAttachmentRequest(file_name=file_name, content_type=content_type, size_bytes=len(body))
     created = asyncio.run(attachments.create(caller, conversation_id, request))
     if upload:
@@ -109,6 +116,28 @@ def test_segments_that_could_not_be_indexed_fail_the_invocation_and_a_retry_inde
     again = asyncio.run(process_event(build_attachments(), event))
     assert again["processed"] == [{"attachmentId": notes.attachment_id, "status": "READY"}]
     assert [(m["chunkIndex"], m["source"]) for m in fragments(notes)] == [(0, "document"), (1, "document")]
+
+
+@pytest.mark.parametrize("change", ["deleted", "made temporary"])
+def test_a_file_whose_conversation_is_deleted_or_made_temporary_before_its_upload_leaves_no_memory(
+    aws_stack, chroma_url, change
+):
+    """The upload form outlives the conversation's delete (ATTACHMENT_URL_TTL_SECONDS), and a PATCH to
+    a temporary chat does not change a file declared before it: the file is still read, but its
+    segments were indexed into the caller's memory, recallable in their other conversations."""
+    notes = declared(
+        "erin", "plan.txt", "text/plain", b"Secret plan: ship the rocket on Friday.", upload=False
+    )
+    store = conversations()
+    if change == "deleted":
+        asyncio.run(store.soft_delete(notes.conversation_id, "erin"))
+    else:
+        asyncio.run(store.update(notes.conversation_id, "erin", memory=False))
+    upload = build_attachments().objects.presign_post(notes.key, "text/plain", 39, 300)
+    assert post_upload(upload, b"Secret plan: ship the rocket on Friday.", "plan.txt").status_code == 204
+    result = invoke(s3_event(aws_stack["ATTACHMENTS_BUCKET"], notes.key))
+    assert result["processed"] == [{"attachmentId": notes.attachment_id, "status": "READY"}]
+    assert fragments(notes) == []
 
 
 def test_objects_without_an_attachment_are_skipped(aws_stack):

@@ -161,6 +161,20 @@ async def test_a_streamed_turn_reads_an_image_a_pdf_and_a_voice_note_and_the_mod
     assert fragment.count(where={"conversationId": cid}) == 0
 
 
+def test_a_file_declared_before_its_chat_was_made_temporary_is_read_but_not_remembered(client, fake_llm):
+    """The file's own memory switch is the conversation's when it was declared; a PATCH to a temporary
+    chat after it left the turn that read it indexing it into the caller's memory all the same."""
+    c = client
+    cid = new_conversation(c)
+    aid = upload(c, cid, "vault.txt", "text/plain", b"Temporary: the vault code is 4711.")
+    assert c.patch(f"{BASE}/{cid}", json={"memory": False}, headers=ALICE).status_code == 200
+    fake_llm.script(text_reply("It says 4711."))
+    events = stream(c, cid, {"message": "What does it say?", "attachmentIds": [aid]})
+    assert events[-1].event == "Completed" and status_of(c, cid, aid)["status"] == "READY"
+    assert "4711" in user_message(fake_llm.requests[-1])  # read for the turn
+    assert memory(load_settings()).store.count(where={"attachmentId": aid}) == 0
+
+
 def assert_refused(response, status: int, error: str) -> None:
     assert response.status_code == status, response.text
     body = response.json()

@@ -105,7 +105,7 @@ class Services:
         """Uploads and their segments; StorageUnavailable (503) without ATTACHMENTS_BUCKET."""
         from rag_orchestrator.attachments.factory import create_attachments
 
-        return create_attachments(self.settings, self.aws, self.memory)
+        return create_attachments(self.settings, self.aws, self.memory, self.store)
 
     @cached_property
     def turn_attachments(self) -> TurnAttachments:

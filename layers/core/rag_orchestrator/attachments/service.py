@@ -41,6 +41,7 @@ from rag_orchestrator.errors import (
     UnsupportedMediaType,
 )
 from rag_orchestrator.observability import logger, metrics
+from rag_orchestrator.retrieval.memory_switch import Conversations, still_remembered
 
 if TYPE_CHECKING:
     from rag_orchestrator.retrieval.fragments import FragmentIndex
@@ -78,6 +79,7 @@ class Attachments:
         engines: Callable[[], Engines],
         clock: Callable[[], float] = time.time,
         memory: FragmentIndex | None = None,
+        conversations: Conversations | None = None,
     ) -> None:
         self.store = store
         self.objects = objects
@@ -85,6 +87,9 @@ class Attachments:
         self._build_engines = engines
         self._clock = clock
         self.memory = memory  # where READY segments are indexed (MEMORY_ENABLED), or None
+        # Read once segments are indexed: a conversation deleted or made temporary since its file was
+        # declared keeps none of them (retrieval/memory_switch.py).
+        self.conversations = conversations
 
     @cached_property
     def engines(self) -> Engines:
@@ -172,13 +177,22 @@ class Attachments:
         return attachment
 
     async def _index(self, attachment: Attachment, *, strict: bool) -> None:
-        """Index the segments as conversation fragments; a failure raises when `strict`, else is logged."""
-        if self.memory is None:
+        """Index the segments as conversation fragments, then forget them if their conversation is no
+        longer remembered; a failure raises when `strict`, else is logged."""
+        memory = self.memory
+        if memory is None:
             return
         from rag_orchestrator.attachments.indexing import index_segments
 
         try:
-            await index_segments(self.memory, attachment)
+            if await index_segments(memory, attachment) and self.conversations is not None:
+                conversation_id, caller_id = attachment.conversation_id, attachment.caller_id
+                if not await still_remembered(self.conversations, conversation_id, caller_id):
+                    await asyncio.to_thread(memory.forget_conversation, conversation_id)
+                    logger.info(
+                        "attachment not remembered: its conversation is gone or temporary",
+                        extra={"attachment_id": attachment.attachment_id},
+                    )
         except Exception:
             if strict:
                 raise

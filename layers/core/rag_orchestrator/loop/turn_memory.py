@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Protocol
 
-from rag_orchestrator.domain.conversations import Conversation
 from rag_orchestrator.domain.events import FinishReason
-from rag_orchestrator.errors import ConversationNotFound, RagError
+from rag_orchestrator.errors import RagError
 from rag_orchestrator.loop.record import TurnRecord
 from rag_orchestrator.loop.request import TurnRequest
 from rag_orchestrator.observability import logger
 from rag_orchestrator.retrieval.fragments import Fragment, FragmentIndex, conversation_fragments
+from rag_orchestrator.retrieval.memory_switch import Conversations, still_remembered
 
 ANSWERED: tuple[FinishReason, ...] = ("stop", "max_iterations")
 
@@ -45,10 +44,6 @@ def turn_fragments(request: TurnRequest, record: TurnRecord) -> list[Fragment]:
     )
 
 
-class Conversations(Protocol):
-    async def get(self, conversation_id: str, caller_id: str) -> Conversation: ...
-
-
 class TurnMemory:
     """The AfterTurn hook that indexes a turn's fragments; Chroma being down costs the memory, not the turn.
 
@@ -73,7 +68,8 @@ class TurnMemory:
                 await asyncio.to_thread(self.index.forget_messages, gone)
             if fragments:
                 await asyncio.to_thread(self.index.add, fragments)
-                if not await self._remembers(request):  # deleted, made temporary or erased meanwhile
+                caller_id = request.caller.caller_id  # deleted, made temporary or erased meanwhile?
+                if not await still_remembered(self.conversations, request.conversation_id, caller_id):
                     await asyncio.to_thread(
                         self.index.forget_messages, sorted({f.message_id for f in fragments if f.message_id})
                     )
@@ -93,17 +89,3 @@ class TurnMemory:
                 "ms": round((time.perf_counter() - started) * 1000, 1),
             },
         )
-
-    async def _remembers(self, request: TurnRequest) -> bool:
-        """Whether the conversation still exists and is remembered; when it cannot be read, not."""
-        try:
-            conversation = await self.conversations.get(request.conversation_id, request.caller.caller_id)
-        except ConversationNotFound:
-            return False
-        except Exception as exc:
-            logger.warning(
-                "turn not remembered: its conversation could not be read",
-                extra={"error_type": type(exc).__name__},
-            )
-            return False
-        return conversation.memory
