@@ -9,11 +9,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictInt, field_validator
 
-from rag_orchestrator.domain.base import CamelModel, RequestBody, new_id, utcnow
+from rag_orchestrator.domain.base import CamelModel, new_id, utcnow
 from rag_orchestrator.domain.caller_keys import owned_by
-from rag_orchestrator.domain.text import plain_label
+from rag_orchestrator.domain.text import ClientBody, plain_label
 
 Kind = Literal["image", "audio", "document"]
 
@@ -139,10 +139,15 @@ class Attachment(CamelModel):
         return [(number, s) for number, s in enumerate(self.segments) if s.text.strip()]
 
 
-class CreateAttachmentRequest(RequestBody):
+class CreateAttachmentRequest(ClientBody):
+    """The declare body: a field unknown, or of another type (`"10"` for a size), is a 422; a string
+    breaking the text rule (a lone surrogate) a 400, as in every chat body."""
+
+    model_config = ClientBody.model_config | {"extra": "forbid"}
+
     file_name: str = Field(min_length=1, max_length=MAX_FILE_NAME_CHARS)
     content_type: str = Field(min_length=1, max_length=255)
-    size_bytes: int = Field(ge=1)
+    size_bytes: StrictInt = Field(ge=1)
 
     @field_validator("file_name")
     @classmethod
