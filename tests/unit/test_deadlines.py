@@ -40,7 +40,10 @@ def test_the_web_adapters_header_gives_the_invocation_deadline_less_the_margin()
     assert deadline == pytest.approx(ends - 3, abs=0.01)
 
 
-@pytest.mark.parametrize("value", ["not json", "{}", '{"deadline": "soon"}', "[1]"])
+@pytest.mark.parametrize(
+    "value",
+    ["not json", "{}", '{"deadline": "soon"}', "[1]", '{"deadline": NaN}', '{"deadline": -Infinity}'],
+)
 def test_a_header_without_a_deadline_falls_back_to_the_default_budget(value):
     deadline = turn_deadline(request({"x-amzn-lambda-context": value}), SETTINGS)
     assert deadline == pytest.approx(time.time() + 120, abs=1)

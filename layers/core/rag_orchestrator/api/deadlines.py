@@ -10,6 +10,7 @@ sent. Without either (a dev server) a turn may run TURN_DEFAULT_BUDGET_SECONDS.
 from __future__ import annotations
 
 import json
+import math
 import time
 
 from starlette.requests import Request
@@ -37,7 +38,7 @@ def _remaining_seconds(request: Request, now: float) -> float | None:
     if not header:
         return None
     try:
-        deadline_ms = json.loads(header)["deadline"]
-        return float(deadline_ms) / 1000 - now
+        deadline = float(json.loads(header)["deadline"]) / 1000
     except (ValueError, TypeError, KeyError):
         return None
+    return deadline - now if math.isfinite(deadline) else None  # JSON's NaN and -Infinity are no deadline
