@@ -242,6 +242,7 @@ def test_turns_of_other_callers_unknown_turns_and_bad_event_ids_are_refused(stac
         ("GET", "events", mallory),
         ("POST", "cancel", mallory),
         ("GET", "events", ALICE | {"Last-Event-ID": "x"}),
+        ("GET", "events", ALICE | {"Last-Event-ID": f"{turn_id}:{'9' * 120}"}),  # malformed by its length too
     ]:
         response = httpx.request(method, turn_url(stack.b.url, cid, turn_id, action), headers=headers)
         expected = 400 if headers is not mallory else 404

@@ -283,6 +283,8 @@ async def test_later_turns_see_a_note_of_earlier_attachments_and_read_nothing_ag
 def test_a_chat_request_takes_at_most_ten_well_formed_ids_each_once():
     one = str(uuid.uuid4())
     assert ChatRequest(message="hi", attachmentIds=[one.upper(), one]).attachment_ids == [one]
+    ten = [str(uuid.uuid4()) for _ in range(10)]  # ten, one of them twice: ten sent once each
+    assert ChatRequest(message="hi", attachmentIds=[*ten, ten[0]]).attachment_ids == ten
     for ids in (["../etc/passwd"], [str(uuid.uuid4()) for _ in range(11)]):
         with pytest.raises(ValidationError):
             ChatRequest(message="hi", attachmentIds=ids)

@@ -61,7 +61,7 @@ async def resume_turn(
     conversation_id: str = CONVERSATION_ID,
     turn_id: str = TURN_ID,
     after: int | None = Query(None, ge=0, description="the last event number seen; Last-Event-ID wins"),
-    last_event_id: str | None = Header(None, max_length=100),
+    last_event_id: str | None = Header(None),  # any malformed one, a long one too, is last_seen's 400
     caller: Caller = Depends(get_caller),
     log: EventLog = Depends(get_event_log),
     store: ConversationStore = Depends(get_store),

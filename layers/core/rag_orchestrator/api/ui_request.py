@@ -115,7 +115,10 @@ class UIChatRequest(ClientBody):
     context_type: str | None = Field(None, max_length=64)
     context: dict[str, Any] | None = None
     metadata: dict[str, str] = Field(default_factory=dict, max_length=MAX_METADATA_ENTRIES)
-    attachment_ids: list[str] = Field(default_factory=list, max_length=MAX_PER_TURN)
+    attachment_ids: list[str] = Field(  # at most MAX_PER_TURN once repeats are dropped (well_formed_ids)
+        default_factory=list,
+        description=f"As on the native routes: at most {MAX_PER_TURN}, a repeat sent once",
+    )
     caller_id: str | None = Field(
         None,
         max_length=MAX_ID_LENGTH,

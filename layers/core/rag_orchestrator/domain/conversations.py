@@ -265,10 +265,10 @@ class ChatRequest(ClientBody):
     context: dict[str, Any] | None = None
     metadata: dict[str, str] = Field(default_factory=dict, max_length=MAX_METADATA_ENTRIES)
     client_message_id: str | None = Field(None, min_length=1, max_length=MAX_ID_LENGTH)
-    attachment_ids: list[str] = Field(
+    attachment_ids: list[str] = Field(  # at most MAX_PER_TURN once repeats are dropped (well_formed_ids)
         default_factory=list,
-        max_length=MAX_PER_TURN,
-        description="Attachments of this conversation whose text the model reads with the message",
+        description=f"Attachments of this conversation whose text the model reads with the message "
+        f"(at most {MAX_PER_TURN}; a repeat is sent once)",
     )
 
     _metadata = field_validator("metadata")(_small_metadata)
