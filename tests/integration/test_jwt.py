@@ -111,8 +111,8 @@ def test_bad_claims_are_refused(client, jwks, overrides, message):
 
 @pytest.mark.parametrize(
     "sub",
-    ["user\ud800-1", "user\x00-1", "user\x85-1", "user\u202e-1", "u" * 257, "   "],
-    ids=["lone-surrogate", "nul", "c1-control", "bidi-override", "too-long", "blank"],
+    ["user\ud800-1", "user\x00-1", "user\x85-1", "user\u202e-1", "u" * 257, "   ", "\U00020000" * 129],
+    ids=["lone-surrogate", "nul", "c1-control", "bidi-override", "too-long", "blank", "over-512-bytes"],
 )
 def test_a_caller_id_claim_that_cannot_name_a_caller_is_refused_with_401(client, jwks, sub):
     """The identity provider signed it, but it cannot key a caller's data (a surrogate cannot be
@@ -125,7 +125,9 @@ def test_a_caller_id_claim_that_cannot_name_a_caller_is_refused_with_401(client,
         assert "sub claim" in assert_refused(response, token)["message"]
 
 
-@pytest.mark.parametrize("sub", ["auth0|5f7c8ec7a1b2", "X/b#c", "müller@example.com", "u" * 256])
+@pytest.mark.parametrize(
+    "sub", ["auth0|5f7c8ec7a1b2", "X/b#c", "müller@example.com", "u" * 256, "\U00020000" * 128]
+)
 def test_unusual_but_plain_caller_ids_are_kept_as_they_are(client, jwks, sub):
     token = jwks.keys[0].sign(claims(sub=sub))
     assert client.get("/whoami", headers=bearer(token)).json()["callerId"] == sub

@@ -101,12 +101,16 @@ def printable_ascii(value: str) -> bool:
 
 
 MAX_CALLER_ID = 256  # an identity provider's subject: Cognito's and Entra's are 36, Auth0's about 30
+# DynamoDB keys are bounded in bytes (a sort key 1024): the usage ledger's CALLER#<id>#MODEL#<model>
+# must fit with any model's name, whatever script the id is written in.
+MAX_CALLER_ID_BYTES = 512
 
 
 def caller_id_problem(value: str) -> str | None:
-    """Why a token's caller id cannot name a caller, or None: blank, over MAX_CALLER_ID characters, or
-    holding a control, format or lone surrogate character (which no store keeps, or which reads
-    otherwise than it is). `/`, `#`, `|` and letters of any script are a subject's own."""
+    """Why a token's caller id cannot name a caller, or None: blank, over MAX_CALLER_ID characters or
+    MAX_CALLER_ID_BYTES in UTF-8, or holding a control, format or lone surrogate character (which no
+    store keeps, or which reads otherwise than it is). `/`, `#`, `|` and letters of any script are a
+    subject's own."""
     if not value.strip():
         return "is blank"
     if len(value) > MAX_CALLER_ID:
@@ -114,6 +118,8 @@ def caller_id_problem(value: str) -> str | None:
     for char in value:
         if unicodedata.category(char) in ("Cc", "Cf", "Cs"):
             return f"holds the character U+{ord(char):04X}"
+    if len(value.encode()) > MAX_CALLER_ID_BYTES:
+        return f"is over {MAX_CALLER_ID_BYTES} bytes in UTF-8"
     return None
 
 
