@@ -21,6 +21,16 @@ def test_health_is_up_with_every_dependency_up(aws_stack, chroma_url):
     }
 
 
+def test_health_shows_no_credentials_written_into_the_chroma_url(aws_stack, chroma_url, monkeypatch):
+    """The route needs no caller: whatever it says, anyone may read."""
+    with_credentials = chroma_url.replace("http://", "http://kbuser:s3cr3t-pass@") + "/?token=t0ken-value"
+    monkeypatch.setenv("CHROMA_URL", with_credentials)
+    response = TestClient(create_app(["health"])).get("/api/v1/agent/health")
+    chroma = response.json()["checks"]["chroma"]
+    assert chroma["status"] == "UP" and chroma["detail"] == f"heartbeat ok at {chroma_url}"
+    assert "s3cr3t" not in response.text and "kbuser" not in response.text and "t0ken" not in response.text
+
+
 def test_health_names_chroma_when_it_is_down(aws_stack, monkeypatch):
     monkeypatch.setenv("CHROMA_URL", "http://127.0.0.1:9")
     response = TestClient(create_app(["health"])).get("/api/v1/agent/health")

@@ -50,7 +50,15 @@ async def _chroma(parts: Services) -> str:
     async with httpx.AsyncClient(timeout=CHECK_TIMEOUT_SECONDS, verify=tls.verify(base)) as client:
         response = await client.get(f"{base}/heartbeat", headers=headers)
         response.raise_for_status()
-    return f"heartbeat ok at {settings.chroma_url}"
+    return f"heartbeat ok at {shown(settings.chroma_url)}"
+
+
+def shown(url: str) -> str:
+    """An address as the report may show it to anyone: scheme, host and port, never user:password@
+    written into it, a path or a query."""
+    parts = httpx.URL(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.host}{port}"
 
 
 async def _provider(parts: Services) -> str:
