@@ -222,8 +222,11 @@ def test_a_generated_answer_is_one_trace_of_its_search_and_its_model_call(
         assert search["parentSpanId"] == root["spanId"] and chat["parentSpanId"] == root["spanId"]
         assert search["attributes"]["rag.retrieval.passages"] == 1 and search["end"] <= chat["start"]
         assert root["start"] <= search["start"] and chat["end"] <= root["end"]
-        if failed:
+        if failed:  # the failed call is marked so, as a turn's is, and the answer with it
             assert root["attributes"]["error.type"] == "ProviderHTTPError"  # its class, never its text
+            assert chat["attributes"]["error.type"] == "ProviderHTTPError"
+            assert chat["status"] == root["status"] == "STATUS_CODE_ERROR"
+            assert "gen_ai.response.finish_reasons" not in chat["attributes"]
             continue
         assert "error.type" not in root["attributes"]
         usage = (

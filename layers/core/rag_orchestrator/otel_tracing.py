@@ -73,9 +73,16 @@ class OtelTracer:
                 raise
 
     def record(
-        self, name: str, attributes: Attributes, timing: tuple[int, int], kind: Kind = "internal"
+        self,
+        name: str,
+        attributes: Attributes,
+        timing: tuple[int, int],
+        kind: Kind = "internal",
+        failed: str | None = None,
     ) -> None:
         span = self._tracer.start_span(name, kind=KINDS[kind], attributes=attributes, start_time=timing[0])
+        if failed is not None:
+            _Span(span).fail(failed)
         span.end(end_time=timing[1])
 
     def flush(self) -> None:

@@ -50,10 +50,15 @@ class Tracer(Protocol):
         ...
 
     def record(
-        self, name: str, attributes: Attributes, timing: tuple[int, int], kind: Kind = "internal"
+        self,
+        name: str,
+        attributes: Attributes,
+        timing: tuple[int, int],
+        kind: Kind = "internal",
+        failed: str | None = None,
     ) -> None:
         """A span of work that ran elsewhere (a task the turn started), from its start to its end in
-        ns since the epoch, under the current span."""
+        ns since the epoch, under the current span; marked failed with `failed` as its error.type."""
         ...
 
     def flush(self) -> None:
@@ -90,7 +95,12 @@ class NoTracer:
         return self._span
 
     def record(
-        self, name: str, attributes: Attributes, timing: tuple[int, int], kind: Kind = "internal"
+        self,
+        name: str,
+        attributes: Attributes,
+        timing: tuple[int, int],
+        kind: Kind = "internal",
+        failed: str | None = None,
     ) -> None:
         return None
 

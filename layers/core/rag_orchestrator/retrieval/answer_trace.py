@@ -31,6 +31,7 @@ class AnswerTrace:
     called: tuple[int, int] | None = None
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
+    call_ended: bool = False  # the model's answer came whole
     error_type: str | None = None  # it failed, or its client left ("cancelled")
 
 
@@ -52,15 +53,17 @@ def record_answer(tracer: tr.Tracer, trace: AnswerTrace, provider: str, model: s
                 "rag.retrieval.passages": trace.passages,
             }
             tracer.record(f"retrieval {KNOWLEDGE_BASE}", searched, trace.searched, "client")
-        if trace.called is not None:
+        if trace.called is not None:  # the call failed with the answer, unless the answer failed after it
+            failed = trace.error_type if not trace.call_ended else None
             chat: dict[str, Any] = {
                 tr.OPERATION: "chat",
                 tr.PROVIDER: provider,
                 tr.REQUEST_MODEL: model,
                 tr.INPUT_TOKENS: usage.prompt_tokens,
                 tr.OUTPUT_TOKENS: usage.completion_tokens,
-                tr.FINISH_REASONS: [trace.finish_reason or "stop"],
             }
-            tracer.record(f"chat {model}", chat, trace.called, "client")
+            if failed is None:
+                chat[tr.FINISH_REASONS] = [trace.finish_reason or "stop"]
+            tracer.record(f"chat {model}", chat, trace.called, "client", failed)
         if trace.error_type is not None:
             span.fail(trace.error_type)

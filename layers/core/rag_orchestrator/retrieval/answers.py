@@ -216,7 +216,7 @@ class Answerer:
                         final = event.assistant_content
                     elif isinstance(event, IterationComplete):
                         usage = trace.usage = event.usage
-                        trace.finish_reason = event.finish_reason
+                        trace.finish_reason, trace.call_ended = event.finish_reason, True
         finally:
             trace.called = (calling, time.time_ns())
         if final is None:
