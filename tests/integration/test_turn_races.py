@@ -136,3 +136,34 @@ def partition(tables: dict, cid: str) -> list[dict]:
         ExpressionAttributeValues={":pk": {"S": f"CONV#{cid}"}},
         ConsistentRead=True,
     )["Items"]
+
+
+@pytest.mark.parametrize("budget", ["1000000", None], ids=["limited", "unlimited"])
+def test_a_caller_erased_while_their_answer_runs_keeps_nothing_of_it(
+    own_tables, chroma_url, fake_llm, monkeypatch, budget
+):
+    """A generated answer has no conversation whose absence would refuse its write, as a turn's has:
+    once its model let go, it counted its tokens on the erased caller's day and usage-report line,
+    with the caller id in clear (limited: its hold made the day again; unlimited: the line)."""
+    if budget:
+        monkeypatch.setenv("BUDGET_TOKENS_PER_DAY", budget)
+    monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
+    chat = thinking_chat(fake_llm, monkeypatch)
+    caller = who()
+    headers = {"X-Caller-Id": caller}
+
+    def post() -> str:
+        body = {"query": "Which port does the dev server use?"}
+        with chat.stream("POST", "/api/v1/query/answer/stream", json=body, headers=headers) as r:
+            return ",".join(m.event for m in parse_sse("".join(r.iter_text())))
+
+    with held_turn(fake_llm, post) as ended:
+        assert fake_llm.requests  # the model is answering
+        assert erase(chat, caller)["status"] == "COMPLETED"
+    assert ended["events"].split(",")[-1] == "done"  # the answer is its asker's all the same
+    time.sleep(0.5)
+    assert traces(own_tables, caller) == {"dynamodb": [], "s3": [], "chroma": []}
+    # A caller erased may ask again: that answer is counted as any.
+    fake_llm.script(text_reply("Port 8000 [source:guide#0]."))
+    asked = chat.post("/api/v1/query/answer", json={"query": "Which port?"}, headers=headers)
+    assert asked.status_code == 200 and traces(own_tables, caller)["dynamodb"]

@@ -39,7 +39,7 @@ class Store:
         await asyncio.sleep(0)  # a request: a point where a cancellation is delivered
         self.calls.append(("release", spend.reserve))
 
-    async def count_answer(self, spend: Spend | None, line: UsageLine) -> None:
+    async def count_answer(self, spend: Spend | None, line: UsageLine, started: int) -> None:
         if self.fail_count:
             raise ConnectionError("the table is away")
         self.calls.append(("count", (line.caller_id, line.model, line.input_tokens, line.output_tokens)))

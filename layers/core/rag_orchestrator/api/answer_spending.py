@@ -12,6 +12,7 @@ passage found, a failure, a client gone before the end) counts nothing and lets 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Protocol
@@ -31,7 +32,9 @@ class AnswerCounts(Protocol):
 
     async def release(self, spend: Spend) -> None: ...
 
-    async def count_answer(self, spend: Spend | None, line: UsageLine) -> None: ...
+    async def count_answer(self, spend: Spend | None, line: UsageLine, started: int) -> None:
+        """ConditionFailed (counting nothing) when the caller's erasure ran since `started` (epoch ms)."""
+        ...
 
 
 class MeteredAnswers:
@@ -54,6 +57,7 @@ class MeteredAnswers:
     ) -> AsyncGenerator[AnswerEvent, None]:
         """`events`, once a limited asker's hold is taken (BudgetExhausted before the first event
         otherwise), with the answer's tokens counted just before its `done` event is passed on."""
+        started = time.time_ns() // 1_000_000
         spend = Spend.today(asker, self._budgets, self._reserve) if self._budgets.counts(asker) else None
         held = spend if spend is not None and spend.limited else None
         if held is not None:
@@ -63,14 +67,14 @@ class MeteredAnswers:
             async with aclosing(events) as answer:
                 async for event in answer:
                     if isinstance(event, DoneEvent):
-                        counted = await self._count(asker, spend, event.answer)
+                        counted = await self._count(asker, spend, event.answer, started)
                     yield event
         finally:
             if held is not None and not counted:
                 # Let go even when the request is being cancelled (its client gone).
                 await asyncio.shield(self._release(held))
 
-    async def _count(self, asker: Caller, spend: Spend | None, answer: AnswerResponse) -> bool:
+    async def _count(self, asker: Caller, spend: Spend | None, answer: AnswerResponse, started: int) -> bool:
         """Count a written answer; False when there is nothing to count (no model call) or the write
         failed (logged: the answer is the asker's all the same)."""
         if not (answer.prompt_tokens or answer.completion_tokens):
@@ -83,7 +87,7 @@ class MeteredAnswers:
             output_tokens=answer.completion_tokens,
         )
         try:
-            await self._store.count_answer(spend, line)
+            await self._store.count_answer(spend, line, started)
         except Exception as exc:
             logger.warning("answer usage not counted", extra={"error_type": type(exc).__name__})
             return False

@@ -75,7 +75,7 @@ class DynamoConversationStore:
         self._turns = TurnWrites(shared, items, actor_key or cursor_secret)
         self._revisions = RevisionWrites(shared, items, self._turns)
         self._approvals = ApprovalWrites(shared)
-        self._usage = UsageReads(shared)
+        self._usage = UsageReads(shared, actor_key or cursor_secret)
         self._ledger = LedgerReads(shared)
         self._feedback = FeedbackWrites(shared, items, self._cursors)
         self._audit = AuditReads(shared, self._cursors, S3AuditTrails(s3, bucket))
@@ -225,8 +225,8 @@ class DynamoConversationStore:
         self._usage.release(spend)
 
     @in_worker_thread
-    def count_answer(self, spend: Spend | None, line: UsageLine) -> None:
-        self._usage.count_answer(spend, line)
+    def count_answer(self, spend: Spend | None, line: UsageLine, started: int) -> None:
+        self._usage.count_answer(spend, line, started)
 
     @in_worker_thread
     def set_auto_title(self, conversation_id: str, title: str) -> bool:

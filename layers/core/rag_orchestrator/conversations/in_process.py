@@ -148,8 +148,8 @@ class InProcessStore:
     async def release(self, spend: Spend) -> None:
         self._turns.release(spend)
 
-    async def count_answer(self, spend: Spend | None, line: UsageLine) -> None:
-        self._turns.count_answer(spend, line)
+    async def count_answer(self, spend: Spend | None, line: UsageLine, started: int) -> None:
+        self._turns.count_answer(spend, line)  # nothing here is erased by another process
 
     async def set_auto_title(self, conversation_id: str, title: str) -> bool:
         return self._conversations.set_auto_title(conversation_id, title)

@@ -21,12 +21,26 @@ from typing import Any, Concatenate, Protocol, TypeGuard
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.ledger import ledger_update
 from rag_orchestrator.conversations.table import ConditionFailed, Table
+from rag_orchestrator.domain.audit import actor_ref
 from rag_orchestrator.domain.budgets import Meter, Spend, day_end, exhausted
 from rag_orchestrator.domain.usage import UsageLine
 from rag_orchestrator.errors import BudgetExhausted
 from rag_orchestrator.observability import logger
 
 KEEP = timedelta(days=8)  # a day's counter outlives its day by a week
+
+
+ERASED_KEEP = timedelta(hours=1)  # longer than any answer runs: one started before an erasure ends by then
+
+
+def erasing_key(actor_ref: str) -> dict[str, Any]:
+    """The erasure running for a caller (lifecycle/jobs.py), while it runs."""
+    return it.to_attributes({"PK": f"ERASING#{actor_ref}", "SK": it.META})
+
+
+def erased_key(actor_ref: str) -> dict[str, Any]:
+    """When a caller's last erasure completed, kept ERASED_KEEP (lifecycle/jobs.py)."""
+    return it.to_attributes({"PK": f"ERASED#{actor_ref}", "SK": it.META})
 
 
 def usage_key(caller_id: str, day: str) -> dict[str, Any]:
@@ -156,8 +170,9 @@ class UsageReads:
     """The DynamoDB store's read of a caller's day (GET /api/v1/usage), and the hold a decision
     takes on it (decisions have no start transaction to carry it)."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, actor_key: bytes = b"") -> None:
         self._table = table
+        self._actor_key = actor_key  # an erasure's pseudonym of the caller (domain/audit.py actor_ref)
 
     def reserve(self, spend: Spend) -> None:
         if pooled(spend):
@@ -184,14 +199,29 @@ class UsageReads:
             if pooled(spend):
                 GuestPool(self._table).release(spend)
 
-    def count_answer(self, spend: Spend | None, line: UsageLine) -> None:
+    def count_answer(self, spend: Spend | None, line: UsageLine, started: int) -> None:
         """What an answer outside any turn spent: its line of the usage report and, when counted, its
-        caller's day (its hold let go), in one transaction; all guests' day after it, for a guest."""
+        caller's day (its hold let go), in one transaction; all guests' day after it, for a guest.
+
+        A turn's finishing write needs its conversation; an answer has none to need. So the write also
+        checks that no erasure of the caller runs, nor completed after the answer `started` (epoch
+        milliseconds): otherwise ConditionFailed, and nothing of the erased caller is written again."""
         tokens = line.input_tokens + line.output_tokens
+        ref = actor_ref(self._actor_key, line.caller_id)
+        not_erased = [
+            {"ConditionCheck": {"Key": erasing_key(ref), "ConditionExpression": "attribute_not_exists(PK)"}},
+            {
+                "ConditionCheck": {
+                    "Key": erased_key(ref),
+                    "ConditionExpression": "attribute_not_exists(PK) OR erasedAt < :started",
+                    "ExpressionAttributeValues": it.to_attributes({":started": started}),
+                }
+            },
+        ]
         if spend is None or not (tokens or spend.reserve):
-            self._table.transact([ledger_update(line)])
+            self._table.transact([ledger_update(line), *not_erased])
             return
-        self._table.transact([ledger_update(line), settlement(spend, tokens)])
+        self._table.transact([ledger_update(line), settlement(spend, tokens), *not_erased])
         if pooled(spend):
             GuestPool(self._table).settle(spend, tokens)
 

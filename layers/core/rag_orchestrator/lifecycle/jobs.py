@@ -4,6 +4,8 @@
                                       actorRef (the erased caller's), requestedBy (the requester's
                                       actorRef), callerId while it runs (removed when it completes)
     PK=ERASING#<actorRef>   SK=META   the erasure running for that caller, while it runs
+    PK=ERASED#<actorRef>    SK=META   erasedAt: when the caller's last erasure completed, epoch ms (TTL an hour
+                                      on): an answer started before it writes nothing of the caller
 
 Starting writes both in one transaction, on condition that the caller has none running: a second
 request while one runs joins it (its erasureId); one after it completed starts another.
@@ -17,6 +19,7 @@ from typing import Any
 from rag_orchestrator.conversations import items as it
 from rag_orchestrator.conversations.keys import iso
 from rag_orchestrator.conversations.table import ConditionFailed, Table
+from rag_orchestrator.conversations.usage import ERASED_KEEP, erased_key, erasing_key
 from rag_orchestrator.domain.base import new_id, utcnow
 from rag_orchestrator.errors import NotFound, StorageUnavailable
 
@@ -45,10 +48,6 @@ def _job_key(erasure_id: str) -> dict[str, Any]:
     return it.to_attributes({"PK": f"ERASURE#{erasure_id}", "SK": it.META})
 
 
-def _running_key(actor_ref: str) -> dict[str, Any]:
-    return it.to_attributes({"PK": f"ERASING#{actor_ref}", "SK": it.META})
-
-
 class ErasureJobs:
     def __init__(self, table: Table) -> None:
         self._table = table
@@ -73,7 +72,7 @@ class ErasureJobs:
                     [
                         {
                             "Put": {
-                                "Item": _running_key(request.actor_ref) | it.to_attributes(running),
+                                "Item": erasing_key(request.actor_ref) | it.to_attributes(running),
                                 "ConditionExpression": "attribute_not_exists(PK)",
                             }
                         },
@@ -82,7 +81,7 @@ class ErasureJobs:
                 )
                 return Started(erasure_id, False, now)
             except ConditionFailed:
-                found = self._table.call("get_item", Key=_running_key(request.actor_ref), ConsistentRead=True)
+                found = self._table.call("get_item", Key=erasing_key(request.actor_ref), ConsistentRead=True)
                 if found.get("Item"):
                     held = it.from_attributes(found["Item"])
                     return Started(held["erasureId"], True, held["requestedAt"])
@@ -109,18 +108,27 @@ class ErasureJobs:
         )
 
     def complete(self, erasure_id: str, actor_ref: str) -> None:
-        """COMPLETED, the plain caller id gone from the job, and the caller free for another erasure."""
+        """COMPLETED, the plain caller id gone from the job, and the caller free for another erasure;
+        when it completed kept an hour under the caller's pseudonym, for the answers that were running
+        (conversations/usage.py count_answer)."""
+        now = utcnow()
         self._table.call(
             "update_item",
             Key=_job_key(erasure_id),
             UpdateExpression="SET #status = :done, completedAt = :now REMOVE callerId",
             ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues=it.to_attributes({":done": COMPLETED, ":now": iso(utcnow())}),
+            ExpressionAttributeValues=it.to_attributes({":done": COMPLETED, ":now": iso(now)}),
         )
+        erased = {
+            "erasedAt": int(now.timestamp() * 1000),
+            "expiresAt": it.epoch(now + ERASED_KEEP),
+            "entity": "erased",
+        }
+        self._table.call("put_item", Item=erased_key(actor_ref) | it.to_attributes(erased))
         try:
             self._table.call(
                 "delete_item",
-                Key=_running_key(actor_ref),
+                Key=erasing_key(actor_ref),
                 ConditionExpression="erasureId = :id",
                 ExpressionAttributeValues=it.to_attributes({":id": erasure_id}),
             )
