@@ -18,7 +18,14 @@ from starlette.requests import Request
 
 from rag_orchestrator.api.deps import get_settings
 from rag_orchestrator.config import Settings
-from rag_orchestrator.domain.callers import ANONYMOUS_CALLER, DEFAULT_ROLE, Caller, is_guest
+from rag_orchestrator.domain.callers import (
+    ANONYMOUS_CALLER,
+    ASKING,
+    DEFAULT_ROLE,
+    Caller,
+    is_guest,
+    refused_anonymous,
+)
 from rag_orchestrator.domain.text import caller_id_problem, printable_ascii
 from rag_orchestrator.errors import Forbidden, Unauthorized
 
@@ -152,21 +159,9 @@ def get_asker(request: Request) -> Caller:
 
 def _someone(request: Request, purpose: str) -> Caller:
     caller = get_caller(request)
-    if not someone(caller):
+    if not caller.someone:
         raise Unauthorized(refused_anonymous(purpose))
     return caller
-
-
-def someone(caller: Caller) -> bool:
-    """A signed-in caller or a guest: not the shared anonymous one."""
-    return not caller.anonymous or caller.guest
-
-
-def refused_anonymous(purpose: str) -> str:
-    return f"Sign in, or get a guest token from POST /api/v1/auth/guest, {purpose}"
-
-
-ASKING = "to ask for generated answers"
 
 
 CALLER_MISMATCH = "callerId names another caller than the authenticated one"

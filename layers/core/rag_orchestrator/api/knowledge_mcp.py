@@ -19,9 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rag_orchestrator import __version__
 from rag_orchestrator.api.answer_spending import MeteredAnswers
-from rag_orchestrator.api.auth import ASKING, refused_anonymous, someone
-from rag_orchestrator.api.mcp import MCP_CALLER
+from rag_orchestrator.api.mcp_caller import MCP_CALLER
 from rag_orchestrator.config import Settings
+from rag_orchestrator.domain.callers import ASKING, refused_anonymous
 from rag_orchestrator.domain.passages import QueryResult, Source
 from rag_orchestrator.domain.text import ClientBody
 from rag_orchestrator.errors import RagError
@@ -130,7 +130,7 @@ class KnowledgeTools:
 
     async def ask(self, arguments: AskArguments) -> types.CallToolResult:
         asker = MCP_CALLER.get()
-        if asker is None or not someone(asker):
+        if asker is None or not asker.someone:
             return _result(refused_anonymous(ASKING), error=True)
         settings = self.settings
         query = AnswerQuery(

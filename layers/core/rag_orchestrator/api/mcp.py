@@ -9,7 +9,6 @@ its own: nothing is kept between requests, which suits Lambda. The SDK loads on 
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -17,13 +16,11 @@ from starlette.types import Receive, Scope, Send
 
 from rag_orchestrator.api.auth import get_caller
 from rag_orchestrator.api.deps import Services, services
+from rag_orchestrator.api.mcp_caller import MCP_CALLER
 from rag_orchestrator.domain.callers import Caller
 from rag_orchestrator.errors import UnsupportedMediaType
 
 router = APIRouter(tags=["mcp"])
-
-# The caller of the request being served, for the tools (api/knowledge_mcp.py): `ask` spends as they do.
-MCP_CALLER: ContextVar[Caller | None] = ContextVar("mcp_caller", default=None)
 
 _JSONRPC = {
     "type": "object",

@@ -50,6 +50,12 @@ class Caller:
         return is_guest(self.caller_id)
 
     @property
+    def someone(self) -> bool:
+        """A signed-in caller or a guest: not the shared anonymous one (which keeps no conversations and
+        is asked no generated answers)."""
+        return not self.anonymous or self.guest
+
+    @property
     def may_use_tools(self) -> bool:
         return may_use_tools(self.roles)
 
@@ -58,6 +64,12 @@ class Caller:
 
 
 ANONYMOUS_CALLER = Caller(ANONYMOUS, (ANONYMOUS,))
+ASKING = "to ask for generated answers"
+
+
+def refused_anonymous(purpose: str) -> str:
+    """What the shared anonymous caller is told when it may not do `purpose` ("to keep conversations")."""
+    return f"Sign in, or get a guest token from POST /api/v1/auth/guest, {purpose}"
 
 
 def is_guest(caller_id: str) -> bool:
