@@ -293,6 +293,10 @@ def test_query_defaults_come_from_settings(client, monkeypatch):
         ({"query": "ok", "topK": -3}, "topK"),
         ({"query": "ok", "topK": 11}, "topK"),
         ({"query": "ok", "topK": "many"}, "topK"),
+        ({"query": "ok", "topK": True}, "topK"),  # another type, not the number 1
+        ({"query": "ok", "topK": "5"}, "topK"),
+        ({"query": "ok", "similarityThreshold": True}, "similarityThreshold"),
+        ({"query": "ok", "similarityThreshold": "0.5"}, "similarityThreshold"),
         ({"query": "ok", "similarityThreshold": 1.5}, "similarityThreshold"),
         ({"query": "ok", "similarityThreshold": -0.1}, "similarityThreshold"),
         ({"query": "ok", "unknown": 1}, "unknown"),
@@ -317,12 +321,24 @@ def test_query_refuses_bad_input_with_400(client, body, message):
         [{"documentId": "a\nb", "title": "T", "text": "body"}],
         [{"documentId": "a", "title": "T", "text": "one"}, {"documentId": "a", "title": "U", "text": "two"}],
         [{"title": "T", "text": "same"}, {"title": "T", "text": "same"}],
+        [{"title": "T", "text": "\u200b\ufeff \u2060"}],  # invisible characters alone are blank
+        [{"documentId": "\U0001f600" * 251, "title": "T", "text": "body"}],  # 251 characters, 1004 bytes
     ],
 )
 def test_ingest_refuses_bad_documents(client, documents):
     response = client.post("/api/v1/ingest", json={"documents": documents}, headers=CALLER)
     assert response.status_code == 422
     assert set(response.json()) == {"error", "message", "timestamp", "requestId"}
+
+
+def test_a_refused_document_leaves_the_one_of_its_id_whole(client):
+    """Invisible-only text was ingested as a document of no chunks, replacing the old one's."""
+    kept = {"documentId": "kept", "title": "Kept", "text": "The depot in Utrecht takes returns."}
+    assert client.post("/api/v1/ingest", json={"documents": [kept]}, headers=CALLER).status_code == 200
+    blank = {**kept, "text": "\u200b"}
+    assert client.post("/api/v1/ingest", json={"documents": [blank]}, headers=CALLER).status_code == 422
+    found = client.post("/api/v1/query", json={"query": "Utrecht depot returns"}, headers=CALLER).json()
+    assert [r["documentId"] for r in found["results"]][:1] == ["kept"]
 
 
 def test_routes_need_a_caller(client):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, StrictInt, field_validator
 
 from rag_orchestrator.api.auth import get_caller
 from rag_orchestrator.api.deps import get_retriever, get_settings
@@ -25,12 +26,20 @@ class QueryRequest(ClientBody):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    top_k: int | None = Field(None, ge=1, description="1..RAG_TOPK_MAX; default RAG_TOPK_DEFAULT")
+    top_k: StrictInt | None = Field(None, ge=1, description="1..RAG_TOPK_MAX; default RAG_TOPK_DEFAULT")
     similarity_threshold: float | None = Field(
         None, ge=0.0, le=1.0, description="default RAG_SIMILARITY_THRESHOLD"
     )
     source: str | None = Field(None, max_length=MAX_SOURCE)
     tags: list[str] | None = Field(None, max_length=MAX_TAGS)
+
+    @field_validator("similarity_threshold", mode="before")
+    @classmethod
+    def _a_number(cls, value: Any) -> Any:
+        """A number as JSON writes one: `true` or `"0.5"` is another type (a 400, as every input error)."""
+        if isinstance(value, (bool, str)):
+            raise ValueError("must be a number")
+        return value
 
 
 class QueryResponse(CamelModel):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from pydantic import ConfigDict, Field, field_validator
 
 from rag_orchestrator.domain.base import CamelModel
@@ -15,6 +17,7 @@ from rag_orchestrator.sanitize import (
 )
 
 MAX_DOCUMENT_CHARS = 500_000
+MAX_DOCUMENT_ID_BYTES = 1000  # DOC#<documentId> within DynamoDB's 1024-byte sort key
 
 
 class Document(CamelModel):
@@ -41,3 +44,20 @@ class Document(CamelModel):
     @classmethod
     def _plain(cls, value: str | None) -> str | None:
         return None if value is None else plain_label(value)
+
+    @field_validator("document_id")
+    @classmethod
+    def _fits_a_key(cls, value: str | None) -> str | None:
+        """The registry keys a document by DOC#<documentId>: DynamoDB bounds a key in bytes."""
+        if value is not None and len(value.encode()) > MAX_DOCUMENT_ID_BYTES:
+            raise ValueError(f"must be at most {MAX_DOCUMENT_ID_BYTES} bytes in UTF-8")
+        return value
+
+    @field_validator("text")
+    @classmethod
+    def _visible(cls, value: str) -> str:
+        """Blank is blank however written: zero-width spaces and other format characters alone are
+        nothing to search (and would replace a document with none of its chunks)."""
+        if all(char.isspace() or unicodedata.category(char) == "Cf" for char in value):
+            raise ValueError("must not be blank")
+        return value
