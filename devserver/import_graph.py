@@ -35,6 +35,7 @@ LAYERS: list[set[str]] = [
         "attribute_values",
         "sanitize",
         "startup",
+        "built_once",
         "ssm_params",
         "text",
         "__init__",

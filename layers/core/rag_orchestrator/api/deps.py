@@ -10,13 +10,14 @@ MCP servers' headers read their secrets through it. Tests replace parts with
 
 from __future__ import annotations
 
-from functools import cache, cached_property
+from functools import cache
 from string import Template
 from typing import TYPE_CHECKING, cast
 
 from starlette.requests import Request
 
 from rag_orchestrator.aws import AwsClients
+from rag_orchestrator.built_once import built_once
 from rag_orchestrator.config import Settings
 from rag_orchestrator.ssm_params import SecretReader
 from rag_orchestrator.tracing import NO_TRACER, Tracer
@@ -68,7 +69,7 @@ class Services:
         self.secrets = secrets_of(self.aws)
         self.settings = settings.read_secrets_with(self.secrets)
 
-    @cached_property
+    @built_once
     def tracer(self) -> Tracer:
         """Spans of turns and store requests; NO_TRACER (nothing loaded) without OTEL_EXPORTER_OTLP_ENDPOINT."""
         settings = self.settings
@@ -78,7 +79,7 @@ class Services:
 
         return OtelTracer(settings.otel_exporter_otlp_endpoint, capture_content=settings.otel_capture_content)
 
-    @cached_property
+    @built_once
     def store(self) -> DynamoConversationStore | InProcessStore:
         """Either backend provides every part of the store: the routes' (conversations/store.py), a
         turn's (loop/ports.py) and the title hook's (loop/titles.py)."""
@@ -86,56 +87,56 @@ class Services:
 
         return create_store(self.settings, self.aws, self.tracer)
 
-    @cached_property
+    @built_once
     def lifecycle(self) -> Lifecycle:
         """Erasures and exports (lifecycle/): started here, run by LifecycleFunction or a thread of this process."""
         from rag_orchestrator.lifecycle.runner import create_lifecycle
 
         return create_lifecycle(self.settings, self.aws)
 
-    @cached_property
+    @built_once
     def shares(self) -> Shares | None:
         """Read-only snapshots of conversations (lifecycle/sharing.py); None with in-process storage."""
         from rag_orchestrator.lifecycle.runner import create_shares
 
         return create_shares(self.settings, self.aws)
 
-    @cached_property
+    @built_once
     def attachments(self) -> Attachments:
         """Uploads and their segments; StorageUnavailable (503) without ATTACHMENTS_BUCKET."""
         from rag_orchestrator.attachments.factory import create_attachments
 
         return create_attachments(self.settings, self.aws, self.memory, self.store)
 
-    @cached_property
+    @built_once
     def turn_attachments(self) -> TurnAttachments:
         """What turns and HTTP tools ask of attachments; the service itself is built when first asked."""
         from rag_orchestrator.attachments.turns import TurnAttachments
 
         return TurnAttachments(lambda: self.attachments)
 
-    @cached_property
+    @built_once
     def event_log(self) -> EventLog:
         """The log of streamed turns, beside the conversations (stream_log/)."""
         from rag_orchestrator.stream_log.factory import create_event_log
 
         return create_event_log(self.settings, self.aws)
 
-    @cached_property
+    @built_once
     def running_turns(self) -> RunningTurns:
         """The streamed turns running in this process, for a cancel to stop at once."""
         from rag_orchestrator.loop.control import RunningTurns
 
         return RunningTurns()
 
-    @cached_property
+    @built_once
     def window_counter(self) -> WindowCounter:
         """Rate limits that hold across instances (guest tokens minted per address and hour)."""
         from rag_orchestrator.conversations.window_counters import create_window_counter
 
         return create_window_counter(self.settings, self.aws)
 
-    @cached_property
+    @built_once
     def caller_assertions(self) -> AssertionSigner:
         """Signs the X-Caller-Assertion of HTTP tools and MCP servers with `identity: assertion`
         (docs/tools.md, docs/mcp.md); its public key is GET /.well-known/jwks.json."""
@@ -143,7 +144,7 @@ class Services:
 
         return create_signer(self.settings, self.secrets)
 
-    @cached_property
+    @built_once
     def toolbox(self) -> Toolbox:
         """rag_search, the catalogue's tools and MCP_SERVERS' (listed when first used); building it
         validates the catalogue and MCP_SERVERS (ConfigError)."""
@@ -160,7 +161,7 @@ class Services:
             secrets=self.secrets,
         )
 
-    @cached_property
+    @built_once
     def knowledge_mcp(self) -> McpServer:
         """The knowledge base as an MCP server (POST /mcp): the SDK loads here, at the first request; its
         tools search with the routes' retriever and answer with their answerer."""
@@ -168,47 +169,47 @@ class Services:
 
         return knowledge_server(self.settings, self.retriever, lambda: self.answers)
 
-    @cached_property
+    @built_once
     def strategy(self) -> ModelStrategy:
         """The model strategy of MODEL_STRATEGY, for turns and answers alike."""
         from rag_orchestrator.providers.strategies import create_strategy
 
         return create_strategy(self.settings)
 
-    @cached_property
+    @built_once
     def embedder(self) -> Embedder:
         """EMBEDDING_PROVIDER's embedder, shared by ingestion, search, memory and tool selection."""
         from rag_orchestrator.retrieval.embedders import create_embedder
 
         return create_embedder(self.settings, self.aws)
 
-    @cached_property
+    @built_once
     def knowledge_base(self) -> KnowledgeBase:
         """CHROMA_COLLECTION, its embedder and its document registry."""
         from rag_orchestrator.retrieval.knowledge_base import create_knowledge_base
 
         return create_knowledge_base(self.settings, self.aws, self.embedder)
 
-    @cached_property
+    @built_once
     def fragment_index(self) -> FragmentIndex:
         """CHROMA_MEMORY_COLLECTION, whether or not new turns are remembered: the memory routes read it."""
         from rag_orchestrator.retrieval.fragments import create_fragment_index
 
         return create_fragment_index(self.settings, self.embedder)
 
-    @cached_property
+    @built_once
     def memory(self) -> FragmentIndex | None:
         """Conversation memory for turns and searches, or None with MEMORY_ENABLED=false."""
         return self.fragment_index if self.settings.memory_enabled else None
 
-    @cached_property
+    @built_once
     def retriever(self) -> Retriever:
         """The search of RETRIEVAL_MODE and RERANKER, for every route and the chat's rag_search."""
         from rag_orchestrator.retrieval.search import create_retriever
 
         return create_retriever(self.settings, self.knowledge_base, self.memory)
 
-    @cached_property
+    @built_once
     def follow_ups(self) -> FollowUps:
         """How a later turn's message is searched: condensed by the model (CONDENSE_FOLLOW_UPS), else with
         the earlier questions' words."""
@@ -216,21 +217,21 @@ class Services:
 
         return FollowUps((lambda: self.strategy) if self.settings.condense_follow_ups else None)
 
-    @cached_property
+    @built_once
     def answer_template(self) -> Template:
         """The answer prompt (RAG_PROMPT_TEMPLATE_PATH), read and checked once."""
         from rag_orchestrator.retrieval.prompt import load_template
 
         return load_template(self.settings.rag_prompt_template_path)
 
-    @cached_property
+    @built_once
     def answerer(self) -> Answerer:
         """Generated answers with citations, counted nowhere (the evaluation's)."""
         from rag_orchestrator.retrieval.answers import Answerer
 
         return Answerer(self.retriever, self.strategy, self.answer_template, self.settings, self.tracer)
 
-    @cached_property
+    @built_once
     def answers(self) -> MeteredAnswers:
         """The answerer's answers, each counted on its asker's day (api/answer_spending.py)."""
         from rag_orchestrator.api.answer_spending import MeteredAnswers
@@ -240,7 +241,7 @@ class Services:
             self.answerer, self.store, settings.budgets, settings.budget_turn_reserve_tokens
         )
 
-    @cached_property
+    @built_once
     def orchestrator(self) -> Orchestrator:
         """The turn's dependencies (loop/deps.py), built once and shared by every turn."""
         from rag_orchestrator.loop.deps import TurnDeps
