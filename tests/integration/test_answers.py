@@ -338,3 +338,42 @@ def test_the_extractive_strategy_answers_from_the_passages_with_citations(kb, mo
     assert body["sources"] and body["sources"][0]["documentId"] == "refunds"
     assert without_latency(messages[-1].data) == without_latency(body)
     assert "".join(m.data["delta"] for m in messages if m.event == "delta") == body["answer"]
+
+
+# --- documentIds with spaces (an S3 key such as "Support Guide.pdf") ---------------------------------
+
+
+@pytest.fixture
+def spaced(chroma_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refund policy under the id "refund policy", beside "shipping"."""
+    configure(monkeypatch, chroma_collection=f"spaced-{uuid.uuid4().hex[:12]}", rag_similarity_threshold=0.01)
+    ingest([{**DOCS[0], "documentId": "refund policy"}, DOCS[1]], load_settings())
+
+
+def test_a_citation_of_an_id_with_a_space_is_one_kept_narrowed_to_and_an_invented_one_removed(
+    spaced,
+    fake_llm,
+    monkeypatch,  # noqa: F811
+):
+    """The citation pattern stopped at a space: such a citation narrowed no sources, and an invented
+    one stayed in the answer and its stream."""
+    configure(monkeypatch, model_max_retries=0, **fake_llm.settings_for("openai_compatible"))
+    fake_llm.script(
+        text_reply("Within 14 days [source:refund policy#0] [source:ghost doc#0].", chunks=6),
+        text_reply("Within 14 days [source:refund policy#0] [source:ghost doc#0].", chunks=6),
+    )
+    with client() as c:
+        body = c.post(ANSWER, json={"query": BOTH, "similarityThreshold": 0}, headers=CALLER).json()
+        _, messages = stream(c, {"query": BOTH, "similarityThreshold": 0})
+    assert body["answer"] == "Within 14 days [source:refund policy#0]."
+    assert [s["documentId"] for s in body["sources"]] == ["refund policy"]
+    streamed = "".join(m.data["delta"] for m in messages if m.event == "delta")
+    assert streamed == body["answer"] and "ghost" not in streamed
+
+
+def test_the_extractive_strategy_answers_from_a_document_whose_id_has_a_space(spaced, monkeypatch):
+    configure(monkeypatch, model_strategy="extractive")
+    with client() as c:
+        body = c.post(ANSWER, json={"query": QUESTION}, headers=CALLER).json()
+    assert "within 14 days. [source:refund policy#0]" in body["answer"]
+    assert [s["documentId"] for s in body["sources"]][:1] == ["refund policy"]

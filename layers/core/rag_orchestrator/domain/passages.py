@@ -15,7 +15,9 @@ from rag_orchestrator.domain.base import CamelModel
 from rag_orchestrator.text.snippets import Snippet, centre_snippet
 
 SNIPPET_CHARS = 300
-CITATION = re.compile(r"\[source:([^\]#\s]+)#(\d+)\]")
+# A documentId may hold spaces (an S3 key such as "Support Guide.pdf" is one), not a line break or
+# `]`; spaces after the colon are the model's, not the id's.
+CITATION = re.compile(r"\[source:[ \t]*([^\]#\s](?:[^\]#\n]*[^\]#\s])?)#(\d+)\]")
 CITATION_FORMAT = "[source:documentId#chunkIndex]"
 
 Key = tuple[str, int]

@@ -15,9 +15,9 @@ from rag_orchestrator.domain.passages import CITATION, Key
 
 _CITED = re.compile(r"[ \t]*" + CITATION.pattern)
 # The tail of a text that more text could turn into a citation, with the spaces before it:
-# " ", " [", "[sou", "[source:", "[source:doc", "[source:doc#", "[source:doc#12".
+# " ", " [", "[sou", "[source:", "[source:doc", "[source:Support Gui", "[source:doc#", "[source:doc#12".
 _OPEN_TAIL = re.compile(
-    r"[ \t]*\[(?:s(?:o(?:u(?:r(?:c(?:e(?::(?:[^\]#\s]+(?:#\d*)?)?)?)?)?)?)?)?)?\Z|[ \t]+\Z"
+    r"[ \t]*\[(?:s(?:o(?:u(?:r(?:c(?:e(?::(?:[^\]#\n]*(?:#\d*)?)?)?)?)?)?)?)?)?\Z|[ \t]+\Z"
 )
 
 
