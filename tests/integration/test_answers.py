@@ -352,8 +352,8 @@ def spaced(chroma_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_citation_of_an_id_with_a_space_is_one_kept_narrowed_to_and_an_invented_one_removed(
     spaced,
-    fake_llm,
-    monkeypatch,  # noqa: F811
+    fake_llm,  # noqa: F811 (the fixture, imported above)
+    monkeypatch,
 ):
     """The citation pattern stopped at a space: such a citation narrowed no sources, and an invented
     one stayed in the answer and its stream."""
