@@ -38,19 +38,25 @@ def receiver() -> Iterator[TraceReceiver]:
 
 
 @pytest.fixture
-def traced(receiver, aws_stack, chroma_url, fake_llm, monkeypatch):
-    """Tracing on, to the receiver; a knowledge base with the guide; a model that searches, then answers."""
+def guide(receiver, aws_stack, chroma_url, fake_llm, monkeypatch) -> TraceReceiver:
+    """Tracing on, to the receiver (cleared); the fake model; a knowledge base with the guide."""
     receiver.clear()
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
     monkeypatch.setenv("CHROMA_COLLECTION", f"traces-{id(monkeypatch)}")
     monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
     use_fake_llm(fake_llm, monkeypatch)
     ingest([{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs"}], load_settings())
+    return receiver
+
+
+@pytest.fixture
+def traced(guide, fake_llm):
+    """The guide, and a model that searches, then answers."""
     fake_llm.script(
         tool_call_reply("rag_search", {"query": "dev server port"}, call_id="call_a"),
         text_reply(ANSWER),
     )
-    return receiver
+    return guide
 
 
 def one_turn(receiver: TraceReceiver) -> tuple[list[dict[str, Any]], str]:
@@ -161,17 +167,12 @@ def test_a_model_cut_at_its_token_limit_is_traced_with_the_providers_finish_reas
 
 
 def test_a_follow_ups_condensing_call_is_a_chat_span_of_its_turn_and_counted_in_it(
-    receiver, aws_stack, chroma_url, fake_llm, monkeypatch
+    guide, fake_llm, monkeypatch
 ):
     """The short call that makes a later turn's message a question of its own (CONDENSE_FOLLOW_UPS) is
     a model call of the turn: its span hangs under the turn's, its tokens are in the turn's."""
-    receiver.clear()
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    receiver = guide
     monkeypatch.setenv("CONDENSE_FOLLOW_UPS", "true")
-    monkeypatch.setenv("CHROMA_COLLECTION", f"traces-{id(monkeypatch)}")
-    monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
-    use_fake_llm(fake_llm, monkeypatch)
-    ingest([{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs"}], load_settings())
     fake_llm.script(
         text_reply("Start it with make dev [source:guide#0]."),
         text_reply("Which port does the dev server listen on?", usage=(40, 9)),  # the condensing call
@@ -195,17 +196,10 @@ def test_a_follow_ups_condensing_call_is_a_chat_span_of_its_turn_and_counted_in_
     assert root["attributes"]["gen_ai.usage.output_tokens"] == 9 + 7
 
 
-def test_a_generated_answer_is_one_trace_of_its_search_and_its_model_call(
-    receiver, aws_stack, chroma_url, fake_llm, monkeypatch
-):
+def test_a_generated_answer_is_one_trace_of_its_search_and_its_model_call(guide, fake_llm):
     """POST /api/v1/query/answer (whole, and streamed) and a failing one: the root `answer` span, the
     retrieval and the model call under it, tokens, and no question or answer text in any attribute."""
-    receiver.clear()
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
-    monkeypatch.setenv("CHROMA_COLLECTION", f"traces-{id(monkeypatch)}")
-    monkeypatch.setenv("RAG_SIMILARITY_THRESHOLD", "0.05")
-    use_fake_llm(fake_llm, monkeypatch)
-    ingest([{"documentId": "guide", "title": "Guide", "text": GUIDE, "source": "docs"}], load_settings())
+    receiver = guide
     fake_llm.script(text_reply(ANSWER, usage=(30, 8)), text_reply(ANSWER, usage=(30, 8)), error_reply(500))
     c, caller = client(), fresh_caller()
     body = {"query": QUESTION}
