@@ -58,7 +58,7 @@ class MeteredAnswers:
         """`events`, once a limited asker's hold is taken (BudgetExhausted before the first event
         otherwise), with the answer's tokens counted just before its `done` event is passed on."""
         started = time.time_ns() // 1_000_000
-        spend = Spend.today(asker, self._budgets, self._reserve) if self._budgets.counts(asker) else None
+        spend = Spend.counted(asker, self._budgets, self._reserve)
         held = spend if spend is not None and spend.limited else None
         if held is not None:
             await self._store.reserve(held)

@@ -89,10 +89,7 @@ class InProcessTurns:
                 _resolve(record, outcome.decided)
             if outcome.held is not None:
                 record.held, record.approvals[outcome.held.approval_id] = outcome.held, PENDING
-            if outcome.spend is not None:
-                shelf.settle(outcome.spend, tokens, tokens - outcome.spend.reserve)
-            if outcome.usage is not None:
-                _count(shelf, outcome.usage)
+            _spent(shelf, outcome.spend, tokens, outcome.usage)
 
     def abort_turn(self, conversation_id: str) -> None:
         with self._shelf.lock:
@@ -159,11 +156,8 @@ class InProcessTurns:
             self._shelf.settle(spend, 0, -spend.reserve)
 
     def count_answer(self, spend: Spend | None, line: UsageLine) -> None:
-        tokens = line.input_tokens + line.output_tokens
         with self._shelf.lock:
-            if spend is not None:
-                self._shelf.settle(spend, tokens, tokens - spend.reserve)
-            _count(self._shelf, line)
+            _spent(self._shelf, spend, line.input_tokens + line.output_tokens, line)
 
     def _check_budget(self, spend: Spend) -> None:
         for meter in spend.meters():
@@ -175,6 +169,15 @@ class InProcessTurns:
 def _resolve(record: StoredConversation, resolution: Resolution) -> None:
     record.held = None
     record.approvals[resolution.held.approval_id] = resolution.outcome
+
+
+def _spent(shelf: Shelf, spend: Spend | None, tokens: int, line: UsageLine | None) -> None:
+    """A turn's or an answer's tokens on its caller's day (its hold let go) and its report line (the
+    lock held)."""
+    if spend is not None:
+        shelf.settle(spend, tokens, tokens - spend.reserve)
+    if line is not None:
+        _count(shelf, line)
 
 
 def _count(shelf: Shelf, spent: UsageLine) -> None:

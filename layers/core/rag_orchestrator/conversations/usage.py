@@ -218,11 +218,9 @@ class UsageReads:
                 }
             },
         ]
-        if spend is None or not (tokens or spend.reserve):
-            self._table.transact([ledger_update(line), *not_erased])
-            return
-        self._table.transact([ledger_update(line), settlement(spend, tokens), *not_erased])
-        if pooled(spend):
+        day = [settlement(spend, tokens)] if spend is not None and (tokens or spend.reserve) else []
+        self._table.transact([ledger_update(line), *day, *not_erased])
+        if day and pooled(spend):
             GuestPool(self._table).settle(spend, tokens)
 
     def usage(self, caller_id: str, day: str) -> int:

@@ -114,6 +114,12 @@ class Spend:
         day = moment.astimezone(UTC).date().isoformat()
         return cls(caller.caller_id, day, limit, reserve if limit else 0, pool)
 
+    @classmethod
+    def counted(cls, caller: Caller, budgets: Budgets, reserve: int) -> Spend | None:
+        """Where the caller's tokens count today (a turn's, an answer's): nowhere while no budget is
+        configured, a guest's always."""
+        return cls.today(caller, budgets, reserve) if budgets.counts(caller) else None
+
     @property
     def limited(self) -> bool:
         return self.limit is not None

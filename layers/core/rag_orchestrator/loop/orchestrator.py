@@ -123,13 +123,8 @@ class Orchestrator:
         return Claim(request.conversation_id, request.caller.caller_id, lease)
 
     def _spend(self, request: TurnRequest) -> Spend | None:
-        """Where the turn's tokens count: nowhere while no budget is configured (a guest's always)."""
         config = self.deps.config
-        return (
-            Spend.today(request.caller, config.budgets, config.reserve_tokens)
-            if config.budgets.counts(request.caller)
-            else None
-        )
+        return Spend.counted(request.caller, config.budgets, config.reserve_tokens)
 
     @asynccontextmanager
     async def _holding(self, spend: Spend | None) -> AsyncIterator[None]:
